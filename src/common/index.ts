@@ -1,0 +1,3 @@
+export { errorMessage, UserError } from "./errors.js";
+export { cacheRoot, defaultClustersDir } from "./paths.js";
+export { createProgress, type Progress } from "./progress.js";

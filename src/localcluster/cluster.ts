@@ -1,0 +1,453 @@
+import { existsSync } from "node:fs";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { request } from "node:https";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { CoreV1Api, KubeConfig, type V1Node } from "@kubernetes/client-node";
+import type { ComponentBinaries } from "./build.js";
+import { type ClientIdentity, type ClusterPki, ensureClusterPki } from "./cluster-pki.js";
+import { renderKubeconfig, writeKubeconfig } from "./kubeconfig.js";
+import { assertPortFree, freePort, isPortFree, releasePort } from "./ports.js";
+import { isRunning, logTail, type RunningProcess, startProcess, stopProcess } from "./processes.js";
+import { type ClusterSpec, KWOK_NODE_ANNOTATION, validateClusterSpec, ZONE_LABEL } from "./spec.js";
+
+export interface ClusterPorts {
+  etcdClient: number;
+  etcdPeer: number;
+  apiserver: number;
+  kwok: number;
+}
+
+/** Written to `<dir>/state.json` as soon as the first process starts, so a crash can be cleaned up. */
+export interface ClusterState {
+  name: string;
+  phase: "starting" | "running";
+  spec: ClusterSpec;
+  ports: ClusterPorts;
+  server: string;
+  kubeconfig: string;
+  processes: RunningProcess[];
+  startedAt: string;
+  readyAt?: string;
+  /** Seconds from start to Ready, per step, for the footprint benchmark and `status`. */
+  timings?: Record<string, number>;
+}
+
+export interface ClusterStatus {
+  name: string;
+  state: "running" | "stopped" | "degraded";
+  server?: string;
+  kubeconfig: string;
+  dir: string;
+  processes: { component: string; pid: number; alive: boolean; logFile: string }[];
+}
+
+/** Components in start order; they are stopped in reverse. */
+const COMPONENT_ORDER = [
+  "etcd",
+  "kube-apiserver",
+  "kube-controller-manager",
+  "kube-scheduler",
+  "kwok",
+] as const;
+
+/** One local cluster: its folder holds pki/, etcd/, logs/, kubeconfig and state.json. */
+export class LocalCluster {
+  readonly dir: string;
+  readonly kubeconfigPath: string;
+  private readonly stateFile: string;
+
+  constructor(
+    readonly spec: ClusterSpec,
+    harnessDir: string,
+  ) {
+    validateClusterSpec(spec);
+    this.dir = join(harnessDir, spec.name);
+    this.kubeconfigPath = join(this.dir, "kubeconfig");
+    this.stateFile = join(this.dir, "state.json");
+  }
+
+  get name(): string {
+    return this.spec.name;
+  }
+
+  async readState(): Promise<ClusterState | undefined> {
+    if (!existsSync(this.stateFile)) return undefined;
+    try {
+      return JSON.parse(await readFile(this.stateFile, "utf8")) as ClusterState;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async writeState(state: ClusterState): Promise<void> {
+    await writeFile(this.stateFile, `${JSON.stringify(state, null, 2)}\n`);
+  }
+
+  async status(): Promise<ClusterStatus> {
+    const state = await this.readState();
+    const processes = (state?.processes ?? []).map((p) => ({
+      component: p.component,
+      pid: p.pid,
+      alive: isRunning(p.pid, p.binary),
+      logFile: p.logFile,
+    }));
+    const alive = processes.filter((p) => p.alive).length;
+    let clusterState: ClusterStatus["state"] = "stopped";
+    if (state && alive > 0) {
+      clusterState =
+        alive === processes.length && state.phase === "running" && (await this.apiserverReady(state))
+          ? "running"
+          : "degraded";
+    }
+    return {
+      name: this.name,
+      state: clusterState,
+      server: state?.server,
+      kubeconfig: this.kubeconfigPath,
+      dir: this.dir,
+      processes,
+    };
+  }
+
+  /**
+   * Starts the cluster and waits until it is usable: API ready, nodes Ready, controllers running.
+   * A running cluster is left as it is; leftovers of a crashed start are stopped first. If any
+   * step fails, everything started here is stopped again before the error is raised.
+   */
+  async start(binaries: ComponentBinaries, log: (line: string) => void = () => {}): Promise<ClusterState> {
+    const previous = await this.readState();
+    if (previous) {
+      const status = await this.status();
+      if (status.state === "running") return previous;
+      if (status.processes.some((p) => p.alive)) {
+        log(`${this.name}: cleaning up a half-started cluster left by an earlier run`);
+      }
+      await this.stopProcesses(previous);
+    }
+    if (this.spec.apiserverPort !== undefined)
+      await assertPortFree(this.spec.apiserverPort, `cluster "${this.name}" kube-apiserver`);
+
+    // A component can lose the race for a port picked moments earlier; start again on new ports.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.startOnce(binaries, previous?.ports, log);
+      } catch (err) {
+        if (!(err instanceof PortTakenError) || attempt >= 3) throw err;
+        log(`${this.name}: ${err.message}; retrying on other ports`);
+      }
+    }
+  }
+
+  private async pickPorts(previous?: ClusterPorts): Promise<ClusterPorts> {
+    const reuse = async (port: number | undefined) =>
+      port !== undefined && (await isPortFree(port)) ? port : freePort();
+    return {
+      etcdClient: await reuse(previous?.etcdClient),
+      etcdPeer: await reuse(previous?.etcdPeer),
+      apiserver: this.spec.apiserverPort ?? (await reuse(previous?.apiserver)),
+      kwok: await reuse(previous?.kwok),
+    };
+  }
+
+  private async startOnce(
+    binaries: ComponentBinaries,
+    previousPorts: ClusterPorts | undefined,
+    log: (line: string) => void,
+  ) {
+    const t0 = Date.now();
+    const timings: Record<string, number> = {};
+    const mark = (step: string) => {
+      timings[step] = (Date.now() - t0) / 1000;
+    };
+    await mkdir(join(this.dir, "logs"), { recursive: true });
+    const pki = await ensureClusterPki(join(this.dir, "pki"), this.name);
+    const ports = await this.pickPorts(previousPorts);
+    const server = `https://127.0.0.1:${ports.apiserver}`;
+    const state: ClusterState = {
+      name: this.name,
+      phase: "starting",
+      spec: this.spec,
+      ports,
+      server,
+      kubeconfig: this.kubeconfigPath,
+      processes: [],
+      startedAt: new Date().toISOString(),
+    };
+    const launch = async (component: (typeof COMPONENT_ORDER)[number], binary: string, args: string[]) => {
+      const logFile = join(this.dir, "logs", `${component}.log`);
+      await writeFile(logFile, `--- ${new Date().toISOString()} ${binary} ${args.join(" ")}\n`, {
+        flag: "a",
+      });
+      const proc = startProcess(component, binary, args, logFile, this.dir);
+      state.processes.push(proc);
+      await this.writeState(state);
+      return proc;
+    };
+
+    try {
+      await writeKubeconfig(this.kubeconfigPath, {
+        cluster: this.name,
+        server,
+        caPem: pki.caPem,
+        client: pki.clients.admin,
+      });
+      for (const identity of ["controllerManager", "scheduler", "kwok"] as const)
+        await this.writeComponentKubeconfig(pki, server, identity);
+
+      const etcd = await launch("etcd", binaries.etcd, [
+        `--name=${this.name}`,
+        `--data-dir=${join(this.dir, "etcd")}`,
+        `--listen-client-urls=http://127.0.0.1:${ports.etcdClient}`,
+        `--advertise-client-urls=http://127.0.0.1:${ports.etcdClient}`,
+        `--listen-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
+        `--initial-cluster=${this.name}=http://127.0.0.1:${ports.etcdPeer}`,
+        // Local clusters trade durability for speed: a crash may lose the last writes.
+        "--unsafe-no-fsync=true",
+        "--quota-backend-bytes=4294967296",
+        "--log-level=warn",
+      ]);
+      await this.waitFor("etcd to answer", [etcd], 30_000, () =>
+        httpOk(`http://127.0.0.1:${ports.etcdClient}/health`),
+      );
+      mark("etcd");
+
+      const apiserver = await launch("kube-apiserver", binaries.kubeApiserver, [
+        `--etcd-servers=http://127.0.0.1:${ports.etcdClient}`,
+        `--secure-port=${ports.apiserver}`,
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        `--tls-cert-file=${pki.servingCert}`,
+        `--tls-private-key-file=${pki.servingKey}`,
+        `--client-ca-file=${pki.caCert}`,
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        `--service-account-key-file=${pki.serviceAccountPub}`,
+        `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+        "--service-cluster-ip-range=10.96.0.0/16",
+        "--authorization-mode=Node,RBAC",
+        "--allow-privileged=true",
+        // No kubelets or kube-proxy run here, so the kubernetes Service keeps no endpoints.
+        "--endpoint-reconciler-type=none",
+        "--profiling=false",
+        ...(this.spec.extraApiserverFlags ?? []),
+      ]);
+      await this.waitFor("kube-apiserver to become ready", [etcd, apiserver], 60_000, () =>
+        this.apiserverReady(state, pki),
+      );
+      mark("kube-apiserver");
+
+      const components = [etcd, apiserver];
+      components.push(
+        await launch("kube-controller-manager", binaries.kubeControllerManager, [
+          `--kubeconfig=${this.componentKubeconfig("controllerManager")}`,
+          "--secure-port=0",
+          "--leader-elect=false",
+          "--use-service-account-credentials=true",
+          `--service-account-private-key-file=${pki.serviceAccountKey}`,
+          `--root-ca-file=${pki.caCert}`,
+          `--cluster-signing-cert-file=${pki.caCert}`,
+          `--cluster-signing-key-file=${pki.caKey}`,
+          "--controllers=*",
+          "--concurrent-gc-syncs=20",
+          "--concurrent-namespace-syncs=10",
+        ]),
+        await launch("kube-scheduler", binaries.kubeScheduler, [
+          `--kubeconfig=${this.componentKubeconfig("scheduler")}`,
+          "--secure-port=0",
+          "--leader-elect=false",
+        ]),
+        await launch("kwok", binaries.kwok, [
+          `--kubeconfig=${this.componentKubeconfig("kwok")}`,
+          `--config=${binaries.kwokStages}`,
+          "--manage-all-nodes=false",
+          `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=fake`,
+          `--server-address=127.0.0.1:${ports.kwok}`,
+          "--node-ip=127.0.0.1",
+          "--node-lease-duration-seconds=40",
+          "--cidr=10.244.0.1/16",
+          "--v=WARN",
+        ]),
+      );
+
+      const kc = new KubeConfig();
+      kc.loadFromString(
+        renderKubeconfig({ cluster: this.name, server, caPem: pki.caPem, client: pki.clients.admin }),
+      );
+      const core = kc.makeApiClient(CoreV1Api);
+      await this.createNodes(core);
+      await this.waitFor("simulated nodes to become Ready", components, 60_000, async () => {
+        const nodes = await core.listNode({ labelSelector: "type=kwok" });
+        return nodes.items.length >= (this.spec.nodes ?? 3) && nodes.items.every(isNodeReady);
+      });
+      mark("nodes");
+      // The service-account controller runs in kube-controller-manager: once "default" exists, it is working.
+      await this.waitFor(
+        "kube-controller-manager to create the default service account",
+        components,
+        60_000,
+        async () => {
+          await core.readNamespacedServiceAccount({ name: "default", namespace: "default" });
+          return true;
+        },
+      );
+      mark("controllers");
+
+      state.phase = "running";
+      state.readyAt = new Date().toISOString();
+      state.timings = timings;
+      await this.writeState(state);
+      log(
+        `${this.name}: ready at ${server} in ${timings.controllers?.toFixed(1)}s (kubeconfig ${this.kubeconfigPath})`,
+      );
+      return state;
+    } catch (err) {
+      await this.stopProcesses(state);
+      for (const port of Object.values(ports)) releasePort(port);
+      throw err;
+    }
+  }
+
+  private componentKubeconfig(identity: ClientIdentity): string {
+    return join(this.dir, "pki", `${identity}.kubeconfig`);
+  }
+
+  private async writeComponentKubeconfig(pki: ClusterPki, server: string, identity: ClientIdentity) {
+    await writeKubeconfig(this.componentKubeconfig(identity), {
+      cluster: this.name,
+      server,
+      caPem: pki.caPem,
+      client: pki.clients[identity],
+    });
+  }
+
+  private async createNodes(core: CoreV1Api): Promise<void> {
+    const count = this.spec.nodes ?? 3;
+    const capacity = this.spec.nodeCapacity ?? { cpu: "32", memory: "128Gi", pods: "110" };
+    const labels = this.spec.labels ?? {};
+    const region = Object.entries(labels).find(([k]) => k.endsWith("/region"))?.[1] ?? this.name;
+    for (let i = 0; i < count; i++) {
+      const name = `${this.name}-node-${i}`;
+      const node: V1Node = {
+        metadata: {
+          name,
+          annotations: { [KWOK_NODE_ANNOTATION]: "fake", "node.alpha.kubernetes.io/ttl": "0" },
+          labels: {
+            ...labels,
+            [ZONE_LABEL]: `${region}-${String.fromCharCode(97 + (i % 3))}`,
+            "kubernetes.io/hostname": name,
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64",
+            "node-role.kubernetes.io/worker": "",
+            type: "kwok",
+          },
+        },
+        status: { allocatable: capacity, capacity },
+      };
+      try {
+        await core.createNode({ body: node });
+      } catch (err) {
+        if ((err as { code?: number }).code !== 409) throw err;
+      }
+    }
+  }
+
+  private async apiserverReady(state: ClusterState, pki?: ClusterPki): Promise<boolean> {
+    const certs = pki ?? (await ensureClusterPki(join(this.dir, "pki"), this.name));
+    return httpsOk(`${state.server}/readyz`, certs.caPem, certs.clients.admin);
+  }
+
+  /** Polls `check` until true; fails at once, with the log's tail, if a component process exits. */
+  private async waitFor(
+    what: string,
+    watched: RunningProcess[],
+    timeoutMs: number,
+    check: () => Promise<boolean>,
+  ): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let lastError = "";
+    for (;;) {
+      for (const proc of watched) {
+        if (!isRunning(proc.pid, proc.binary)) {
+          const tail = logTail(proc.logFile);
+          if (/address already in use/.test(tail))
+            throw new PortTakenError(`${proc.component} found its port taken`);
+          throw new Error(
+            `${this.name}: ${proc.component} exited while waiting for ${what}; log ${proc.logFile}:\n${tail}`,
+          );
+        }
+      }
+      try {
+        if (await check()) return;
+      } catch (err) {
+        lastError = err instanceof Error ? err.message : String(err);
+      }
+      if (Date.now() > deadline) {
+        throw new Error(
+          `${this.name}: timed out after ${timeoutMs / 1000}s waiting for ${what}${lastError ? ` (last error: ${lastError})` : ""}; logs in ${join(this.dir, "logs")}`,
+        );
+      }
+      await sleep(200);
+    }
+  }
+
+  private async stopProcesses(state: ClusterState): Promise<void> {
+    const byOrder = [...state.processes].sort(
+      (a, b) => COMPONENT_ORDER.indexOf(b.component as never) - COMPONENT_ORDER.indexOf(a.component as never),
+    );
+    // Clients first, then the API server, then etcd, so nothing logs errors about a vanished server.
+    const clients = byOrder.filter((p) => !["kube-apiserver", "etcd"].includes(p.component));
+    await Promise.all(clients.map((p) => stopProcess(p)));
+    for (const p of byOrder.filter((p) => ["kube-apiserver", "etcd"].includes(p.component)))
+      await stopProcess(p);
+  }
+
+  /** Stops every process; data stays, so the next start resumes the same cluster. */
+  async stop(): Promise<boolean> {
+    const state = await this.readState();
+    if (!state) return false;
+    await this.stopProcesses(state);
+    await rm(this.stateFile, { force: true });
+    return true;
+  }
+
+  /** Stops the cluster and deletes its data, certificates and logs. */
+  async reset(): Promise<void> {
+    await this.stop();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+class PortTakenError extends Error {}
+
+function isNodeReady(node: V1Node): boolean {
+  return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+}
+
+async function httpOk(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    return response.ok;
+  } catch {
+    return false;
+  }
+}
+
+function httpsOk(url: string, caPem: string, client: { certPem: string; keyPem: string }): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request(
+      url,
+      { ca: caPem, cert: client.certPem, key: client.keyPem, timeout: 2000 },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      },
+    );
+    req.on("error", () => resolve(false));
+    req.on("timeout", () => {
+      req.destroy();
+      resolve(false);
+    });
+    req.end();
+  });
+}

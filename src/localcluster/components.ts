@@ -1,0 +1,100 @@
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/**
+ * The Kubernetes components tenantry builds from their Go modules. Each has a small wrapper
+ * module in `modules/<name>` whose go.mod pins the release and whose go.sum pins every byte.
+ */
+export type ComponentName = "kubernetes" | "etcd" | "kwok";
+
+export interface ComponentSpec {
+  name: ComponentName;
+  /** The module whose version names the build. */
+  module: string;
+  /** Main packages to build, each giving one binary named after its last path element. */
+  packages: string[];
+  binaries: string[];
+  /** Extra linker flags; Kubernetes reads its version from variables set here. */
+  ldflags(version: string): string[];
+  /** Files copied from the module's own source next to the binaries (e.g. KWOK's default stages). */
+  assets?: { from: string[]; to: string }[];
+}
+
+export const modulesDir = join(dirname(fileURLToPath(import.meta.url)), "modules");
+
+function kubernetesVersionFlags(version: string): string[] {
+  const match = /^v(\d+)\.(\d+)\./.exec(version);
+  if (!match) throw new Error(`unexpected Kubernetes version ${version}`);
+  const values: Record<string, string> = {
+    gitVersion: version,
+    gitMajor: match[1]!,
+    gitMinor: match[2]!,
+    gitTreeState: "clean",
+    gitCommit: "0000000000000000000000000000000000000000",
+    // A fixed date keeps the build reproducible and the cache key meaningful.
+    buildDate: "1970-01-01T00:00:00Z",
+  };
+  const flags: string[] = [];
+  for (const pkg of ["k8s.io/component-base/version", "k8s.io/client-go/pkg/version"]) {
+    for (const [name, value] of Object.entries(values)) flags.push(`-X ${pkg}.${name}=${value}`);
+  }
+  return flags;
+}
+
+export const components: readonly ComponentSpec[] = [
+  {
+    name: "kubernetes",
+    module: "k8s.io/kubernetes",
+    packages: [
+      "k8s.io/kubernetes/cmd/kube-apiserver",
+      "k8s.io/kubernetes/cmd/kube-controller-manager",
+      "k8s.io/kubernetes/cmd/kube-scheduler",
+    ],
+    binaries: ["kube-apiserver", "kube-controller-manager", "kube-scheduler"],
+    ldflags: kubernetesVersionFlags,
+  },
+  {
+    name: "etcd",
+    module: "go.etcd.io/etcd/server/v3",
+    packages: ["go.etcd.io/etcd/server/v3"],
+    binaries: ["etcd"],
+    ldflags: () => [],
+  },
+  {
+    name: "kwok",
+    module: "sigs.k8s.io/kwok",
+    packages: ["sigs.k8s.io/kwok/cmd/kwok"],
+    binaries: ["kwok"],
+    ldflags: () => [],
+    assets: [
+      {
+        // KWOK's own "fast" stages: nodes become Ready and keep a lease; pods run at once and finish.
+        from: [
+          "kustomize/stage/node/fast/node-initialize.yaml",
+          "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+          "kustomize/stage/pod/fast/pod-ready.yaml",
+          "kustomize/stage/pod/fast/pod-complete.yaml",
+          "kustomize/stage/pod/fast/pod-delete.yaml",
+        ],
+        to: "kwok-stages.yaml",
+      },
+    ],
+  },
+];
+
+/** The version pinned by the wrapper module's go.mod (`require <module> <version>`). */
+export function pinnedVersion(spec: ComponentSpec): string {
+  const goMod = readFileSync(join(modulesDir, spec.name, "go.mod"), "utf8");
+  const escaped = spec.module.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const match = new RegExp(`^\\s*(?:require\\s+)?${escaped}\\s+(v\\S+)`, "m").exec(goMod);
+  if (!match) throw new Error(`modules/${spec.name}/go.mod does not require ${spec.module}`);
+  return match[1]!;
+}
+
+/** The Go version the wrapper module asks for (its `go` line), the oldest toolchain that can build it. */
+export function requiredGoVersion(spec: ComponentSpec): string {
+  const goMod = readFileSync(join(modulesDir, spec.name, "go.mod"), "utf8");
+  const match = /^go\s+(\S+)/m.exec(goMod);
+  return match?.[1] ?? "1.22";
+}

@@ -1,0 +1,17 @@
+export { type BuildOptions, type ComponentBinaries, ensureComponents } from "./build.js";
+export type { ClusterPorts, ClusterState, ClusterStatus } from "./cluster.js";
+export { LocalCluster } from "./cluster.js";
+export { components, pinnedVersion } from "./components.js";
+export { ClusterHarness, type HarnessOptions } from "./harness.js";
+export { renderKubeconfig } from "./kubeconfig.js";
+export { assertPortFree, freePort, isPortFree } from "./ports.js";
+export {
+  type ClusterSpec,
+  defaultClusters,
+  KWOK_NODE_ANNOTATION,
+  PROVIDER_LABEL,
+  REGION_LABEL,
+  specFor,
+  validateClusterSpec,
+  ZONE_LABEL,
+} from "./spec.js";

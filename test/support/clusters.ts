@@ -1,0 +1,37 @@
+import { readFileSync } from "node:fs";
+import { KubeConfig } from "@kubernetes/client-node";
+
+/** What the test runner (scripts/test.ts) tells test files about the clusters it started once for the run. */
+export interface TestEnvironment {
+  /** Folder of the harness that owns the clusters (logs live below it). */
+  dir: string;
+  clusters: { name: string; kubeconfig: string; server: string }[];
+}
+
+let cached: TestEnvironment | undefined;
+
+export function testEnvironment(): TestEnvironment {
+  if (cached) return cached;
+  const file = process.env.TENANTRY_TEST_ENV;
+  if (!file) {
+    throw new Error(
+      "TENANTRY_TEST_ENV is not set: integration tests need the shared clusters that `npm test` starts",
+    );
+  }
+  cached = JSON.parse(readFileSync(file, "utf8")) as TestEnvironment;
+  return cached;
+}
+
+/** Admin kubeconfig of one of the shared test clusters (`home`, `edge-1`, `edge-2`). */
+export function testKubeConfig(cluster = "home"): KubeConfig {
+  const entry = testEnvironment().clusters.find((c) => c.name === cluster);
+  if (!entry) throw new Error(`no test cluster named "${cluster}"`);
+  const kc = new KubeConfig();
+  kc.loadFromFile(entry.kubeconfig);
+  return kc;
+}
+
+/** A DNS-1123 name unique to this test run, so tests sharing a cluster never collide. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${process.pid.toString(36)}-${Math.random().toString(36).slice(2, 7)}`;
+}
