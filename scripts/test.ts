@@ -1,0 +1,76 @@
+/**
+ * `npm test`: static checks, then every test file in one run of node's test runner. Integration
+ * tests share three local clusters (home, edge-1, edge-2) started once here and stopped at the end;
+ * they find them through the file named by TENANTRY_TEST_ENV.
+ */
+import { spawn } from "node:child_process";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { ClusterHarness, defaultClusters } from "../src/localcluster/index.js";
+
+const root = join(import.meta.dirname, "..");
+
+function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: root, env, stdio: "inherit" });
+    child.on("close", (code) => resolve(code ?? 1));
+  });
+}
+
+async function testFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(join(root, dir), { recursive: true, withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile() && e.name.endsWith(".test.ts"))
+    .map((e) => relative(root, join(e.parentPath, e.name)))
+    .sort();
+}
+
+async function main(): Promise<number> {
+  const only = process.argv.slice(2);
+  if (only.length === 0) {
+    process.stderr.write("typecheck (tsc --noEmit)\n");
+    if ((await run("npx", ["tsc", "--noEmit"])) !== 0) return 1;
+    process.stderr.write("lint (biome ci)\n");
+    if ((await run("npx", ["biome", "ci", "--reporter=summary", "."])) !== 0) return 1;
+  }
+  const files = only.length ? only : [...(await testFiles("src")), ...(await testFiles("test"))];
+
+  const dir = await mkdtemp(join(tmpdir(), "tenantry-test-"));
+  const harness = new ClusterHarness({ dir });
+  let code = 1;
+  try {
+    const states = await harness.up([...defaultClusters]);
+    const envFile = join(dir, "test-env.json");
+    await writeFile(
+      envFile,
+      JSON.stringify({
+        dir,
+        clusters: states.map((s) => ({ name: s.name, kubeconfig: s.kubeconfig, server: s.server })),
+      }),
+    );
+    code = await run(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "--test",
+        "--test-reporter=spec",
+        "--test-concurrency=2",
+        "--test-timeout=300000",
+        ...files,
+      ],
+      { ...process.env, TENANTRY_TEST_ENV: envFile },
+    );
+  } finally {
+    // On failure the stopped clusters' logs stay behind for inspection.
+    await (code === 0 ? harness.reset() : harness.down()).catch((err) =>
+      process.stderr.write(`cleanup failed: ${err}\n`),
+    );
+    if (code === 0) await rm(dir, { recursive: true, force: true });
+    else process.stderr.write(`cluster logs of this run: ${dir}/<cluster>/logs\n`);
+  }
+  return code;
+}
+
+process.exitCode = await main();
