@@ -34,11 +34,22 @@ export function registerUpCommand(program: Command): void {
         ].join("\n"),
       );
       if (opts.keep) return;
+      // Watching health also keeps the process alive: signal handlers alone do not.
+      let reported = "";
+      const watch = setInterval(async () => {
+        const degraded = (await harness.status(states.map((s) => s.name))).filter(
+          (s) => s.state !== "running",
+        );
+        const summary = degraded.map((s) => `${s.name} is ${s.state} (logs: ${s.dir}/logs)`).join("; ");
+        if (summary && summary !== reported) process.stderr.write(`warning: ${summary}\n`);
+        reported = summary;
+      }, 10_000);
+      // A terminal's Ctrl-C reaches npm, tsx and node at once, and tsx relays it again: handle every
+      // signal (a second one must not kill the process half-way through stopping).
       await new Promise<void>((resolve) => {
-        const stop = () => resolve();
-        process.once("SIGINT", stop);
-        process.once("SIGTERM", stop);
+        for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => resolve());
       });
+      clearInterval(watch);
       process.stdout.write("\nstopping clusters…\n");
       await harness.down(states.map((s) => s.name));
       process.stdout.write("stopped.\n");
