@@ -1,0 +1,102 @@
+import {
+  ApiextensionsV1Api,
+  AppsV1Api,
+  CoordinationV1Api,
+  CoreV1Api,
+  KubeConfig,
+  type User,
+  Watch,
+} from "@kubernetes/client-node";
+import { DynamicObjectApi } from "./object-api.js";
+
+/**
+ * Returns a copy of `source` whose user entries are named `<cluster>/<user>` (contexts
+ * updated to match).
+ *
+ * Why: client-node's exec and OIDC authenticators cache credentials keyed by the kubeconfig
+ * *user name* (`tokenCache[user.name]`). Kubeconfigs generated for different clusters very
+ * often reuse a user name such as `admin`; as soon as two of them end up in one KubeConfig
+ * (e.g. via `mergeConfig`) or share authenticators, one cluster would be sent the other's
+ * token. Qualifying the name with the cluster makes every cached credential belong to
+ * exactly one cluster.
+ */
+export function qualifyUserNames(source: KubeConfig, cluster: string): KubeConfig {
+  const prefix = `${cluster}/`;
+  const qualify = (user: string) => (user.startsWith(prefix) ? user : `${prefix}${user}`);
+  const qualified = new KubeConfig();
+  qualified.loadFromOptions({
+    clusters: source.getClusters().map((entry) => ({ ...entry })),
+    users: source.getUsers().map((user): User => ({ ...user, name: qualify(user.name) })),
+    contexts: source.getContexts().map((context) => ({ ...context, user: qualify(context.user) })),
+    currentContext: source.getCurrentContext(),
+  });
+  return qualified;
+}
+
+/**
+ * One named Kubernetes cluster: its kubeconfig and lazily created API clients. Each
+ * instance owns its own KubeConfig copy, so any number of clusters can be used from one
+ * process without sharing credentials.
+ */
+export class ClusterClient {
+  readonly name: string;
+  readonly kubeConfig: KubeConfig;
+  private coreApi?: CoreV1Api;
+  private appsApi?: AppsV1Api;
+  private coordinationApi?: CoordinationV1Api;
+  private apiextensionsApi?: ApiextensionsV1Api;
+  private objectApi?: DynamicObjectApi;
+  private watcher?: Watch;
+
+  constructor(name: string, kubeConfig: KubeConfig) {
+    if (!name || name.includes("/")) throw new Error(`invalid cluster name "${name}"`);
+    this.name = name;
+    this.kubeConfig = qualifyUserNames(kubeConfig, name);
+    if (!this.kubeConfig.getCurrentCluster()) {
+      throw new Error(`kubeconfig for cluster "${name}" has no current context with a cluster`);
+    }
+  }
+
+  /** API server URL of the current context. */
+  get server(): string {
+    return this.kubeConfig.getCurrentCluster()!.server;
+  }
+
+  get core(): CoreV1Api {
+    this.coreApi ??= this.kubeConfig.makeApiClient(CoreV1Api);
+    return this.coreApi;
+  }
+
+  get apps(): AppsV1Api {
+    this.appsApi ??= this.kubeConfig.makeApiClient(AppsV1Api);
+    return this.appsApi;
+  }
+
+  get coordination(): CoordinationV1Api {
+    this.coordinationApi ??= this.kubeConfig.makeApiClient(CoordinationV1Api);
+    return this.coordinationApi;
+  }
+
+  get apiextensions(): ApiextensionsV1Api {
+    this.apiextensionsApi ??= this.kubeConfig.makeApiClient(ApiextensionsV1Api);
+    return this.apiextensionsApi;
+  }
+
+  /** Generic object API (a `KubernetesObjectApi`), sharing one discovery cache per cluster. */
+  get objects(): DynamicObjectApi {
+    this.objectApi ??= DynamicObjectApi.forKubeConfig(this.kubeConfig);
+    return this.objectApi;
+  }
+
+  get watch(): Watch {
+    this.watcher ??= new Watch(this.kubeConfig);
+    return this.watcher;
+  }
+}
+
+export function loadClusterClient(name: string, kubeconfigPath: string): ClusterClient {
+  const kubeConfig = new KubeConfig();
+  // loadFromFile resolves certificate and key paths relative to the kubeconfig's folder.
+  kubeConfig.loadFromFile(kubeconfigPath);
+  return new ClusterClient(name, kubeConfig);
+}

@@ -1,0 +1,84 @@
+/**
+ * Classifies errors coming out of @kubernetes/client-node. Its typed and object APIs throw
+ * `ApiException` (`code` = HTTP status, `body` = the response text, usually a JSON
+ * `Status`); its `Watch` fails with an `Error` carrying `statusCode`; a watch stream reports
+ * failures as an ERROR event whose object is a `Status` (`{ kind: "Status", code, reason }`).
+ */
+
+export interface KubeStatus {
+  code?: number;
+  reason?: string;
+  message?: string;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null;
+}
+
+function asHttpStatus(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isInteger(value) && value >= 100 && value <= 599
+    ? value
+    : undefined;
+}
+
+/** The `Status` object carried by an error or by a watch ERROR event, if any. */
+export function statusOf(err: unknown): KubeStatus | undefined {
+  if (!isRecord(err)) return undefined;
+  if (err.kind === "Status") return err as KubeStatus;
+  let body = err.body;
+  if (typeof body === "string") {
+    try {
+      body = JSON.parse(body);
+    } catch {
+      return undefined;
+    }
+  }
+  if (isRecord(body) && (body.kind === "Status" || "reason" in body || "code" in body))
+    return body as KubeStatus;
+  return undefined;
+}
+
+/** HTTP status of a Kubernetes API failure, or undefined for transport errors (ECONNRESET, aborts, ...). */
+export function statusCode(err: unknown): number | undefined {
+  if (!isRecord(err)) return undefined;
+  // `code` is also used by Node for strings such as "ECONNREFUSED"; only numbers are HTTP statuses.
+  return asHttpStatus(err.code) ?? asHttpStatus(err.statusCode) ?? asHttpStatus(statusOf(err)?.code);
+}
+
+/** Machine-readable reason from the Status body ("NotFound", "AlreadyExists", "Conflict", "Expired", ...). */
+export function statusReason(err: unknown): string | undefined {
+  return statusOf(err)?.reason;
+}
+
+export function isNotFound(err: unknown): boolean {
+  return statusCode(err) === 404;
+}
+
+/** Optimistic-concurrency failure (stale resourceVersion); "AlreadyExists" is a 409 too but not a conflict. */
+export function isConflict(err: unknown): boolean {
+  return statusCode(err) === 409 && statusReason(err) !== "AlreadyExists";
+}
+
+export function isAlreadyExists(err: unknown): boolean {
+  return statusCode(err) === 409 && statusReason(err) === "AlreadyExists";
+}
+
+/** The requested resourceVersion is too old to watch or list from: the caller has to relist. */
+export function isGone(err: unknown): boolean {
+  return statusCode(err) === 410;
+}
+
+/**
+ * A one-line description for logs. ApiException's own message embeds all response headers,
+ * which is noise; the Status message is what a person needs.
+ */
+export function describeError(err: unknown): string {
+  const code = statusCode(err);
+  const status = statusOf(err);
+  if (code !== undefined) {
+    const detail = status?.message ?? (status?.reason || undefined);
+    return detail ? `HTTP ${code}: ${detail}` : `HTTP ${code}`;
+  }
+  if (err instanceof Error) return err.message;
+  return String(err);
+}

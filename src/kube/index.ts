@@ -1,0 +1,88 @@
+export { type ApplyOptions, applyObject, applyStatus, FIELD_MANAGER } from "./apply.js";
+export { DEFAULT_RECONNECT_BACKOFF, type JitteredBackoffOptions, jitteredBackoffDelay } from "./backoff.js";
+export { ClusterClient, loadClusterClient, qualifyUserNames } from "./clients.js";
+export { type CancelTimer, type Clock, flushAsync, ManualClock, sleep, systemClock } from "./clock.js";
+export {
+  type Condition,
+  type ConditionStatus,
+  type ConditionUpdate,
+  findCondition,
+  formatKubeTime,
+  isFalse,
+  isTrue,
+  removeCondition,
+  setCondition,
+} from "./conditions.js";
+export {
+  Controller,
+  type ControllerOptions,
+  type ControllerStats,
+  type KeyMapper,
+  ownKey,
+  type ReconcileContext,
+  type ReconcileResult,
+  type Reconciler,
+  reconcileDone,
+  requeueAfter,
+  type StopOptions,
+  terminalError,
+} from "./controller.js";
+export {
+  describeError,
+  isAlreadyExists,
+  isConflict,
+  isGone,
+  isNotFound,
+  type KubeStatus,
+  statusCode,
+  statusOf,
+  statusReason,
+} from "./errors.js";
+export {
+  cacheKey,
+  cacheKeyOf,
+  diffSnapshot,
+  Informer,
+  type InformerHandler,
+  type InformerOptions,
+  type InformerStats,
+  type SnapshotDiff,
+  WatchEventError,
+} from "./informer.js";
+export {
+  acquiredRecord,
+  KubeLeaseStore,
+  LeaderElector,
+  type LeaderElectorOptions,
+  type LeaseRecord,
+  type LeaseStore,
+  type LeaseTimings,
+  leaseRecordFrom,
+  leaseSpecFrom,
+  releasedRecord,
+  type StoredLease,
+  shouldAcquire,
+  validateLeaseTimings,
+} from "./leader-election.js";
+export {
+  KubeListWatch,
+  type ListResult,
+  type ListWatchSource,
+  type RawWatchEvent,
+  type ResourceSelector,
+  WatchAbortedError,
+  type WatchHandle,
+} from "./list-watch.js";
+export { silentLogger } from "./logging.js";
+export { DynamicObjectApi, type SubresourcePatchOptions } from "./object-api.js";
+export {
+  type ControllerRateLimiterOptions,
+  defaultControllerRateLimiter,
+  type ExponentialBackoffOptions,
+  ItemExponentialRateLimiter,
+  MaxOfRateLimiter,
+  type RateLimiter,
+  type TokenBucketOptions,
+  TokenBucketRateLimiter,
+} from "./ratelimit.js";
+export { type ObjectRef, objectKey, parseObjectKey, WorkQueue, type WorkQueueOptions } from "./workqueue.js";

@@ -1,0 +1,422 @@
+import type { KubernetesObject } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { type JitteredBackoffOptions, jitteredBackoffDelay } from "./backoff.js";
+import type { ClusterClient } from "./clients.js";
+import { type CancelTimer, type Clock, sleep, systemClock } from "./clock.js";
+import { describeError, isGone, statusOf } from "./errors.js";
+import {
+  KubeListWatch,
+  type ListWatchSource,
+  type RawWatchEvent,
+  type ResourceSelector,
+  type WatchHandle,
+} from "./list-watch.js";
+import { silentLogger } from "./logging.js";
+
+export interface InformerHandler<T> {
+  onAdd?(obj: T): void;
+  onUpdate?(oldObj: T, newObj: T): void;
+  onDelete?(obj: T): void;
+}
+
+export interface InformerOptions {
+  clock?: Clock;
+  logger?: Logger;
+  /** Source of randomness for reconnect jitter and watch timeouts. */
+  random?: () => number;
+  /** Reconnect backoff; defaults to 100 ms doubling up to 30 s, ±20% jitter. */
+  backoff?: JitteredBackoffOptions;
+  /**
+   * Server-side watch timeout; each watch asks for a random value between this and twice
+   * this (as client-go does) so that watches of many informers do not all end together.
+   */
+  watchTimeoutSeconds?: number;
+  /** A clean close sooner than this, with no event received, counts as a failure. */
+  minHealthyWatchMs?: number;
+}
+
+export interface InformerStats {
+  /** Successful full lists (initial sync, and relists after 410 Gone). */
+  lists: number;
+  /** Watch connections opened. */
+  watches: number;
+  /** Failed lists and watches (each followed by a backoff). */
+  failures: number;
+  /** Times the resourceVersion expired (410 Gone) and the informer had to relist. */
+  expired: number;
+  /** Object and bookmark events applied from watches. */
+  events: number;
+}
+
+export interface SnapshotDiff<T> {
+  added: T[];
+  updated: Array<{ oldObj: T; newObj: T }>;
+  deleted: T[];
+}
+
+/** Cache key of an object: `namespace/name`, or just `name` when cluster-scoped. */
+export function cacheKey(namespace: string | undefined, name: string): string {
+  return namespace ? `${namespace}/${name}` : name;
+}
+
+export function cacheKeyOf(obj: KubernetesObject): string {
+  const name = obj.metadata?.name;
+  if (!name) throw new Error("object without metadata.name");
+  return cacheKey(obj.metadata?.namespace, name);
+}
+
+/**
+ * What changed between the cached objects and a fresh full list. Objects whose
+ * resourceVersion is unchanged are not reported; objects missing from the list are
+ * reported as deleted (with their last known state), which is how deletions that happened
+ * while the watch was down become visible.
+ */
+export function diffSnapshot<T extends KubernetesObject>(
+  previous: ReadonlyMap<string, T>,
+  items: readonly T[],
+): SnapshotDiff<T> {
+  const diff: SnapshotDiff<T> = { added: [], updated: [], deleted: [] };
+  const seen = new Set<string>();
+  for (const newObj of items) {
+    const key = cacheKeyOf(newObj);
+    seen.add(key);
+    const oldObj = previous.get(key);
+    if (!oldObj) diff.added.push(newObj);
+    else if (oldObj.metadata?.resourceVersion !== newObj.metadata?.resourceVersion)
+      diff.updated.push({ oldObj, newObj });
+  }
+  for (const [key, oldObj] of previous) {
+    if (!seen.has(key)) diff.deleted.push(oldObj);
+  }
+  return diff;
+}
+
+/** A watch ERROR event other than 410 Gone. */
+export class WatchEventError extends Error {
+  readonly code: number | undefined;
+  readonly reason: string | undefined;
+  constructor(status: unknown) {
+    const parsed = statusOf(status);
+    super(`watch error event: ${parsed?.message ?? parsed?.reason ?? JSON.stringify(status)}`);
+    this.name = "WatchEventError";
+    this.code = parsed?.code;
+    this.reason = parsed?.reason;
+  }
+}
+
+interface WatchOutcome {
+  /** Undefined when the server closed the stream cleanly. */
+  error?: unknown;
+  /** The resourceVersion is too old: a full relist is needed. */
+  expired: boolean;
+  /** The watch delivered events or stayed open long enough to count as healthy. */
+  healthy: boolean;
+}
+
+/**
+ * Keeps an in-memory copy of one resource (list + watch) and reports changes to handlers.
+ *
+ * Objects are kept exactly as the API server sent them (timestamps are strings), whether
+ * they came from the list or from the watch. The informer never gives up: a watch that
+ * fails or ends unexpectedly is reopened from the last seen resourceVersion after a
+ * jittered exponential backoff; a 410 Gone (the resourceVersion was compacted away) causes
+ * a full relist, and objects that vanished meanwhile are reported as deletions.
+ */
+export class Informer<T extends KubernetesObject> {
+  readonly cluster: string;
+  private readonly source: ListWatchSource<T>;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly random: () => number;
+  private readonly backoff: JitteredBackoffOptions;
+  private readonly watchTimeoutSeconds: number;
+  private readonly minHealthyWatchMs: number;
+
+  private cache = new Map<string, T>();
+  private handlers = new Set<InformerHandler<T>>();
+  private resourceVersion: string | undefined;
+  private synced = false;
+  private syncWaiters: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
+  private state: "new" | "running" | "stopped" = "new";
+  private readonly stopController = new AbortController();
+  private currentWatch: WatchHandle | undefined;
+  private consecutiveFailures = 0;
+  private readonly counters: InformerStats = { lists: 0, watches: 0, failures: 0, expired: 0, events: 0 };
+  private loop: Promise<void> | undefined;
+
+  constructor(source: ListWatchSource<T>, options: InformerOptions = {}) {
+    this.source = source;
+    this.cluster = source.cluster;
+    this.clock = options.clock ?? systemClock;
+    this.logger = (options.logger ?? silentLogger).child({
+      cluster: source.cluster,
+      informer: source.description,
+    });
+    this.random = options.random ?? Math.random;
+    this.backoff = options.backoff ?? {};
+    this.watchTimeoutSeconds = options.watchTimeoutSeconds ?? 300;
+    this.minHealthyWatchMs = options.minHealthyWatchMs ?? 1000;
+  }
+
+  /** Informer for one resource of one cluster. */
+  static forResource<T extends KubernetesObject>(
+    client: ClusterClient,
+    selector: ResourceSelector,
+    options?: InformerOptions,
+  ): Informer<T> {
+    return new Informer<T>(new KubeListWatch<T>(client, selector), options);
+  }
+
+  start(): void {
+    if (this.state === "running") return;
+    if (this.state === "stopped") throw new Error("a stopped informer cannot be restarted; create a new one");
+    this.state = "running";
+    this.loop = this.run();
+  }
+
+  /** Stops watching; the cache keeps its last content. Resolves when the internal loop has ended. */
+  async stop(): Promise<void> {
+    if (this.state === "stopped") return;
+    this.state = "stopped";
+    this.stopController.abort();
+    this.currentWatch?.abort();
+    const waiters = this.syncWaiters;
+    this.syncWaiters = [];
+    for (const waiter of waiters)
+      waiter.reject(new Error("informer stopped before its first list completed"));
+    await this.loop;
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** Resolves once the first full list is in the cache. */
+  waitForSync(options: { timeoutMs?: number } = {}): Promise<void> {
+    if (this.synced) return Promise.resolve();
+    if (this.state === "stopped") return Promise.reject(new Error("informer is stopped"));
+    return new Promise((resolve, reject) => {
+      let cancelTimeout: CancelTimer | undefined;
+      const waiter = {
+        resolve: () => {
+          cancelTimeout?.();
+          resolve();
+        },
+        reject: (error: Error) => {
+          cancelTimeout?.();
+          reject(error);
+        },
+      };
+      this.syncWaiters.push(waiter);
+      if (options.timeoutMs !== undefined) {
+        const timeoutMs = options.timeoutMs;
+        cancelTimeout = this.clock.setTimer(timeoutMs, () => {
+          this.syncWaiters = this.syncWaiters.filter((w) => w !== waiter);
+          reject(new Error(`informer ${this.source.description} did not sync within ${timeoutMs} ms`));
+        });
+      }
+    });
+  }
+
+  list(): T[] {
+    return [...this.cache.values()];
+  }
+
+  get(namespace: string | undefined, name: string): T | undefined {
+    return this.cache.get(cacheKey(namespace, name));
+  }
+
+  /** resourceVersion the next watch resumes from. */
+  lastResourceVersion(): string | undefined {
+    return this.resourceVersion;
+  }
+
+  stats(): InformerStats {
+    return { ...this.counters };
+  }
+
+  /**
+   * Registers handlers and returns a function that removes them. If the informer has
+   * already synced, the current objects are replayed to `onAdd` first, so late
+   * subscribers see the same state as early ones.
+   */
+  addHandler(handler: InformerHandler<T>): () => void {
+    this.handlers.add(handler);
+    if (this.synced) {
+      for (const obj of this.cache.values()) this.call("onAdd", () => handler.onAdd?.(obj));
+    }
+    return () => {
+      this.handlers.delete(handler);
+    };
+  }
+
+  /**
+   * Test hook: drops the current watch connection as a network failure would. Returns
+   * false if no watch was open at that moment.
+   */
+  disconnectForTest(): boolean {
+    if (!this.currentWatch) return false;
+    this.currentWatch.abort();
+    return true;
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.stopController.signal;
+    let needsList = true;
+    while (!signal.aborted) {
+      let delayMs = 0;
+      try {
+        if (needsList) {
+          await this.relist(signal);
+          needsList = false;
+        }
+        const outcome = await this.watchOnce(signal);
+        if (signal.aborted) break;
+        if (outcome.healthy) this.consecutiveFailures = 0;
+        if (outcome.expired) {
+          needsList = true;
+          this.counters.expired++;
+          this.logger.info({ resourceVersion: this.resourceVersion }, "resourceVersion expired, relisting");
+          // Relist at once the first time; repeated expiries without progress back off.
+          delayMs = this.consecutiveFailures === 0 ? 0 : this.nextBackoff();
+          this.consecutiveFailures++;
+        } else if (outcome.error !== undefined || !outcome.healthy) {
+          this.counters.failures++;
+          delayMs = this.nextBackoff();
+          this.consecutiveFailures++;
+          this.logger.warn(
+            {
+              error: outcome.error === undefined ? "closed too soon" : describeError(outcome.error),
+              delayMs,
+            },
+            "watch ended, reconnecting",
+          );
+        }
+      } catch (error) {
+        if (signal.aborted) break;
+        if (isGone(error)) {
+          needsList = true;
+          this.counters.expired++;
+        } else {
+          this.counters.failures++;
+        }
+        delayMs = this.nextBackoff();
+        this.consecutiveFailures++;
+        this.logger.warn({ error: describeError(error), delayMs }, "list failed, retrying");
+      }
+      if (delayMs > 0) await sleep(this.clock, delayMs, signal);
+    }
+  }
+
+  private nextBackoff(): number {
+    return jitteredBackoffDelay(this.consecutiveFailures, this.backoff, this.random);
+  }
+
+  private async relist(signal: AbortSignal): Promise<void> {
+    const { items, resourceVersion } = await this.source.list(signal);
+    if (signal.aborted) return;
+    const diff = diffSnapshot(this.cache, items);
+    const next = new Map<string, T>();
+    for (const item of items) next.set(cacheKeyOf(item), item);
+    this.cache = next;
+    this.resourceVersion = resourceVersion;
+    this.counters.lists++;
+    for (const obj of diff.deleted) this.emit("onDelete", (h) => h.onDelete?.(obj));
+    for (const obj of diff.added) this.emit("onAdd", (h) => h.onAdd?.(obj));
+    for (const { oldObj, newObj } of diff.updated) this.emit("onUpdate", (h) => h.onUpdate?.(oldObj, newObj));
+    if (!this.synced) {
+      this.synced = true;
+      const waiters = this.syncWaiters;
+      this.syncWaiters = [];
+      for (const waiter of waiters) waiter.resolve();
+    }
+    this.logger.debug({ count: items.length, resourceVersion }, "listed");
+  }
+
+  private watchOnce(signal: AbortSignal): Promise<WatchOutcome> {
+    return new Promise<WatchOutcome>((resolve) => {
+      const startedAt = this.clock.now();
+      let received = 0;
+      let settled = false;
+      let handle: WatchHandle | undefined;
+      const timeoutSeconds = Math.round(this.watchTimeoutSeconds * (1 + this.random()));
+      const finish = (error: unknown, expired = false) => {
+        if (settled) return;
+        settled = true;
+        cancelWatchdog();
+        signal.removeEventListener("abort", onStop);
+        if (this.currentWatch === handle) this.currentWatch = undefined;
+        handle?.abort();
+        const healthy = received > 0 || this.clock.now() - startedAt >= this.minHealthyWatchMs;
+        resolve({ error, expired: expired || isGone(error), healthy });
+      };
+      const onStop = () => finish(undefined);
+      // A silently dead TCP connection would otherwise keep the informer waiting forever:
+      // the server ends every watch after timeoutSeconds, so one that outlives that is stuck.
+      const cancelWatchdog = this.clock.setTimer((timeoutSeconds + 30) * 1000, () =>
+        finish(new Error(`no end of watch after ${timeoutSeconds} s; assuming a dead connection`)),
+      );
+      signal.addEventListener("abort", onStop, { once: true });
+      this.counters.watches++;
+      handle = this.source.watch(
+        this.resourceVersion ?? "",
+        timeoutSeconds,
+        (event) => {
+          if (settled) return;
+          if (event.type === "ERROR") {
+            if (isGone(event.object)) finish(undefined, true);
+            else finish(new WatchEventError(event.object));
+            return;
+          }
+          if (this.applyEvent(event)) received++;
+        },
+        (error) => finish(error),
+      );
+      if (!settled) this.currentWatch = handle;
+      else handle.abort();
+    });
+  }
+
+  /** Applies one watch event to the cache; returns false for events it does not understand. */
+  private applyEvent(event: RawWatchEvent): boolean {
+    const obj = event.object as T | undefined;
+    const resourceVersion = obj?.metadata?.resourceVersion;
+    switch (event.type) {
+      case "BOOKMARK":
+        break;
+      case "ADDED":
+      case "MODIFIED": {
+        const key = cacheKeyOf(obj as T);
+        const oldObj = this.cache.get(key);
+        this.cache.set(key, obj as T);
+        if (oldObj) this.emit("onUpdate", (h) => h.onUpdate?.(oldObj, obj as T));
+        else this.emit("onAdd", (h) => h.onAdd?.(obj as T));
+        break;
+      }
+      case "DELETED": {
+        const key = cacheKeyOf(obj as T);
+        if (this.cache.delete(key)) this.emit("onDelete", (h) => h.onDelete?.(obj as T));
+        break;
+      }
+      default:
+        this.logger.warn({ type: event.type }, "ignoring unknown watch event type");
+        return false;
+    }
+    if (resourceVersion) this.resourceVersion = resourceVersion;
+    this.counters.events++;
+    return true;
+  }
+
+  private emit(kind: keyof InformerHandler<T>, invoke: (handler: InformerHandler<T>) => void): void {
+    for (const handler of this.handlers) this.call(kind, () => invoke(handler));
+  }
+
+  /** One misbehaving handler must not stop the informer or starve the other handlers. */
+  private call(kind: string, invoke: () => void): void {
+    try {
+      invoke();
+    } catch (error) {
+      this.logger.error({ error: describeError(error), handler: kind }, "informer handler threw");
+    }
+  }
+}
