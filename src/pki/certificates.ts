@@ -140,3 +140,14 @@ export async function createSigningKeyPair(): Promise<{ privateKeyPem: string; p
 export function daysUntilExpiry(certPem: string, now = new Date()): number {
   return (new x509.X509Certificate(certPem).notAfter.getTime() - now.getTime()) / DAY_MS;
 }
+
+/** DNS names and IP addresses a certificate is valid for (its subjectAltName). */
+export function certificateNames(certPem: string): { dnsNames: string[]; ipAddresses: string[] } {
+  const cert = new x509.X509Certificate(certPem);
+  const san = cert.getExtension(x509.SubjectAlternativeNameExtension);
+  const names = san?.names.toJSON() ?? [];
+  return {
+    dnsNames: names.filter((n) => n.type === "dns").map((n) => n.value),
+    ipAddresses: names.filter((n) => n.type === "ip").map((n) => n.value),
+  };
+}

@@ -1,5 +1,6 @@
 export {
   type CertificateAuthority,
+  certificateNames,
   createCertificateAuthority,
   createSigningKeyPair,
   daysUntilExpiry,
