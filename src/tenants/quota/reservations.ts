@@ -1,0 +1,118 @@
+import {
+  addAmounts,
+  formatQuantity,
+  type ResourceAmounts,
+  type ResourceList,
+  toAmounts,
+  toResourceList,
+} from "../../common/index.js";
+
+/**
+ * An admitted creation not yet seen as an object. Admission records it on the quota with a
+ * compare-and-swap of the quota's resourceVersion, so two creations racing in different namespaces
+ * can never both take the last unit; the quota controller drops it once the object is counted in
+ * `used`, or when it expires because the creation failed after admission.
+ */
+export interface Reservation {
+  /** AdmissionReview uid: unique per request. */
+  id: string;
+  namespace: string;
+  /** `pods`, `deployments.apps`, … */
+  resource: string;
+  name: string;
+  amounts: ResourceList;
+  expiresAt: string;
+}
+
+export interface QuotaState {
+  hard: ResourceList;
+  used: ResourceList;
+  reservations: Reservation[];
+}
+
+export interface Exceeded {
+  resource: string;
+  requested: string;
+  used: string;
+  reserved: string;
+  hard: string;
+}
+
+export type AdmitResult =
+  | { admitted: true; reservations: Reservation[] }
+  | { admitted: false; exceeded: Exceeded[] };
+
+const isBinary = (name: string) => /memory|storage/.test(name);
+const fmt = (name: string, value: bigint) => formatQuantity(value, isBinary(name));
+
+export function liveReservations(reservations: Reservation[], now: Date): Reservation[] {
+  return reservations.filter((r) => Date.parse(r.expiresAt) > now.getTime());
+}
+
+/** Decides one creation against the quota; on success returns the reservations to store. */
+export function admit(
+  state: QuotaState,
+  request: Omit<Reservation, "expiresAt">,
+  now: Date,
+  ttlMs: number,
+): AdmitResult {
+  const hard = toAmounts(state.hard);
+  const requested = new Map(
+    [...toAmounts(request.amounts)].filter(([name, value]) => hard.has(name) && value > 0n),
+  );
+  const live = liveReservations(state.reservations, now).filter((r) => r.id !== request.id);
+  if (requested.size === 0) return { admitted: true, reservations: live };
+  const used = toAmounts(state.used);
+  const reserved = addAmounts(...live.map((r) => toAmounts(r.amounts)));
+  const exceeded: Exceeded[] = [];
+  for (const [name, amount] of requested) {
+    const limit = hard.get(name)!;
+    const inUse = used.get(name) ?? 0n;
+    const inFlight = reserved.get(name) ?? 0n;
+    if (inUse + inFlight + amount > limit) {
+      exceeded.push({
+        resource: name,
+        requested: fmt(name, amount),
+        used: fmt(name, inUse),
+        reserved: fmt(name, inFlight),
+        hard: fmt(name, limit),
+      });
+    }
+  }
+  if (exceeded.length > 0) return { admitted: false, exceeded };
+  return {
+    admitted: true,
+    reservations: [
+      ...live,
+      {
+        ...request,
+        amounts: toResourceList(requested),
+        expiresAt: new Date(now.getTime() + ttlMs).toISOString(),
+      },
+    ],
+  };
+}
+
+/**
+ * Reservations still needed after the controller counted `observed` objects into `used`: those of
+ * objects not yet observed and not expired.
+ */
+export function settle(
+  reservations: Reservation[],
+  observed: (r: Reservation) => boolean,
+  now: Date,
+): Reservation[] {
+  return liveReservations(reservations, now).filter((r) => !observed(r));
+}
+
+export function reservedTotal(reservations: Reservation[]): ResourceAmounts {
+  return addAmounts(...reservations.map((r) => toAmounts(r.amounts)));
+}
+
+export function describeExceeded(quotaName: string, tenant: string, exceeded: Exceeded[]): string {
+  const parts = exceeded.map(
+    (e) =>
+      `${e.resource}: requested ${e.requested}, used ${e.used}, reserved ${e.reserved}, limited to ${e.hard}`,
+  );
+  return `exceeded quota of tenant "${tenant}" (TenantResourceQuota ${quotaName}): ${parts.join("; ")}`;
+}
