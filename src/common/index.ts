@@ -8,6 +8,7 @@ export {
   QuantityError,
   type ResourceAmounts,
   type ResourceList,
+  type ResourceListInput,
   toAmounts,
   toResourceList,
 } from "./quantity.js";

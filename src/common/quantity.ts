@@ -84,9 +84,11 @@ export function formatQuantity(nanos: bigint, binary = false): string {
 }
 
 export type ResourceList = Record<string, string>;
+/** As Kubernetes accepts them: quantities may be written as numbers (int-or-string). */
+export type ResourceListInput = Record<string, string | number>;
 export type ResourceAmounts = Map<string, bigint>;
 
-export function toAmounts(list: ResourceList | undefined): ResourceAmounts {
+export function toAmounts(list: ResourceListInput | undefined): ResourceAmounts {
   return new Map(Object.entries(list ?? {}).map(([name, value]) => [name, parseQuantity(value)]));
 }
 

@@ -3,6 +3,7 @@ import {
   formatQuantity,
   type ResourceAmounts,
   type ResourceList,
+  type ResourceListInput,
   toAmounts,
   toResourceList,
 } from "../../common/index.js";
@@ -25,8 +26,8 @@ export interface Reservation {
 }
 
 export interface QuotaState {
-  hard: ResourceList;
-  used: ResourceList;
+  hard: ResourceListInput;
+  used: ResourceListInput;
   reservations: Reservation[];
 }
 
