@@ -1,0 +1,486 @@
+/**
+ * Tenant: a group of namespaces with owners, quota, isolation and policy (Capsule's Tenant, with
+ * the declared namespaces and per-user permissions and quotas of the ICN tenant design).
+ */
+import { type Static, Type } from "@sinclair/typebox";
+import {
+  ConditionList,
+  celString,
+  DNS1123_LABEL,
+  DnsLabel,
+  DnsSubdomain,
+  LabelMap,
+  LabelSelector,
+  LimitRangeItemSchema,
+  ListMap,
+  ListSet,
+  PolicyRuleSchema,
+  ResourceList,
+  ResourceSchema,
+  StringEnum,
+  StringMap,
+  TolerationSchema,
+  type ValidationRule,
+} from "../../apis/index.js";
+import { TENANTRY_LABEL_PREFIX } from "./group.js";
+
+export const OWNER_KINDS = ["User", "Group", "ServiceAccount"] as const;
+export type OwnerKind = (typeof OWNER_KINDS)[number];
+
+/** Username Kubernetes gives a ServiceAccount: `system:serviceaccount:<namespace>:<name>`. */
+export const SERVICE_ACCOUNT_USERNAME_PATTERN = `^system:serviceaccount:${DNS1123_LABEL.slice(1, -1)}:[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`;
+
+export const POD_SECURITY_LEVELS = ["privileged", "baseline", "restricted"] as const;
+export type PodSecurityLevel = (typeof POD_SECURITY_LEVELS)[number];
+
+export const SERVICE_TYPES = ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"] as const;
+export type ServiceType = (typeof SERVICE_TYPES)[number];
+
+/** A namespace is `<tenant>-<name>`, and a namespace name has at most 63 characters. */
+export const MAX_NAMESPACE_NAME = 63;
+
+const USER_NAME_MAX = 512;
+
+const OwnerSchema = Type.Object(
+  {
+    kind: StringEnum(OWNER_KINDS, {
+      description: "Kind of subject: User, Group or ServiceAccount.",
+    }),
+    name: Type.String({
+      description:
+        "Name as the API server authenticates it: a user or group name, or for a ServiceAccount its username `system:serviceaccount:<namespace>:<name>`.",
+      minLength: 1,
+      maxLength: USER_NAME_MAX,
+    }),
+  },
+  {
+    description:
+      "A tenant owner: administers every namespace of the tenant and may create new ones within namespaceQuota.",
+    "x-kubernetes-validations": [
+      {
+        rule: `self.kind != 'ServiceAccount' || self.name.matches(${celString(SERVICE_ACCOUNT_USERNAME_PATTERN)})`,
+        message: "a ServiceAccount owner must be named system:serviceaccount:<namespace>:<name>",
+        fieldPath: ".name",
+      },
+    ],
+  },
+);
+export type TenantOwner = Static<typeof OwnerSchema>;
+
+const reservedLabelRules: ValidationRule[] = [
+  {
+    rule: `self.all(key, !key.startsWith('${TENANTRY_LABEL_PREFIX}') && !key.startsWith('pod-security.kubernetes.io/'))`,
+    message: `labels under ${TENANTRY_LABEL_PREFIX} and pod-security.kubernetes.io/ are set by tenantry`,
+  },
+];
+
+const TemplateReferenceSchema = Type.Object(
+  {
+    name: DnsSubdomain({ description: "Name of the NamespaceTemplate." }),
+    parameters: Type.Optional(
+      StringMap(Type.String({ description: "Parameter value.", maxLength: 4096 }), {
+        description:
+          "Values of the template's declared parameters (name → value); parameters left out take their default.",
+        maxProperties: 32,
+      }),
+    ),
+  },
+  { description: "A NamespaceTemplate rendered into the namespace, with parameter values." },
+);
+export type TemplateReference = Static<typeof TemplateReferenceSchema>;
+
+function TemplateReferences(description: string) {
+  return ListMap(TemplateReferenceSchema, ["name"], { description, maxItems: 16 });
+}
+
+const DeclaredNamespaceSchema = Type.Object(
+  {
+    name: DnsLabel({
+      description:
+        "Short name; the namespace is created as `<tenant>-<name>` (`ns-1` in tenant `tenant-a` becomes `tenant-a-ns-1`).",
+      maxLength: MAX_NAMESPACE_NAME - 1,
+    }),
+    templates: Type.Optional(
+      TemplateReferences(
+        "NamespaceTemplates rendered into this namespace, after the tenant-wide spec.templates.",
+      ),
+    ),
+    labels: Type.Optional(
+      LabelMap(
+        "Extra labels on the namespace. Keys under tenantry.dev/ and pod-security.kubernetes.io/ are reserved.",
+        reservedLabelRules,
+      ),
+    ),
+  },
+  { description: "A namespace the tenant controller creates and keeps for the tenant." },
+);
+export type DeclaredNamespace = Static<typeof DeclaredNamespaceSchema>;
+
+function AllowedClasses(what: string) {
+  return Type.Object(
+    {
+      names: Type.Optional(
+        ListSet(DnsSubdomain({ description: `Name of a ${what}.` }), {
+          description: `${what} names the tenant may use.`,
+          maxItems: 64,
+        }),
+      ),
+      regex: Type.Optional(
+        Type.String({
+          description: `Regular expression (RE2) a ${what} name may match instead of being listed, e.g. \`^gold-.*$\`.`,
+          minLength: 1,
+          maxLength: 256,
+        }),
+      ),
+    },
+    {
+      description: `${what}es the tenant's workloads may use: listed names, or names matching regex. Unset means any; set but empty means none.`,
+    },
+  );
+}
+
+const AllowedSchema = Type.Object(
+  {
+    storageClasses: Type.Optional(AllowedClasses("StorageClass")),
+    ingressClasses: Type.Optional(AllowedClasses("IngressClass")),
+    priorityClasses: Type.Optional(AllowedClasses("PriorityClass")),
+    serviceTypes: Type.Optional(
+      ListSet(StringEnum(SERVICE_TYPES, { description: "A Service type." }), {
+        description: "Service types the tenant may create. Default: ClusterIP only.",
+        maxItems: SERVICE_TYPES.length,
+        default: ["ClusterIP"],
+      }),
+    ),
+    externalIPs: Type.Optional(
+      Type.Boolean({
+        description: "Whether Services may set spec.externalIPs. Default false.",
+        default: false,
+      }),
+    ),
+    privileged: Type.Optional(
+      Type.Boolean({ description: "Whether containers may run privileged. Default false.", default: false }),
+    ),
+    hostNetwork: Type.Optional(
+      Type.Boolean({
+        description: "Whether pods may use the node's network namespace. Default false.",
+        default: false,
+      }),
+    ),
+    hostPID: Type.Optional(
+      Type.Boolean({
+        description: "Whether pods may use the node's PID namespace. Default false.",
+        default: false,
+      }),
+    ),
+    hostIPC: Type.Optional(
+      Type.Boolean({
+        description: "Whether pods may use the node's IPC namespace. Default false.",
+        default: false,
+      }),
+    ),
+    hostPath: Type.Optional(
+      Type.Boolean({
+        description: "Whether pods may mount hostPath volumes. Default false.",
+        default: false,
+      }),
+    ),
+    hostPorts: Type.Optional(
+      Type.Boolean({ description: "Whether containers may bind host ports. Default false.", default: false }),
+    ),
+    addedCapabilities: Type.Optional(
+      ListSet(
+        Type.String({
+          description: "A Linux capability without the CAP_ prefix, e.g. NET_BIND_SERVICE.",
+          maxLength: 64,
+          pattern: "^[A-Z][A-Z0-9_]*$",
+        }),
+        {
+          description:
+            "Linux capabilities containers may add in securityContext.capabilities.add. Default none.",
+          maxItems: 64,
+          default: [],
+        },
+      ),
+    ),
+    allowPrivilegeEscalation: Type.Optional(
+      Type.Boolean({
+        description: "Whether containers may set allowPrivilegeEscalation: true. Default false.",
+        default: false,
+      }),
+    ),
+    requireRunAsNonRoot: Type.Optional(
+      Type.Boolean({
+        description: "Refuse containers that may run as UID 0 (runAsNonRoot must be true). Default false.",
+        default: false,
+      }),
+    ),
+  },
+  {
+    description:
+      "What the tenant's workloads may use. Every dangerous capability is denied unless switched on here.",
+    default: {},
+  },
+);
+
+const TenantUserSchema = Type.Object(
+  {
+    name: Type.String({
+      description:
+        "Username as the API server authenticates it (for a ServiceAccount `system:serviceaccount:<namespace>:<name>`).",
+      minLength: 1,
+      maxLength: USER_NAME_MAX,
+    }),
+    permissions: Type.Optional(
+      Type.Array(PolicyRuleSchema, {
+        description: "What the user may do in every namespace of the tenant, as RBAC rules.",
+        maxItems: 32,
+      }),
+    ),
+    quota: Type.Optional(
+      Type.Object(
+        {
+          hard: ResourceList(
+            "Most the user's objects may use across the tenant, e.g. `cpu: 100`, `pods: 100`, `requests.dummy/dummyResource: 20`.",
+          ),
+        },
+        { description: "The user's own share of the tenant's quota." },
+      ),
+    ),
+  },
+  { description: "A member of the tenant with specific permissions and an optional quota of their own." },
+);
+export type TenantUser = Static<typeof TenantUserSchema>;
+
+export const TenantSpecSchema = Type.Object(
+  {
+    owners: ListMap(OwnerSchema, ["kind", "name"], {
+      description:
+        "Who administers the tenant: Users, Groups or ServiceAccounts. Owners get admin rights in every tenant namespace and may create namespaces within namespaceQuota.",
+      minItems: 1,
+      maxItems: 32,
+    }),
+    namespaces: Type.Optional(
+      ListMap(DeclaredNamespaceSchema, ["name"], {
+        description: "Namespaces created for the tenant, each named `<tenant>-<name>`.",
+        maxItems: 64,
+      }),
+    ),
+    templates: Type.Optional(
+      TemplateReferences(
+        "NamespaceTemplates rendered into every namespace of the tenant, declared or owner-created.",
+      ),
+    ),
+    namespaceQuota: Type.Optional(
+      Type.Integer({
+        description:
+          "How many namespaces the owners may create themselves (declared namespaces do not count). Unset means no limit; 0 means none.",
+        format: "int32",
+        minimum: 0,
+        maximum: 10000,
+      }),
+    ),
+    namespacePrefix: Type.Optional(
+      Type.String({
+        description: "When set, namespaces the owners create must start with this prefix, e.g. `acme-`.",
+        minLength: 1,
+        maxLength: MAX_NAMESPACE_NAME - 1,
+        pattern: "^[a-z0-9][-a-z0-9]*$",
+      }),
+    ),
+    quota: Type.Optional(
+      Type.Object(
+        {
+          hard: Type.Optional(
+            ResourceList(
+              "Limits summed over all the tenant's namespaces, as in a ResourceQuota: `cpu`, `requests.memory`, `pods`, `count/deployments.apps`, extended resources.",
+            ),
+          ),
+          quotaRef: Type.Optional(
+            Type.Object(
+              { name: DnsSubdomain({ description: "Name of the TenantResourceQuota." }) },
+              {
+                description:
+                  "A TenantResourceQuota (for scopes or per-namespace quotas) to use instead of hard.",
+              },
+            ),
+          ),
+        },
+        {
+          description:
+            "Aggregate quota over every namespace of the tenant: either hard limits or a quotaRef.",
+          "x-kubernetes-validations": [
+            { rule: "has(self.hard) != has(self.quotaRef)", message: "set exactly one of hard and quotaRef" },
+          ],
+        },
+      ),
+    ),
+    limitRanges: Type.Optional(
+      ListMap(
+        Type.Object(
+          {
+            name: DnsLabel({
+              description: "Name of the LimitRange in each namespace (prefixed by tenantry).",
+            }),
+            limits: Type.Array(LimitRangeItemSchema, {
+              description: "Limits, as in a LimitRange's spec.limits.",
+              minItems: 1,
+              maxItems: 8,
+            }),
+          },
+          { description: "A LimitRange created in every namespace of the tenant." },
+        ),
+        ["name"],
+        { description: "LimitRanges created in every namespace of the tenant.", maxItems: 8 },
+      ),
+    ),
+    networkIsolation: Type.Optional(
+      Type.Object(
+        {
+          enabled: Type.Optional(
+            Type.Boolean({
+              description:
+                "Whether NetworkPolicies isolate the tenant: its namespaces reach each other, other tenants' namespaces cannot reach them. Default true.",
+              default: true,
+            }),
+          ),
+          allowFromNamespaces: Type.Optional(
+            Type.Array(
+              LabelSelector(
+                "Namespaces (by label) that may reach the tenant, e.g. `kubernetes.io/metadata.name: ingress-nginx`.",
+              ),
+              {
+                description:
+                  "Namespaces outside the tenant that may still reach it, such as ingress or monitoring.",
+                maxItems: 16,
+              },
+            ),
+          ),
+        },
+        { description: "Network isolation between tenants.", default: {} },
+      ),
+    ),
+    nodePool: Type.Optional(
+      Type.Object(
+        {
+          nodeSelector: Type.Optional(
+            LabelMap("Labels a node must carry to run the tenant's pods; added to every pod's nodeSelector."),
+          ),
+          tolerations: Type.Optional(
+            Type.Array(TolerationSchema, {
+              description: "Tolerations added to every pod, so pods may use the pool's tainted nodes.",
+              maxItems: 16,
+            }),
+          ),
+        },
+        {
+          description:
+            "Nodes the tenant's pods run on: a node selector and tolerations injected into every pod.",
+        },
+      ),
+    ),
+    podSecurity: Type.Optional(
+      Type.Object(
+        {
+          level: Type.Optional(
+            StringEnum(POD_SECURITY_LEVELS, {
+              description: "privileged, baseline (default) or restricted.",
+              default: "baseline",
+            }),
+          ),
+        },
+        {
+          description:
+            "Pod Security Standard enforced in every namespace of the tenant (pod-security.kubernetes.io/enforce).",
+          default: {},
+        },
+      ),
+    ),
+    allowed: Type.Optional(AllowedSchema),
+    users: Type.Optional(
+      ListMap(TenantUserSchema, ["name"], {
+        description: "Tenant members with their permissions and quotas.",
+        maxItems: 128,
+      }),
+    ),
+    cordoned: Type.Optional(
+      Type.Boolean({
+        description:
+          "When true, nothing new may be created in the tenant's namespaces; existing objects keep running.",
+        default: false,
+      }),
+    ),
+  },
+  { description: "Desired state of the tenant." },
+);
+export type TenantSpec = Static<typeof TenantSpecSchema>;
+
+export const TenantStatusSchema = Type.Object(
+  {
+    observedGeneration: Type.Optional(
+      Type.Integer({
+        description: "metadata.generation this status describes.",
+        format: "int64",
+        minimum: 0,
+      }),
+    ),
+    conditions: Type.Optional(
+      ConditionList(
+        "Current state: `Ready` is True when every namespace and object of the tenant is in place.",
+      ),
+    ),
+    namespaces: Type.Optional(
+      ListSet(Type.String({ description: "A namespace name.", maxLength: MAX_NAMESPACE_NAME }), {
+        description: "Every namespace of the tenant, declared or created by owners.",
+        maxItems: 10000,
+      }),
+    ),
+    namespaceCount: Type.Optional(
+      Type.Integer({ description: "Number of namespaces in namespaces.", format: "int32", minimum: 0 }),
+    ),
+    ownerSummary: Type.Optional(
+      Type.String({ description: "The owners on one line, e.g. `User/alice, Group/devs`.", maxLength: 1024 }),
+    ),
+    usage: Type.Optional(
+      Type.Object(
+        {
+          hard: Type.Optional(ResourceList("The tenant's aggregate limits.", { checkNames: false })),
+          used: Type.Optional(
+            ResourceList("What the tenant's namespaces use now, per limited resource.", {
+              checkNames: false,
+            }),
+          ),
+          summary: Type.Optional(
+            Type.String({
+              description: "Used/hard on one line, e.g. `cpu: 1/4, pods: 3/20`.",
+              maxLength: 1024,
+            }),
+          ),
+        },
+        { description: "Usage against the tenant's quota." },
+      ),
+    ),
+  },
+  { description: "Observed state of the tenant, written by the tenant controller." },
+);
+export type TenantStatus = Static<typeof TenantStatusSchema>;
+
+export const TenantSchema = ResourceSchema({
+  description:
+    "A Tenant groups namespaces under common owners, quota, network isolation, node pool and workload policy.",
+  name: {
+    description: "Tenant name: a DNS label; prefixes the names of its declared namespaces.",
+    maxLength: MAX_NAMESPACE_NAME,
+    pattern: DNS1123_LABEL,
+  },
+  spec: TenantSpecSchema,
+  status: TenantStatusSchema,
+  rules: [
+    {
+      rule: `!has(self.spec.namespaces) || self.spec.namespaces.all(ns, size(self.metadata.name) + 1 + size(ns.name) <= ${MAX_NAMESPACE_NAME})`,
+      message: `every namespace <tenant>-<name> must fit in ${MAX_NAMESPACE_NAME} characters: shorten the tenant name or the namespace name`,
+      fieldPath: ".spec.namespaces",
+      reason: "FieldValueInvalid",
+    },
+  ],
+});
+export type Tenant = Static<typeof TenantSchema>;
