@@ -323,8 +323,30 @@ describe("tenants CRDs on a real API server", () => {
       "--subresource=status",
       "--type=merge",
       "-p",
-      JSON.stringify({ status: { summary: "pods:3/20" } }),
+      JSON.stringify({
+        status: {
+          summary: "pods:3/20",
+          used: { pods: 3 },
+          reserved: { pods: "1" },
+          reservations: [
+            {
+              id: "4f9d1c2e-0000-4000-8000-000000000001",
+              namespace: "tenant-a-ns-1",
+              resource: "pods",
+              name: "web-0",
+              amounts: { pods: "1" },
+              expiresAt: "2030-01-01T00:00:00Z",
+            },
+          ],
+        },
+      }),
     ]);
+    const storedQuota = JSON.parse(await run(["get", "trq", name, "-o", "json"])) as TenantResourceQuota;
+    assert.deepEqual(
+      storedQuota.status?.reservations?.[0]?.amounts,
+      { pods: "1" },
+      "reservations are kept, not pruned",
+    );
     const out = await run(["get", "trq", name]);
     const [header, row] = out.trimEnd().split("\n");
     assert.match(header ?? "", /^NAME\s+TENANT\s+USED\/HARD\s+AGE$/);

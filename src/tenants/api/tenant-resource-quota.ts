@@ -8,10 +8,12 @@ import {
   DNS1123_SUBDOMAIN,
   DnsLabel,
   ListMap,
+  QUANTITY_PATTERN,
   QuotaScopes,
   ResourceList,
   ResourceSchema,
   ScopeSelector,
+  StringMap,
 } from "../../apis/index.js";
 
 const NamespaceQuotaSchema = Type.Object(
@@ -40,7 +42,18 @@ const ReservationSchema = Type.Object(
       description: "Name of the object being created (may be empty with generateName).",
       maxLength: 253,
     }),
-    amounts: ResourceList("What the object counts against the quota.", { checkNames: false }),
+    amounts: StringMap(
+      Type.String({
+        description: "A quantity, e.g. `1` or `500m`.",
+        maxLength: 64,
+        pattern: QUANTITY_PATTERN,
+      }),
+      {
+        description:
+          "What the object counts against the quota, as quantity strings (written by tenantry only).",
+        maxProperties: 64,
+      },
+    ),
     expiresAt: Type.String({
       description: "When the reservation lapses if the object has not been counted by then (RFC 3339).",
       format: "date-time",
