@@ -1,150 +1,91 @@
 import assert from "node:assert/strict";
-import type { ServerResponse } from "node:http";
-import { after, before, beforeEach, describe, test } from "node:test";
-import type { V1ConfigMap } from "@kubernetes/client-node";
+import { createServer } from "node:net";
+import { before, describe, test } from "node:test";
+import { KubeConfig, type V1ConfigMap } from "@kubernetes/client-node";
 import { ClusterClient } from "./clients.js";
-import { isGone } from "./errors.js";
-import { beginWatchStream, FakeApiServer, kubeStatus, writeWatchEvent } from "./fake-api-server.js";
-import { KubeListWatch, type RawWatchEvent, WatchAbortedError, type WatchHandle } from "./list-watch.js";
+import { statusCode } from "./errors.js";
+import { KubeListWatch, WatchAbortedError } from "./list-watch.js";
 
-let server: FakeApiServer;
+/** A loopback port nothing listens on, so every connection is refused at once. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
 let client: ClusterClient;
 
 before(async () => {
-  server = await FakeApiServer.start();
-  client = new ClusterClient("home", server.kubeConfig());
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: "gone", server: `https://127.0.0.1:${await closedPort()}`, skipTLSVerify: false }],
+    users: [{ name: "admin", token: "unused" }],
+    contexts: [{ name: "gone", cluster: "gone", user: "admin" }],
+    currentContext: "gone",
+  });
+  client = new ClusterClient("home", kubeConfig);
 });
-after(() => server.close());
-beforeEach(() => {
-  server.requests.length = 0;
-});
 
-function configMap(name: string, resourceVersion: string): V1ConfigMap {
-  return { metadata: { name, namespace: "team-a", resourceVersion } };
-}
-
-interface WatchRun {
-  events: RawWatchEvent[];
-  /** Resolves with what onClose reported. */
-  closed: Promise<unknown>;
-  handle: WatchHandle;
-  closes: () => number;
-}
-
-function startWatch(source: KubeListWatch<V1ConfigMap>, resourceVersion: string): WatchRun {
-  const events: RawWatchEvent[] = [];
+/** Opens a watch and collects what it reports; `closed` resolves with onClose's argument. */
+function startWatch(source: KubeListWatch<V1ConfigMap>) {
+  const events: unknown[] = [];
   let closes = 0;
-  let handle: ReturnType<typeof source.watch> | undefined;
+  let resolveClosed!: (error: unknown) => void;
   const closed = new Promise<unknown>((resolve) => {
-    handle = source.watch(
-      resourceVersion,
-      60,
-      (event) => events.push(event),
-      (error) => {
-        closes++;
-        resolve(error);
-      },
-    );
+    resolveClosed = resolve;
   });
-  return { events, closed, handle: handle!, closes: () => closes };
+  const handle = source.watch(
+    "1",
+    60,
+    (event) => events.push(event),
+    (error) => {
+      closes++;
+      resolveClosed(error);
+    },
+  );
+  return { events, closed, handle, closes: () => closes };
 }
 
-/** Resolves with the response of the next watch request the server receives. */
-function nextWatch(): Promise<ServerResponse> {
-  return new Promise((resolve) => {
-    server.handler = (_request, response) => {
-      beginWatchStream(response);
-      resolve(response);
-      return undefined;
-    };
-  });
-}
+describe("KubeListWatch without a reachable server", () => {
+  const selector = { apiVersion: "v1", kind: "ConfigMap", namespace: "team-a", labelSelector: "a=b" };
 
-describe("KubeListWatch", () => {
-  const selector = {
-    apiVersion: "v1",
-    kind: "ConfigMap",
-    namespace: "team-a",
-    labelSelector: "tenantry.dev/test=x",
-  };
-
-  test("lists all pages with the selector and returns raw objects plus the collection resourceVersion", async () => {
-    server.handler = (request) => {
-      const page = request.query.get("continue");
-      return page
-        ? { status: 200, body: { metadata: { resourceVersion: "20" }, items: [configMap("b", "12")] } }
-        : {
-            status: 200,
-            body: { metadata: { resourceVersion: "20", continue: "p2" }, items: [configMap("a", "11")] },
-          };
-    };
-    const source = new KubeListWatch<V1ConfigMap>(client, selector);
-    const result = await source.list(new AbortController().signal);
-    assert.equal(result.resourceVersion, "20");
-    assert.deepEqual(
-      result.items.map((item) => [item.metadata?.name, item.kind, item.apiVersion]),
-      [
-        ["a", "ConfigMap", "v1"],
-        ["b", "ConfigMap", "v1"],
-      ],
+  test("describes the resource, scope and labels it follows", () => {
+    assert.equal(
+      new KubeListWatch(client, selector).description,
+      "v1/ConfigMap in namespace team-a with labels a=b",
     );
-    const requests = server.apiRequests();
-    assert.equal(requests.length, 2);
-    assert.equal(requests[0]?.path, "/api/v1/namespaces/team-a/configmaps");
-    assert.equal(requests[0]?.query.get("labelSelector"), "tenantry.dev/test=x");
-    assert.equal(requests[0]?.query.get("limit"), "500");
-    assert.equal(requests[1]?.query.get("continue"), "p2");
-    assert.equal(source.cluster, "home");
+    assert.equal(
+      new KubeListWatch(client, { apiVersion: "v1", kind: "Namespace" }).description,
+      "v1/Namespace",
+    );
+    assert.equal(new KubeListWatch(client, selector).cluster, "home");
   });
 
-  test("watches from a resourceVersion with bookmarks, delivers events, and reports a clean close", async () => {
+  test("a list that cannot connect rejects with a transport error, not an API status", async () => {
     const source = new KubeListWatch<V1ConfigMap>(client, selector);
-    const connected = nextWatch();
-    const run = startWatch(source, "20");
-    const response = await connected;
-    writeWatchEvent(response, "ADDED", configMap("c", "21"));
-    writeWatchEvent(response, "BOOKMARK", { kind: "ConfigMap", metadata: { resourceVersion: "22" } });
-    response.end();
-    assert.equal(await run.closed, undefined);
-    assert.deepEqual(
-      run.events.map((event) => event.type),
-      ["ADDED", "BOOKMARK"],
+    await assert.rejects(
+      source.list(new AbortController().signal),
+      (error) => statusCode(error) === undefined,
     );
-    const [request] = server.apiRequests();
-    assert.equal(request?.query.get("watch"), "true");
-    assert.equal(request?.query.get("resourceVersion"), "20");
-    assert.equal(request?.query.get("allowWatchBookmarks"), "true");
-    assert.equal(request?.query.get("timeoutSeconds"), "60");
-    assert.equal(request?.query.get("labelSelector"), "tenantry.dev/test=x");
+  });
+
+  test("a watch that cannot connect is reported once through onClose, with no events", async () => {
+    const run = startWatch(new KubeListWatch<V1ConfigMap>(client, selector));
+    const error = await run.closed;
+    assert.ok(error instanceof Error && !(error instanceof WatchAbortedError), `got ${String(error)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(run.closes(), 1);
+    assert.equal(run.events.length, 0);
   });
 
-  test("abort() closes the stream once with WatchAbortedError and stops further events", async () => {
-    const source = new KubeListWatch<V1ConfigMap>(client, selector);
-    const connected = nextWatch();
-    const run = startWatch(source, "20");
-    const response = await connected;
-    writeWatchEvent(response, "ADDED", configMap("c", "21"));
-    while (run.events.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+  test("abort() while still connecting reports WatchAbortedError once; the later failure is swallowed", async () => {
+    const run = startWatch(new KubeListWatch<V1ConfigMap>(client, selector));
+    run.handle.abort();
     run.handle.abort();
     assert.ok((await run.closed) instanceof WatchAbortedError);
-    writeWatchEvent(response, "ADDED", configMap("d", "22"));
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    assert.equal(run.events.length, 1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
     assert.equal(run.closes(), 1);
-  });
-
-  test("an HTTP 410 on the watch request is reported as Gone", async () => {
-    server.handler = () => ({ status: 410, body: kubeStatus(410, "Expired") });
-    const source = new KubeListWatch<V1ConfigMap>(client, selector);
-    const run = startWatch(source, "1");
-    assert.ok(isGone(await run.closed));
-  });
-
-  test("a cluster-wide selector watches the cluster-wide collection", async () => {
-    const source = new KubeListWatch<V1ConfigMap>(client, { apiVersion: "v1", kind: "ConfigMap" });
-    server.handler = () => ({ status: 200, body: { metadata: { resourceVersion: "5" }, items: [] } });
-    await source.list(new AbortController().signal);
-    assert.equal(server.apiRequests()[0]?.path, "/api/v1/configmaps");
   });
 });
