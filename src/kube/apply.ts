@@ -37,14 +37,11 @@ export async function applyObject<T extends KubernetesObject>(
   obj: T,
   options: ApplyOptions = {},
 ): Promise<T> {
-  return client.objects.patch(
-    applyBody(obj),
-    undefined,
-    options.dryRun ? "All" : undefined,
-    FIELD_MANAGER,
-    options.force ?? true,
-    PatchStrategy.ServerSideApply,
-  );
+  return client.objects.patchRaw(applyBody(obj), PatchStrategy.ServerSideApply, {
+    fieldManager: FIELD_MANAGER,
+    force: options.force ?? true,
+    ...(options.dryRun ? { dryRun: true } : {}),
+  });
 }
 
 /**

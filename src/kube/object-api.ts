@@ -68,13 +68,28 @@ export class DynamicObjectApi extends KubernetesObjectApi {
   }
 
   /** PATCH against `<object>/<subresource>`, e.g. server-side apply of `/status`. */
-  async patchSubresource<T extends KubernetesObject>(
+  patchSubresource<T extends KubernetesObject>(
     obj: T,
     subresource: string,
     strategy: PatchStrategy,
     options: SubresourcePatchOptions = {},
   ): Promise<T> {
-    const path = `${await this.objectPath(obj)}/${subresource}`;
+    return this.patchRaw(obj, strategy, options, subresource);
+  }
+
+  /**
+   * PATCH with the object sent as plain JSON. KubernetesObjectApi.patch re-serializes known kinds
+   * through client-node's model classes, which silently drop fields they spell differently
+   * (a NetworkPolicy rule's `from` is `_from` there) and every field of a CRD they do not know.
+   */
+  async patchRaw<T extends KubernetesObject>(
+    obj: T,
+    strategy: PatchStrategy,
+    options: SubresourcePatchOptions = {},
+    subresource?: string,
+  ): Promise<T> {
+    const objectPath = await this.objectPath(obj);
+    const path = subresource ? `${objectPath}/${subresource}` : objectPath;
     const request = this.configuration.baseServer.makeRequestContext(path, HttpMethod.PATCH);
     request.setHeaderParam("Accept", "application/json");
     request.setHeaderParam("Content-Type", strategy);

@@ -93,6 +93,28 @@ describe("applyObject against a real API server", () => {
     );
   });
 
+  test("sends the object as written: fields client-node's models spell differently survive", async () => {
+    // client-node's V1NetworkPolicyIngressRule calls `from` `_from`; a typed re-serialization would
+    // drop it and turn a deny-by-default policy into allow-all.
+    const policy = {
+      apiVersion: "networking.k8s.io/v1",
+      kind: "NetworkPolicy",
+      metadata: { name: "only-same-tenant", namespace },
+      spec: {
+        podSelector: {},
+        policyTypes: ["Ingress"],
+        ingress: [{ from: [{ namespaceSelector: { matchLabels: { "tenantry.dev/tenant": "a" } } }] }],
+      },
+    };
+    await applyObject(client, policy);
+    const stored = (await client.objects.getJson(
+      `/apis/networking.k8s.io/v1/namespaces/${namespace}/networkpolicies/only-same-tenant`,
+    )) as { spec: { ingress: { from?: unknown[] }[] } };
+    assert.deepEqual(stored.spec.ingress[0]?.from, [
+      { namespaceSelector: { matchLabels: { "tenantry.dev/tenant": "a" } } },
+    ]);
+  });
+
   test("applying the same object again is a no-op: the resourceVersion stays", async () => {
     const desired = configMap("idempotent", { color: "blue", size: "3" });
     const first = await applyObject(client, desired);
