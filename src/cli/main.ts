@@ -2,6 +2,7 @@
 import { Command, CommanderError } from "commander";
 import { errorMessage, UserError } from "../common/index.js";
 import { registerDevCommands } from "./dev.js";
+import { registerRunCommand } from "./run.js";
 import { registerUpCommand } from "./up.js";
 
 export function buildProgram(): Command {
@@ -10,6 +11,7 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   registerUpCommand(program);
+  registerRunCommand(program);
   registerDevCommands(program);
   return program;
 }

@@ -1,2 +1,16 @@
 /** The tenants capability (Tenant, NamespaceTemplate, TenantResourceQuota): its only public entry. */
+
+export { tenantWebhooks } from "./admission/index.js";
 export * from "./api/index.js";
+export {
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  NAMESPACE_ORIGIN_LABEL,
+  TENANT_LABEL,
+  USER_LABEL,
+} from "./controllers/labels.js";
+export { TenantController, type TenantControllerOptions } from "./controllers/tenant-controller.js";
+export { TenantInformers } from "./informers.js";
+export { QuotaAdmission, type QuotaAdmissionOptions } from "./quota/admission.js";
+export { QuotaController, type QuotaControllerOptions } from "./quota/quota-controller.js";
+export { QuotaStore } from "./quota/store.js";

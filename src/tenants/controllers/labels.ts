@@ -1,0 +1,46 @@
+import type { KubernetesObject, V1OwnerReference } from "@kubernetes/client-node";
+import { TENANTS_API_VERSION } from "../api/group.js";
+
+/** Which tenant a namespace or object belongs to. */
+export const TENANT_LABEL = "tenantry.dev/tenant";
+/** Which user created an object (document 001, step 10). */
+export const USER_LABEL = "tenantry.dev/user";
+/** How a namespace joined its tenant: `declared` in spec.namespaces, or created by an `owner`. */
+export const NAMESPACE_ORIGIN_LABEL = "tenantry.dev/namespace-origin";
+export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
+export const MANAGED_BY = "tenantry";
+export const POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce";
+
+export interface TenantRef {
+  name: string;
+  uid: string;
+}
+
+export function ownerReference(tenant: TenantRef): V1OwnerReference {
+  return {
+    apiVersion: TENANTS_API_VERSION,
+    kind: "Tenant",
+    name: tenant.name,
+    uid: tenant.uid,
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+/** Labels and owner of every object the tenant controller writes. */
+export function managedMetadata(
+  tenant: TenantRef,
+  name: string,
+  namespace?: string,
+): NonNullable<KubernetesObject["metadata"]> {
+  return {
+    name,
+    ...(namespace ? { namespace } : {}),
+    labels: { [TENANT_LABEL]: tenant.name, [MANAGED_BY_LABEL]: MANAGED_BY },
+    ownerReferences: [ownerReference(tenant)],
+  };
+}
+
+export function isManaged(object: KubernetesObject): boolean {
+  return object.metadata?.labels?.[MANAGED_BY_LABEL] === MANAGED_BY;
+}

@@ -1,0 +1,155 @@
+import type { V1Namespace } from "@kubernetes/client-node";
+import { toAmounts, toResourceList } from "../../common/index.js";
+import type { Informer } from "../../kube/index.js";
+import {
+  type AdmissionDecision,
+  type AdmissionRequest,
+  type AdmissionWebhook,
+  allow,
+  deny,
+} from "../../webhooks/index.js";
+import type { TenantResourceQuota } from "../api/tenant-resource-quota.js";
+import { TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
+import { admit, describeExceeded, type Reservation } from "./reservations.js";
+import type { QuotaStore } from "./store.js";
+import { matchesScopes, objectUsage, tracked } from "./usage.js";
+
+export interface QuotaAdmissionOptions {
+  store: QuotaStore;
+  namespaces: Informer<V1Namespace>;
+  quotas: Informer<TenantResourceQuota>;
+  /** How long an admitted creation holds its reservation if its object never shows up. */
+  reservationTtlMs?: number;
+}
+
+/** Serialises this process's reservations per quota, so its own requests do not conflict with each other. */
+class KeyedMutex {
+  private readonly tails = new Map<string, Promise<void>>();
+
+  async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.tails.get(key) ?? Promise.resolve();
+    let release!: () => void;
+    const current = new Promise<void>((r) => {
+      release = r;
+    });
+    const tail = previous.then(() => current);
+    this.tails.set(key, tail);
+    await previous;
+    try {
+      return await fn();
+    } finally {
+      release();
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    }
+  }
+}
+
+/**
+ * Admission for TenantResourceQuota: every creation in a tenant namespace reserves its usage on
+ * each quota of the tenant that tracks it, by compare-and-swap on the quota's resourceVersion.
+ * Creations racing across namespaces (and across tenantry replicas) therefore never exceed hard.
+ */
+export class QuotaAdmission {
+  private readonly mutex = new KeyedMutex();
+
+  constructor(private readonly options: QuotaAdmissionOptions) {}
+
+  webhook(): AdmissionWebhook {
+    return {
+      name: "quota.tenants.tenantry.dev",
+      kind: "validating",
+      path: "/validate/tenant-quota",
+      // Quota must hold: if tenantry cannot answer, creations in tenant namespaces wait.
+      failurePolicy: "Fail",
+      timeoutSeconds: 10,
+      namespaceSelector: { matchExpressions: [{ key: TENANT_LABEL, operator: "Exists" }] },
+      rules: [
+        {
+          apiGroups: ["*"],
+          apiVersions: ["*"],
+          operations: ["CREATE"],
+          resources: ["*"],
+          scope: "Namespaced",
+        },
+      ],
+      handle: (request) => this.handle(request),
+    };
+  }
+
+  async handle(request: AdmissionRequest): Promise<AdmissionDecision> {
+    if (request.subResource || request.dryRun || !request.namespace) return allow();
+    const tenant = this.options.namespaces.get(undefined, request.namespace)?.metadata?.labels?.[
+      TENANT_LABEL
+    ];
+    if (!tenant) return allow();
+    const ref = { group: request.resource.group, resource: request.resource.resource };
+    const object = request.object as
+      | { metadata?: { name?: string; labels?: Record<string, string> } }
+      | undefined;
+    const user = object?.metadata?.labels?.[USER_LABEL];
+    const quotas = this.options.quotas
+      .list()
+      .filter(
+        (q) =>
+          q.spec.tenant === tenant &&
+          (!q.spec.user || q.spec.user === user || q.spec.user === request.userInfo.username),
+      )
+      .filter((q) => matchesScopes(ref, object, q.spec.scopes, q.spec.scopeSelector));
+    const usage = objectUsage(ref, object);
+    const reserved: string[] = [];
+    for (const quota of quotas) {
+      const name = quota.metadata!.name!;
+      const amounts = tracked(usage, toAmounts(quota.spec.hard));
+      if (amounts.size === 0) continue;
+      const reservation: Omit<Reservation, "expiresAt"> = {
+        id: request.uid,
+        namespace: request.namespace,
+        resource: ref.group ? `${ref.resource}.${ref.group}` : ref.resource,
+        name: object?.metadata?.name ?? request.name ?? "",
+        amounts: toResourceList(amounts),
+      };
+      let message: string | undefined;
+      await this.mutex.run(name, () =>
+        this.options.store.updateStatus(name, (fresh) => {
+          const result = admit(
+            {
+              hard: fresh.spec.hard,
+              used: fresh.status?.used ?? {},
+              reservations: fresh.status?.reservations ?? [],
+            },
+            reservation,
+            new Date(),
+            this.options.reservationTtlMs ?? 30_000,
+          );
+          if (!result.admitted) {
+            message = describeExceeded(name, tenant, result.exceeded);
+            return undefined;
+          }
+          return { ...fresh.status, reservations: result.reservations };
+        }),
+      );
+      if (message) {
+        await this.release(reserved, request.uid);
+        return deny(message, 403);
+      }
+      reserved.push(name);
+    }
+    return allow();
+  }
+
+  /** Gives back what an earlier quota reserved when a later one refuses. */
+  private async release(quotaNames: string[], id: string): Promise<void> {
+    for (const name of quotaNames) {
+      await this.mutex
+        .run(name, () =>
+          this.options.store.updateStatus(name, (fresh) => ({
+            ...fresh.status,
+            reservations: (fresh.status?.reservations ?? []).filter((r) => r.id !== id),
+          })),
+        )
+        .catch(() => {
+          // The reservation expires on its own.
+        });
+    }
+  }
+}

@@ -1,0 +1,203 @@
+import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import { addAmounts, type ResourceAmounts, toAmounts, toResourceList } from "../../common/index.js";
+import {
+  applyObject,
+  type ClusterClient,
+  type Condition,
+  Controller,
+  Informer,
+  objectKey,
+  type ReconcileContext,
+  reconcileDone,
+  requeueAfter,
+  setCondition,
+} from "../../kube/index.js";
+import { formatUsageSummary } from "../api/summary.js";
+import type { TenantResourceQuota, TenantResourceQuotaStatus } from "../api/tenant-resource-quota.js";
+import { managedMetadata, TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
+import { KindResolver, type ResourceKind, resourceForQuotaName } from "./discovery.js";
+import { reservedTotal, settle } from "./reservations.js";
+import type { QuotaStore } from "./store.js";
+import { matchesScopes, objectUsage, tracked } from "./usage.js";
+
+export interface QuotaControllerOptions {
+  client: ClusterClient;
+  store: QuotaStore;
+  namespaces: Informer<V1Namespace>;
+  quotas: Informer<TenantResourceQuota>;
+  logger: Logger;
+}
+
+/**
+ * Recomputes each TenantResourceQuota's usage from the real objects in its tenant's namespaces,
+ * drops the reservations whose objects it now counts (or that expired), and keeps per-namespace
+ * ResourceQuotas for spec.namespaceQuotas. Deletes and failed creations thereby give quota back.
+ */
+export class QuotaController {
+  private readonly controller: Controller;
+  private readonly resolver: KindResolver;
+  private readonly objectInformers = new Map<
+    string,
+    { kind: ResourceKind; informer: Informer<KubernetesObject> }
+  >();
+  private readonly cluster: string;
+  private started = false;
+
+  constructor(private readonly options: QuotaControllerOptions) {
+    this.cluster = options.client.name;
+    this.resolver = new KindResolver(options.client);
+    this.controller = new Controller({
+      name: "tenant-quotas",
+      workers: 2,
+      logger: options.logger,
+      reconcile: (_key, ctx) => this.reconcile(ctx),
+    });
+    this.controller.watch(options.quotas);
+    this.controller.watch(options.namespaces, (ns) =>
+      this.quotasOfTenant(ns.metadata?.labels?.[TENANT_LABEL]),
+    );
+  }
+
+  private quotasOfTenant(tenant: string | undefined): string[] {
+    if (!tenant) return [];
+    return this.options.quotas
+      .list()
+      .filter((q) => q.spec.tenant === tenant)
+      .map((q) => objectKey(this.cluster, undefined, q.metadata!.name!));
+  }
+
+  async start(): Promise<void> {
+    this.started = true;
+    // Pods are what most quotas count; watch them from the start so admission never waits.
+    await this.informerFor({ group: "", resource: "pods" });
+    await this.controller.start();
+  }
+
+  async stop(): Promise<void> {
+    this.started = false;
+    await this.controller.stop();
+    await Promise.all([...this.objectInformers.values()].map((e) => e.informer.stop()));
+  }
+
+  /** Starts (once) an informer for a counted resource; its events re-queue the tenant's quotas. */
+  private async informerFor(ref: { group: string; resource: string }) {
+    const key = `${ref.resource}.${ref.group}`;
+    const existing = this.objectInformers.get(key);
+    if (existing) return existing;
+    const kind = await this.resolver.resolve(ref);
+    if (!kind) return undefined;
+    const informer = Informer.forResource<KubernetesObject>(this.options.client, {
+      apiVersion: kind.apiVersion,
+      kind: kind.kind,
+    });
+    const entry = { kind, informer };
+    this.objectInformers.set(key, entry);
+    this.controller.watch(informer, (o) => {
+      const ns = o.metadata?.namespace;
+      return this.quotasOfTenant(
+        ns ? this.options.namespaces.get(undefined, ns)?.metadata?.labels?.[TENANT_LABEL] : undefined,
+      );
+    });
+    if (this.started) {
+      informer.start();
+      await informer.waitForSync({ timeoutMs: 60_000 });
+    }
+    return entry;
+  }
+
+  private async reconcile(ctx: ReconcileContext) {
+    const quota = this.options.quotas.get(undefined, ctx.ref.name);
+    if (!quota || quota.metadata?.deletionTimestamp) return reconcileDone();
+    const name = quota.metadata!.name!;
+    const tenant = quota.spec.tenant;
+    const namespaces = new Set(
+      this.options.namespaces
+        .list()
+        .filter((n) => n.metadata?.labels?.[TENANT_LABEL] === tenant)
+        .map((n) => n.metadata!.name!),
+    );
+    const hard = toAmounts(quota.spec.hard);
+    const refs = new Map(
+      [...hard.keys()].map((n) => resourceForQuotaName(n)!).map((r) => [`${r.resource}.${r.group}`, r]),
+    );
+    let used: ResourceAmounts = new Map();
+    const perNamespace = new Map<string, ResourceAmounts>();
+    const observed = new Set<string>();
+    for (const ref of refs.values()) {
+      const entry = await this.informerFor(ref);
+      if (!entry) continue;
+      const resource = ref.group ? `${ref.resource}.${ref.group}` : ref.resource;
+      for (const object of entry.informer.list()) {
+        const ns = object.metadata?.namespace;
+        if (!ns || !namespaces.has(ns)) continue;
+        observed.add(`${resource}/${ns}/${object.metadata!.name}`);
+        if (quota.spec.user && object.metadata?.labels?.[USER_LABEL] !== quota.spec.user) continue;
+        if (!matchesScopes(ref, object, quota.spec.scopes, quota.spec.scopeSelector)) continue;
+        const amounts = tracked(objectUsage(ref, object), hard);
+        used = addAmounts(used, amounts);
+        perNamespace.set(ns, addAmounts(perNamespace.get(ns) ?? new Map(), amounts));
+      }
+    }
+    for (const name of hard.keys()) if (!used.has(name)) used.set(name, 0n);
+
+    for (const nsQuota of quota.spec.namespaceQuotas ?? []) {
+      if (!namespaces.has(nsQuota.namespace)) continue;
+      const metadata = managedMetadata({ name: tenant, uid: "" }, `tenantry-${name}`, nsQuota.namespace);
+      metadata.ownerReferences = [
+        {
+          apiVersion: quota.apiVersion!,
+          kind: "TenantResourceQuota",
+          name,
+          uid: quota.metadata!.uid!,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ];
+      await applyObject(this.options.client, {
+        apiVersion: "v1",
+        kind: "ResourceQuota",
+        metadata,
+        spec: { hard: nsQuota.hard },
+      } as KubernetesObject);
+    }
+
+    const now = new Date();
+    const written = await this.options.store.updateStatus(name, (fresh) => {
+      const reservations = settle(
+        fresh.status?.reservations ?? [],
+        (r) => observed.has(`${r.resource}/${r.namespace}/${r.name}`),
+        now,
+      );
+      const usedList = toResourceList(used);
+      const condition: Omit<Condition, "lastTransitionTime"> = {
+        type: "Ready",
+        status: "True",
+        reason: "UsageCounted",
+        message: `usage counted over ${namespaces.size} namespaces`,
+        observedGeneration: fresh.metadata?.generation,
+      };
+      const status: TenantResourceQuotaStatus = {
+        ...fresh.status,
+        observedGeneration: fresh.metadata?.generation,
+        hard: fresh.spec.hard,
+        used: usedList,
+        reserved: toResourceList(reservedTotal(reservations)),
+        reservations,
+        namespaces: [...perNamespace]
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([namespace, amounts]) => ({ namespace, used: toResourceList(amounts) })),
+        summary: formatUsageSummary(fresh.spec.hard, usedList),
+        conditions: setCondition(fresh.status?.conditions as Condition[] | undefined, condition, now),
+      };
+      return status;
+    });
+    // Reservations whose objects never appear must be released when they expire.
+    const pending = written?.status?.reservations ?? [];
+    if (pending.length > 0) {
+      const next = Math.min(...pending.map((r) => Date.parse(r.expiresAt))) - Date.now();
+      return requeueAfter(Math.max(next, 0) + 100);
+    }
+    return reconcileDone();
+  }
+}
