@@ -20,10 +20,14 @@ function table(headers: string[], rows: (string | number)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map((c) => (typeof c === "number" ? c.toFixed(1) : c)))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => String(r[i]).length)));
   const line = (r: (string | number)[]) => r.map((c, i) => String(c).padStart(widths[i] ?? 0)).join("  ");
-  return [line(cells[0]!), widths.map((w) => "-".repeat(w)).join("  "), ...cells.slice(1).map(line)].join("\n");
+  return [line(cells[0]!), widths.map((w) => "-".repeat(w)).join("  "), ...cells.slice(1).map(line)].join(
+    "\n",
+  );
 }
 
-async function measure(count: number): Promise<{ states: ClusterState[]; wallSeconds: number; rss: Map<string, number[]> }> {
+async function measure(
+  count: number,
+): Promise<{ states: ClusterState[]; wallSeconds: number; rss: Map<string, number[]> }> {
   const dir = await mkdtemp(join(tmpdir(), "tenantry-bench-"));
   const harness = new ClusterHarness({ dir, log: () => {} });
   await harness.components();
@@ -35,7 +39,8 @@ async function measure(count: number): Promise<{ states: ClusterState[]; wallSec
     await sleep(10_000);
     const rss = new Map<string, number[]>();
     for (const state of states) {
-      for (const proc of state.processes) rss.set(proc.component, [...(rss.get(proc.component) ?? []), rssMiB(proc.pid)]);
+      for (const proc of state.processes)
+        rss.set(proc.component, [...(rss.get(proc.component) ?? []), rssMiB(proc.pid)]);
     }
     return { states, wallSeconds, rss };
   } finally {

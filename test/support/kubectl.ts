@@ -9,7 +9,9 @@ export interface KubectlResult {
 /** Runs the machine's real kubectl with the given kubeconfig; `input` is fed to stdin (for `-f -`). */
 export function kubectl(kubeconfigPath: string, args: string[], input?: string): Promise<KubectlResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn("kubectl", ["--kubeconfig", kubeconfigPath, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn("kubectl", ["--kubeconfig", kubeconfigPath, ...args], {
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (c: Buffer) => {

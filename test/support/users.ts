@@ -27,7 +27,12 @@ export async function testUser(name: string, groups: string[] = [], cluster = "h
     certPem: readFileSync(join(pkiDir, "ca.crt"), "utf8"),
     keyPem: readFileSync(join(pkiDir, "ca.key"), "utf8"),
   });
-  const client = await issueCertificate(ca, { commonName: name, organizations: groups, usage: "client", validDays: 1 });
+  const client = await issueCertificate(ca, {
+    commonName: name,
+    organizations: groups,
+    usage: "client",
+    validDays: 1,
+  });
   const text = renderKubeconfig({ cluster, server: entry.server, caPem: ca.certPem, client }).replaceAll(
     `tenantry-${cluster}-admin`,
     `tenantry-${cluster}-${name.replace(/[^\w.-]/g, "_")}`,
