@@ -1,12 +1,15 @@
 /**
  * `npm test`: static checks, then every test file in one run of node's test runner. Integration
  * tests share three local clusters (home, edge-1, edge-2) started once here and stopped at the end;
- * they find them through the file named by TENANTRY_TEST_ENV.
+ * they find them through the file named by TENANTRY_TEST_ENV. tenantry itself (controllers and
+ * admission webhooks) runs on the home cluster for the whole run, as `tenantry up` runs it.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
+import { pino } from "pino";
+import { startTenantry } from "../src/app/tenantry.js";
 import { ClusterHarness, defaultClusters } from "../src/localcluster/index.js";
 
 const root = join(import.meta.dirname, "..");
@@ -39,13 +42,22 @@ async function main(): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), "tenantry-test-"));
   const harness = new ClusterHarness({ dir });
   let code = 1;
+  let tenantry: Awaited<ReturnType<typeof startTenantry>> | undefined;
   try {
     const states = await harness.up([...defaultClusters]);
+    const home = states.find((s) => s.name === "home")!;
+    const logFile = join(dir, "tenantry.log");
+    tenantry = await startTenantry({
+      cluster: "home",
+      kubeconfig: home.kubeconfig,
+      logger: pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
+    });
     const envFile = join(dir, "test-env.json");
     await writeFile(
       envFile,
       JSON.stringify({
         dir,
+        tenantry: { cluster: "home", webhookUrl: tenantry.webhookUrl, logFile },
         clusters: states.map((s) => ({ name: s.name, kubeconfig: s.kubeconfig, server: s.server })),
       }),
     );
@@ -63,12 +75,13 @@ async function main(): Promise<number> {
       { ...process.env, TENANTRY_TEST_ENV: envFile },
     );
   } finally {
+    await tenantry?.stop().catch((err) => process.stderr.write(`stopping tenantry failed: ${err}\n`));
     // On failure the stopped clusters' logs stay behind for inspection.
     await (code === 0 ? harness.reset() : harness.down()).catch((err) =>
       process.stderr.write(`cleanup failed: ${err}\n`),
     );
     if (code === 0) await rm(dir, { recursive: true, force: true });
-    else process.stderr.write(`cluster logs of this run: ${dir}/<cluster>/logs\n`);
+    else process.stderr.write(`logs of this run: ${dir}/<cluster>/logs and ${dir}/tenantry.log\n`);
   }
   return code;
 }

@@ -6,6 +6,8 @@ export interface TestEnvironment {
   /** Folder of the harness that owns the clusters (logs live below it). */
   dir: string;
   clusters: { name: string; kubeconfig: string; server: string }[];
+  /** tenantry running on the home cluster for the whole test run. */
+  tenantry: { cluster: string; webhookUrl: string; logFile: string };
 }
 
 let cached: TestEnvironment | undefined;
