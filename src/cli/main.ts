@@ -3,6 +3,7 @@ import { Command, CommanderError } from "commander";
 import { errorMessage, UserError } from "../common/index.js";
 import { registerDevCommands } from "./dev.js";
 import { registerRunCommand } from "./run.js";
+import { registerTenantCommands } from "./tenant.js";
 import { registerUpCommand } from "./up.js";
 
 export function buildProgram(): Command {
@@ -12,6 +13,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerUpCommand(program);
   registerRunCommand(program);
+  registerTenantCommands(program);
   registerDevCommands(program);
   return program;
 }

@@ -1,39 +1,57 @@
+import { join } from "node:path";
 import type { Command } from "commander";
+import { pino } from "pino";
+import { DEMO_OWNER, DEMO_TENANT, installDemo } from "../app/demo.js";
+import { startTenantry } from "../app/tenantry.js";
 import { ClusterHarness, defaultClusters } from "../localcluster/index.js";
 
 /**
- * `tenantry up` (what `npm start` runs): the embedded default. Starts the local clusters, prints
- * what to try, and stops everything on Ctrl-C.
+ * `tenantry up` (what `npm start` runs): the embedded default. Starts the local clusters, runs
+ * tenantry on the home cluster with a demo tenant, prints what to try, and stops on Ctrl-C.
  */
 export function registerUpCommand(program: Command): void {
   program
     .command("up")
-    .description("run tenantry on the embedded default: local clusters home, edge-1 and edge-2")
+    .description(
+      "run tenantry on the embedded default: local clusters home, edge-1 and edge-2, and a demo tenant",
+    )
     .option("--dir <path>", "folder holding the clusters")
-    .option("--keep", "leave the clusters running on exit")
+    .option("--keep", "leave the clusters running after Ctrl-C (tenantry itself stops)")
     .action(async (opts: { dir?: string; keep?: boolean }) => {
       const harness = new ClusterHarness(opts.dir ? { dir: opts.dir } : {});
       const states = await harness.up([...defaultClusters]);
-      const home = states.find((s) => s.name === "home");
+      const home = states.find((s) => s.name === "home")!;
+      const homeDir = join(harness.dir, "home");
+      const logFile = join(homeDir, "logs", "tenantry.log");
+      process.stderr.write("starting tenantry on home…\n");
+      const tenantry = await startTenantry({
+        cluster: "home",
+        kubeconfig: home.kubeconfig,
+        logger: pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
+      });
+      const { ownerKubeconfig } = await installDemo(tenantry.client, homeDir);
       process.stdout.write(
         [
           "",
           "tenantry is up on the embedded default:",
           ...states.map((s) => `  ${s.name.padEnd(8)} ${s.server}  kubeconfig: ${s.kubeconfig}`),
+          `  tenantry webhooks at ${tenantry.webhookUrl}, log: ${logFile}`,
+          `  demo tenant "${DEMO_TENANT}" owned by ${DEMO_OWNER}: ${ownerKubeconfig}`,
           "",
-          "Try:",
-          `  export KUBECONFIG=${home?.kubeconfig}`,
-          "  kubectl get nodes -L topology.kubernetes.io/region,topology.kubernetes.io/zone,tenantry.dev/provider",
-          "  kubectl create deployment web --image=nginx --replicas=3 && kubectl get pods -o wide",
-          "  npx tenantry dev cluster status",
+          "Try, as the cluster admin:",
+          `  export KUBECONFIG=${home.kubeconfig}`,
+          "  kubectl get tenants",
+          `  npx tenantry tenant usage ${DEMO_TENANT}`,
+          `and as ${DEMO_OWNER}, the tenant owner:`,
+          `  kubectl --kubeconfig ${ownerKubeconfig} create namespace ${DEMO_TENANT}-team`,
+          `  kubectl --kubeconfig ${ownerKubeconfig} -n ${DEMO_TENANT}-dev create deployment web --image=nginx --replicas=3`,
+          `  kubectl --kubeconfig ${ownerKubeconfig} -n ${DEMO_TENANT}-dev run root --image=nginx --privileged   # refused`,
+          `  kubectl --kubeconfig ${ownerKubeconfig} get namespaces                                    # forbidden`,
           "",
-          opts.keep
-            ? "Clusters keep running; stop them with: npx tenantry dev cluster down"
-            : "Press Ctrl-C to stop.",
+          opts.keep ? "Press Ctrl-C to stop tenantry; the clusters keep running." : "Press Ctrl-C to stop.",
           "",
         ].join("\n"),
       );
-      if (opts.keep) return;
       // Watching health also keeps the process alive: signal handlers alone do not.
       let reported = "";
       const watch = setInterval(async () => {
@@ -50,8 +68,12 @@ export function registerUpCommand(program: Command): void {
         for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => resolve());
       });
       clearInterval(watch);
-      process.stdout.write("\nstopping clusters…\n");
-      await harness.down(states.map((s) => s.name));
+      process.stdout.write("\nstopping tenantry…\n");
+      await tenantry.stop();
+      if (!opts.keep) {
+        process.stdout.write("stopping clusters…\n");
+        await harness.down(states.map((s) => s.name));
+      }
       process.stdout.write("stopped.\n");
     });
 }

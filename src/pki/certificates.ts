@@ -151,3 +151,17 @@ export function certificateNames(certPem: string): { dnsNames: string[]; ipAddre
     ipAddresses: names.filter((n) => n.type === "ip").map((n) => n.value),
   };
 }
+
+/** A new key pair and a PKCS#10 request for it (CN = user, O = groups), both PEM. */
+export async function createCertificateRequest(
+  commonName: string,
+  organizations: string[] = [],
+): Promise<{ csrPem: string; keyPem: string }> {
+  const keys = await webcrypto.subtle.generateKey(keyAlgorithm, true, ["sign", "verify"]);
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+    name: subjectName(commonName, organizations),
+    keys,
+    signingAlgorithm,
+  });
+  return { csrPem: csr.toString("pem"), keyPem: await exportKeyPem(keys.privateKey) };
+}

@@ -2,6 +2,7 @@ export {
   type CertificateAuthority,
   certificateNames,
   createCertificateAuthority,
+  createCertificateRequest,
   createSigningKeyPair,
   daysUntilExpiry,
   type IssueOptions,

@@ -1,0 +1,52 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { requestUserCertificate, userKubeconfig } from "../identity/index.js";
+import { applyObject, type ClusterClient } from "../kube/index.js";
+import { TENANTS_API_VERSION } from "../tenants/index.js";
+
+export const DEMO_TENANT = "demo";
+export const DEMO_OWNER = "alice";
+
+/**
+ * The embedded default's demo: tenant `demo` owned by alice with one declared namespace, a quota
+ * and room for two namespaces of her own, plus a kubeconfig for alice signed by the cluster.
+ */
+export async function installDemo(client: ClusterClient, dir: string): Promise<{ ownerKubeconfig: string }> {
+  const tenant = {
+    apiVersion: TENANTS_API_VERSION,
+    kind: "Tenant",
+    metadata: { name: DEMO_TENANT },
+    spec: {
+      owners: [{ kind: "User", name: DEMO_OWNER }],
+      namespaces: [{ name: "dev" }],
+      namespaceQuota: 2,
+      quota: { hard: { pods: "20", "requests.cpu": "8", "requests.memory": "16Gi" } },
+      podSecurity: { level: "baseline" },
+      limitRanges: [
+        {
+          name: "defaults",
+          limits: [
+            {
+              type: "Container",
+              defaultRequest: { cpu: "100m", memory: "128Mi" },
+              default: { cpu: "500m", memory: "512Mi" },
+            },
+          ],
+        },
+      ],
+    },
+  } as KubernetesObject;
+  await applyObject(client, tenant);
+  const credentials = await requestUserCertificate(client.kubeConfig, {
+    username: DEMO_OWNER,
+    expirationSeconds: 30 * 24 * 3600,
+  });
+  const ownerKubeconfig = join(dir, `${DEMO_OWNER}.kubeconfig`);
+  await writeFile(
+    ownerKubeconfig,
+    userKubeconfig(client.kubeConfig, credentials, { cluster: "home", namespace: "demo-dev" }),
+    { mode: 0o600 },
+  );
+  return { ownerKubeconfig };
+}

@@ -1,0 +1,232 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { CustomObjectsApi } from "@kubernetes/client-node";
+import type { Command } from "commander";
+import { stringify } from "yaml";
+import { parseQuantity, toAmounts, UserError } from "../common/index.js";
+import { describeError, isNotFound } from "../kube/index.js";
+import {
+  OWNER_KINDS,
+  POD_SECURITY_LEVELS,
+  TENANTRY_GROUP,
+  TENANTS_API_VERSION,
+  TENANTS_VERSION,
+  type Tenant,
+  validateTenant,
+} from "../tenants/index.js";
+import { loadKubeConfig } from "./kube-context.js";
+import { type OutputFormat, printResult } from "./output.js";
+
+/** Exit codes a script can rely on. */
+export const EXIT = { ok: 0, failure: 1, badInput: 2, notFound: 3, exists: 4 } as const;
+
+const coordinates = { group: TENANTRY_GROUP, version: TENANTS_VERSION, plural: "tenants" };
+
+function api(command: Command): CustomObjectsApi {
+  const { kubeconfig } = command.optsWithGlobals<{ kubeconfig?: string }>();
+  return loadKubeConfig(kubeconfig).makeApiClient(CustomObjectsApi);
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+function parseOwner(text: string): { kind: (typeof OWNER_KINDS)[number]; name: string } {
+  const match = /^(User|Group|ServiceAccount):(.+)$/.exec(text);
+  if (!match)
+    throw new UserError(
+      `--owner "${text}" must be Kind:name with Kind one of ${OWNER_KINDS.join(", ")}, e.g. User:alice`,
+    );
+  return { kind: match[1] as (typeof OWNER_KINDS)[number], name: match[2]! };
+}
+
+function parseResourceList(text: string, flag: string): Record<string, string> {
+  const list: Record<string, string> = {};
+  for (const part of text.split(",").filter(Boolean)) {
+    const [name, value] = part.split("=");
+    if (!name || value === undefined)
+      throw new UserError(`${flag} "${part}" must be name=quantity, e.g. pods=20,requests.cpu=4`);
+    try {
+      parseQuantity(value);
+    } catch (err) {
+      throw new UserError(`${flag} ${name}: ${(err as Error).message}`);
+    }
+    list[name] = value;
+  }
+  return list;
+}
+
+function apiFailure(err: unknown, what: string): never {
+  const code = (err as { code?: number }).code;
+  if (code === 404) throw new UserError(`${what} not found`, EXIT.notFound);
+  if (code === 409) throw new UserError(`${what} already exists`, EXIT.exists);
+  if (code === 422 || code === 400 || code === 403)
+    throw new UserError(`${what}: ${describeError(err)}`, EXIT.badInput);
+  throw new Error(`${what}: ${describeError(err)}`);
+}
+
+function readyOf(t: Tenant): string {
+  return (t.status?.conditions ?? []).find((c) => c.type === "Ready")?.status ?? "Unknown";
+}
+
+/** A row of █ proportional to used/hard, for `tenant usage`. */
+function bar(used: bigint, hard: bigint, width = 20): string {
+  if (hard <= 0n) return "";
+  const filled = Number((used * BigInt(width)) / hard);
+  return `${"█".repeat(Math.min(filled, width))}${"░".repeat(Math.max(width - filled, 0))}`;
+}
+
+export function registerTenantCommands(program: Command): void {
+  const tenant = program.command("tenant").description("create, inspect and delete tenants");
+  tenant.option(
+    "--kubeconfig <path>",
+    "cluster to talk to (default $KUBECONFIG, else the embedded home cluster)",
+  );
+
+  tenant
+    .command("create")
+    .description("create a tenant")
+    .argument("<name>", "tenant name")
+    .requiredOption(
+      "--owner <Kind:name>",
+      "owner, repeatable: User:alice, Group:devs, ServiceAccount:system:serviceaccount:ns:sa",
+      collect,
+    )
+    .option("--namespace <name>", "declared namespace, created as <tenant>-<name>; repeatable", collect)
+    .option("--namespace-quota <n>", "namespaces the owners may create themselves", (v) => Number(v))
+    .option("--quota <list>", "aggregate quota, e.g. pods=20,requests.cpu=4")
+    .option("--pod-security <level>", `one of ${POD_SECURITY_LEVELS.join(", ")}`)
+    .option("--dry-run", "validate and print, change nothing")
+    .option("-o, --output <format>", "text, json or yaml", "text")
+    .action(async (name: string, opts, command: Command) => {
+      const body: Tenant = {
+        apiVersion: TENANTS_API_VERSION,
+        kind: "Tenant",
+        metadata: { name },
+        spec: {
+          owners: (opts.owner as string[]).map(parseOwner),
+          ...(opts.namespace ? { namespaces: (opts.namespace as string[]).map((n) => ({ name: n })) } : {}),
+          ...(opts.namespaceQuota !== undefined ? { namespaceQuota: opts.namespaceQuota } : {}),
+          ...(opts.quota ? { quota: { hard: parseResourceList(opts.quota, "--quota") } } : {}),
+          ...(opts.podSecurity ? { podSecurity: { level: opts.podSecurity } } : {}),
+        },
+      } as Tenant;
+      const violations = validateTenant(body);
+      if (violations.length > 0) {
+        throw new UserError(violations.map((v) => `${v.field}: ${v.message}`).join("; "), EXIT.badInput);
+      }
+      const created = opts.dryRun
+        ? body
+        : ((await api(command)
+            .createClusterCustomObject({ ...coordinates, body })
+            .catch((err) => apiFailure(err, `tenant "${name}"`))) as Tenant);
+      printResult(
+        created,
+        opts.output as OutputFormat,
+        () => `tenant/${name} ${opts.dryRun ? "valid (dry run)" : "created"}`,
+      );
+    });
+
+  tenant
+    .command("list")
+    .description("list tenants with owners, namespaces, usage and readiness")
+    .option("-o, --output <format>", "text, json or yaml", "text")
+    .action(async (opts: { output: OutputFormat }, command: Command) => {
+      const list = (await api(command)
+        .listClusterCustomObject(coordinates)
+        .catch((err) => apiFailure(err, "tenants"))) as { items: Tenant[] };
+      printResult(list.items, opts.output, () =>
+        [
+          ["NAME", "OWNERS", "NAMESPACES", "QUOTA", "READY"].join("\t"),
+          ...list.items.map((t) =>
+            [
+              t.metadata?.name,
+              t.status?.ownerSummary ?? "",
+              t.status?.namespaceCount ?? 0,
+              t.status?.usage?.summary ?? "",
+              readyOf(t),
+            ].join("\t"),
+          ),
+        ].join("\n"),
+      );
+    });
+
+  tenant
+    .command("describe")
+    .description("show a tenant's spec, namespaces, usage and conditions")
+    .argument("<name>", "tenant name")
+    .option("-o, --output <format>", "text, json or yaml", "text")
+    .action(async (name: string, opts: { output: OutputFormat }, command: Command) => {
+      const t = (await api(command)
+        .getClusterCustomObject({ ...coordinates, name })
+        .catch((err) => apiFailure(err, `tenant "${name}"`))) as Tenant;
+      printResult(t, opts.output, () =>
+        [
+          `Name:        ${name}`,
+          `Owners:      ${t.spec.owners.map((o) => `${o.kind}/${o.name}`).join(", ")}`,
+          `Namespaces:  ${(t.status?.namespaces ?? []).join(", ") || "(none)"}`,
+          `Namespace quota: ${t.spec.namespaceQuota ?? "unlimited"}`,
+          `Pod security: ${t.spec.podSecurity?.level ?? "baseline"}`,
+          `Cordoned:    ${t.spec.cordoned ? "yes" : "no"}`,
+          `Usage:       ${t.status?.usage?.summary ?? "(no quota)"}`,
+          "Conditions:",
+          ...(t.status?.conditions ?? []).map((c) => `  ${c.type}=${c.status} ${c.reason}: ${c.message}`),
+          "",
+          stringify({ spec: t.spec }).trimEnd(),
+        ].join("\n"),
+      );
+    });
+
+  tenant
+    .command("usage")
+    .description("usage against the tenant's quota, per resource")
+    .argument("<name>", "tenant name")
+    .option("-o, --output <format>", "text, json or yaml", "text")
+    .action(async (name: string, opts: { output: OutputFormat }, command: Command) => {
+      const t = (await api(command)
+        .getClusterCustomObject({ ...coordinates, name })
+        .catch((err) => apiFailure(err, `tenant "${name}"`))) as Tenant;
+      const hard = toAmounts(t.status?.usage?.hard);
+      const used = toAmounts(t.status?.usage?.used);
+      const rows = [...hard].map(([resource, limit]) => ({
+        resource,
+        used: t.status?.usage?.used?.[resource] ?? "0",
+        hard: String(t.status?.usage?.hard?.[resource]),
+        percent: limit > 0n ? Number(((used.get(resource) ?? 0n) * 1000n) / limit) / 10 : 0,
+        bar: bar(used.get(resource) ?? 0n, limit),
+      }));
+      printResult(rows, opts.output, () =>
+        rows.length === 0
+          ? `tenant "${name}" has no quota`
+          : [
+              "RESOURCE\tUSED\tHARD\t%\t",
+              ...rows.map((r) => `${r.resource}\t${r.used}\t${r.hard}\t${r.percent.toFixed(1)}\t${r.bar}`),
+            ].join("\n"),
+      );
+    });
+
+  tenant
+    .command("delete")
+    .description("delete a tenant; its namespaces and everything in them go with it")
+    .argument("<name>", "tenant name")
+    .option("--wait", "wait until the tenant and its namespaces are gone")
+    .action(async (name: string, opts: { wait?: boolean }, command: Command) => {
+      const client = api(command);
+      await client
+        .deleteClusterCustomObject({ ...coordinates, name, propagationPolicy: "Foreground" })
+        .catch((err) => apiFailure(err, `tenant "${name}"`));
+      if (opts.wait) {
+        const deadline = Date.now() + 5 * 60_000;
+        for (;;) {
+          try {
+            await client.getClusterCustomObject({ ...coordinates, name });
+          } catch (err) {
+            if (isNotFound(err)) break;
+            throw err;
+          }
+          if (Date.now() > deadline) throw new Error(`tenant "${name}" still exists after 5 minutes`);
+          await sleep(500);
+        }
+      }
+      process.stdout.write(`tenant/${name} deleted\n`);
+    });
+}

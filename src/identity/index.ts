@@ -1,0 +1,6 @@
+export {
+  requestUserCertificate,
+  type UserCertificateOptions,
+  type UserCredentials,
+  userKubeconfig,
+} from "./user-certificates.js";
