@@ -42,8 +42,10 @@ export class WebhookServer {
       https: { cert: options.tls.serving.certPem, key: options.tls.serving.keyPem },
       // AdmissionReviews carry whole objects (and their old versions): allow what etcd allows and more.
       bodyLimit: 8 * 1024 * 1024,
-      loggerInstance: options.logger,
-      disableRequestLogging: true,
+      // One log line per admission request would drown everything else; keep warnings and errors.
+      ...(options.logger ? { loggerInstance: options.logger.child({ component: "webhooks" }, { level: "warn" }) } : {}),
+      // The API server keeps connections to webhooks open; closing must not wait for it to hang up.
+      forceCloseConnections: true,
     }) as unknown as FastifyInstance;
     this.app.get("/healthz", async () => "ok");
   }
