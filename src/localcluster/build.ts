@@ -195,7 +195,7 @@ async function buildComponent(
           "-ldflags",
           ["-s", "-w", ...spec.ldflags(version)].join(" "),
           "-o",
-          join(staging, "bin") + "/",
+          `${join(staging, "bin")}/`,
           ...spec.packages,
         ],
         {

@@ -43,7 +43,9 @@ export class WebhookServer {
       // AdmissionReviews carry whole objects (and their old versions): allow what etcd allows and more.
       bodyLimit: 8 * 1024 * 1024,
       // One log line per admission request would drown everything else; keep warnings and errors.
-      ...(options.logger ? { loggerInstance: options.logger.child({ component: "webhooks" }, { level: "warn" }) } : {}),
+      ...(options.logger
+        ? { loggerInstance: options.logger.child({ component: "webhooks" }, { level: "warn" }) }
+        : {}),
       // The API server keeps connections to webhooks open; closing must not wait for it to hang up.
       forceCloseConnections: true,
     }) as unknown as FastifyInstance;

@@ -11,6 +11,8 @@ import { testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 
 const group = { group: "tenantry.dev", version: "v1alpha1" };
+/** A NamespaceTemplate placeholder, `${name}`, as users write it. */
+const param = (name: string) => `\${${name}}`;
 
 interface TenantStatus {
   namespaces?: string[];
@@ -61,7 +63,7 @@ describe("tenant controller", () => {
               apiVersion: "v1",
               kind: "ConfigMap",
               metadata: { name: "info" },
-              data: { where: "${tenant}/${namespace}", team: "${team}" },
+              data: { where: `${param("tenant")}/${param("namespace")}`, team: param("team") },
             },
           ],
         },
@@ -152,7 +154,7 @@ describe("tenant controller", () => {
       ...group,
       plural: "namespacetemplates",
       name: template,
-      body: [{ op: "replace", path: "/spec/objects/0/data/team", value: "${team}-v2" }],
+      body: [{ op: "replace", path: "/spec/objects/0/data/team", value: `${param("team")}-v2` }],
     });
     await eventually(async () => {
       const updated = await core.readNamespacedConfigMap({ name: "info", namespace: ns });

@@ -89,7 +89,7 @@ export class TenantController {
       name: "tenants",
       workers: options.workers ?? 4,
       logger: options.logger,
-      reconcile: (key, ctx) => this.reconcile(ctx),
+      reconcile: (_key, ctx) => this.reconcile(ctx),
     });
     const byTenantLabel = (o: KubernetesObject) => {
       const tenant = o.metadata?.labels?.[TENANT_LABEL];
