@@ -10,6 +10,7 @@ import {
 } from "../../webhooks/index.js";
 import type { TenantResourceQuota } from "../api/tenant-resource-quota.js";
 import { TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
+import { GroupCommitter } from "./batcher.js";
 import { admit, describeExceeded, type Reservation } from "./reservations.js";
 import type { QuotaStore } from "./store.js";
 import { matchesScopes, objectUsage, tracked } from "./usage.js";
@@ -22,37 +23,17 @@ export interface QuotaAdmissionOptions {
   reservationTtlMs?: number;
 }
 
-/** Serialises this process's reservations per quota, so its own requests do not conflict with each other. */
-class KeyedMutex {
-  private readonly tails = new Map<string, Promise<void>>();
-
-  async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const previous = this.tails.get(key) ?? Promise.resolve();
-    let release!: () => void;
-    const current = new Promise<void>((r) => {
-      release = r;
-    });
-    const tail = previous.then(() => current);
-    this.tails.set(key, tail);
-    await previous;
-    try {
-      return await fn();
-    } finally {
-      release();
-      if (this.tails.get(key) === tail) this.tails.delete(key);
-    }
-  }
-}
-
 /**
  * Admission for TenantResourceQuota: every creation in a tenant namespace reserves its usage on
  * each quota of the tenant that tracks it, by compare-and-swap on the quota's resourceVersion.
  * Creations racing across namespaces (and across tenantry replicas) therefore never exceed hard.
  */
 export class QuotaAdmission {
-  private readonly mutex = new KeyedMutex();
+  private readonly committer: GroupCommitter<QuotaRequest, string | undefined>;
 
-  constructor(private readonly options: QuotaAdmissionOptions) {}
+  constructor(private readonly options: QuotaAdmissionOptions) {
+    this.committer = new GroupCommitter((name, requests) => this.commit(name, requests));
+  }
 
   webhook(): AdmissionWebhook {
     return {
@@ -74,6 +55,33 @@ export class QuotaAdmission {
       ],
       handle: (request) => this.handle(request),
     };
+  }
+
+  /**
+   * Decides a batch of requests against one quota, in arrival order, and stores the admitted ones'
+   * reservations in one compare-and-swap; on conflict the whole batch is decided again on fresh state.
+   * Returns, per request, undefined when admitted or the refusal message.
+   */
+  private async commit(name: string, requests: QuotaRequest[]): Promise<(string | undefined)[]> {
+    let decisions: (string | undefined)[] = [];
+    await this.options.store.updateStatus(name, (fresh) => {
+      let reservations: Reservation[] = fresh.status?.reservations ?? [];
+      const used = fresh.status?.used ?? {};
+      decisions = requests.map((request) => {
+        const result = admit(
+          { hard: fresh.spec.hard, used, reservations },
+          request.reservation,
+          new Date(),
+          this.options.reservationTtlMs ?? 30_000,
+        );
+        if (!result.admitted) return describeExceeded(name, request.tenant, result.exceeded);
+        reservations = result.reservations;
+        return undefined;
+      });
+      if (decisions.every((d) => d !== undefined)) return undefined;
+      return { ...fresh.status, reservations };
+    });
+    return decisions;
   }
 
   async handle(request: AdmissionRequest): Promise<AdmissionDecision> {
@@ -101,36 +109,19 @@ export class QuotaAdmission {
       const name = quota.metadata!.name!;
       const amounts = tracked(usage, toAmounts(quota.spec.hard));
       if (amounts.size === 0) continue;
-      const reservation: Omit<Reservation, "expiresAt"> = {
-        id: request.uid,
-        namespace: request.namespace,
-        resource: ref.group ? `${ref.resource}.${ref.group}` : ref.resource,
-        name: object?.metadata?.name ?? request.name ?? "",
-        amounts: toResourceList(amounts),
-      };
-      let message: string | undefined;
-      await this.mutex.run(name, () =>
-        this.options.store.updateStatus(name, (fresh) => {
-          const result = admit(
-            {
-              hard: fresh.spec.hard,
-              used: fresh.status?.used ?? {},
-              reservations: fresh.status?.reservations ?? [],
-            },
-            reservation,
-            new Date(),
-            this.options.reservationTtlMs ?? 30_000,
-          );
-          if (!result.admitted) {
-            message = describeExceeded(name, tenant, result.exceeded);
-            return undefined;
-          }
-          return { ...fresh.status, reservations: result.reservations };
-        }),
-      );
-      if (message) {
+      const refusal = await this.committer.submit(name, {
+        tenant,
+        reservation: {
+          id: request.uid,
+          namespace: request.namespace,
+          resource: ref.group ? `${ref.resource}.${ref.group}` : ref.resource,
+          name: object?.metadata?.name ?? request.name ?? "",
+          amounts: toResourceList(amounts),
+        },
+      });
+      if (refusal) {
         await this.release(reserved, request.uid);
-        return deny(message, 403);
+        return deny(refusal, 403);
       }
       reserved.push(name);
     }
@@ -140,16 +131,19 @@ export class QuotaAdmission {
   /** Gives back what an earlier quota reserved when a later one refuses. */
   private async release(quotaNames: string[], id: string): Promise<void> {
     for (const name of quotaNames) {
-      await this.mutex
-        .run(name, () =>
-          this.options.store.updateStatus(name, (fresh) => ({
-            ...fresh.status,
-            reservations: (fresh.status?.reservations ?? []).filter((r) => r.id !== id),
-          })),
-        )
+      await this.options.store
+        .updateStatus(name, (fresh) => ({
+          ...fresh.status,
+          reservations: (fresh.status?.reservations ?? []).filter((r) => r.id !== id),
+        }))
         .catch(() => {
           // The reservation expires on its own.
         });
     }
   }
+}
+
+interface QuotaRequest {
+  tenant: string;
+  reservation: Omit<Reservation, "expiresAt">;
 }
