@@ -65,20 +65,11 @@ export class TenantController {
   constructor(private readonly options: TenantControllerOptions) {
     const { client } = options;
     this.cluster = client.name;
-    this.tenants = Informer.forResource<Tenant>(client, { apiVersion: TENANTS_API_VERSION, kind: "Tenant" });
-    this.templates = Informer.forResource<NamespaceTemplate>(client, {
-      apiVersion: TENANTS_API_VERSION,
-      kind: "NamespaceTemplate",
-    });
-    this.namespaces = Informer.forResource<V1Namespace>(client, {
-      apiVersion: "v1",
-      kind: "Namespace",
-      labelSelector: TENANT_LABEL,
-    });
-    this.quotas = Informer.forResource<TenantResourceQuota>(client, {
-      apiVersion: TENANTS_API_VERSION,
-      kind: "TenantResourceQuota",
-    });
+    // Shared with the quota controller and the webhooks; started and stopped by their owner.
+    this.tenants = options.informers.tenants;
+    this.templates = options.informers.templates;
+    this.namespaces = options.informers.tenantNamespaces;
+    this.quotas = options.informers.quotas;
     this.managed = MANAGED_KINDS.map((k) =>
       Informer.forResource<KubernetesObject>(client, {
         ...k,
@@ -107,24 +98,15 @@ export class TenantController {
     );
   }
 
-  private get informers(): Informer<KubernetesObject>[] {
-    return [
-      this.tenants,
-      this.templates,
-      this.namespaces,
-      this.quotas,
-      ...this.managed,
-    ] as Informer<KubernetesObject>[];
-  }
-
+  /** Starts the controller's own informers (managed objects); the shared ones run already. */
   async start(): Promise<void> {
-    for (const informer of this.informers) informer.start();
+    for (const informer of this.managed) informer.start();
     await this.controller.start();
   }
 
   async stop(): Promise<void> {
     await this.controller.stop();
-    await Promise.all(this.informers.map((i) => i.stop()));
+    await Promise.all(this.managed.map((i) => i.stop()));
   }
 
   stats() {
