@@ -34,7 +34,7 @@ export class GroupCommitter<Request, Decision> {
             key,
             batch.map((b) => b.request),
           );
-          batch.forEach((b, i) => b.resolve(decisions[i]!));
+          for (const [i, b] of batch.entries()) b.resolve(decisions[i]!);
         } catch (err) {
           for (const b of batch) b.reject(err);
         }
