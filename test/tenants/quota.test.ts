@@ -31,6 +31,11 @@ describe("tenant-wide quota (TenantResourceQuota)", () => {
   const tenant = uniqueName("q");
   const namespaces = ["a", "b", "c", "d", "e"].map((n) => `${tenant}-${n}`);
 
+  const readQuota = async (name: string) =>
+    (await custom.getClusterCustomObject({ ...group, plural: "tenantresourcequotas", name })) as {
+      status?: { used?: Record<string, string>; reservations?: unknown[] };
+    };
+
   before(async () => {
     admin = testKubeConfig("home");
     custom = admin.makeApiClient(CustomObjectsApi);
@@ -63,13 +68,7 @@ describe("tenant-wide quota (TenantResourceQuota)", () => {
       await owner.kubeConfig.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: namespaces[4]! });
     });
     await eventually(async () => {
-      const q = (await custom.getClusterCustomObject({
-        ...group,
-        plural: "tenantresourcequotas",
-        name: tenant,
-      })) as {
-        status?: { used?: Record<string, string> };
-      };
+      const q = await readQuota(tenant);
       assert.equal(q.status?.used?.pods, "0");
     });
   });
@@ -99,13 +98,7 @@ describe("tenant-wide quota (TenantResourceQuota)", () => {
     const admitted = results.filter((r) => r.ok).length;
     assert.equal(admitted, 20);
     await eventually(async () => {
-      const q = (await custom.getClusterCustomObject({
-        ...group,
-        plural: "tenantresourcequotas",
-        name: tenant,
-      })) as {
-        status?: { used?: Record<string, string>; reservations?: unknown[] };
-      };
+      const q = await readQuota(tenant);
       assert.equal(q.status?.used?.pods, "20");
       assert.equal(q.status?.used?.["requests.cpu"], "2");
       assert.deepEqual(q.status?.reservations, []);
@@ -136,13 +129,7 @@ describe("tenant-wide quota (TenantResourceQuota)", () => {
       ),
     );
     await eventually(async () => {
-      const q = (await custom.getClusterCustomObject({
-        ...group,
-        plural: "tenantresourcequotas",
-        name: tenant,
-      })) as {
-        status?: { used?: Record<string, string> };
-      };
+      const q = await readQuota(tenant);
       assert.equal(q.status?.used?.pods, "15");
     });
     const results = await Promise.all(
@@ -169,13 +156,7 @@ describe("tenant-wide quota (TenantResourceQuota)", () => {
       ),
     );
     await eventually(async () => {
-      const q = (await custom.getClusterCustomObject({
-        ...group,
-        plural: "tenantresourcequotas",
-        name: tenant,
-      })) as {
-        status?: { used?: Record<string, string> };
-      };
+      const q = await readQuota(tenant);
       assert.equal(q.status?.used?.pods, "0");
     });
     const first = await outcome(
