@@ -59,7 +59,10 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     namespaces: informers.tenantNamespaces,
     quotas: informers.quotas,
   });
-  const webhooks: AdmissionWebhook[] = [...tenantWebhooks(informers), quotaAdmission.webhook()];
+  const webhooks: AdmissionWebhook[] = [
+    ...tenantWebhooks(informers, { ownNamespace: namespace }),
+    quotaAdmission.webhook(),
+  ];
 
   const host = options.webhookHost ?? "127.0.0.1";
   const tls = await ensureWebhookTls(client.kubeConfig, {
