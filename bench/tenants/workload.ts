@@ -1,0 +1,131 @@
+import { performance } from "node:perf_hooks";
+import { CustomObjectsApi } from "@kubernetes/client-node";
+import { type ClusterClient, Informer } from "../../src/kube/index.js";
+import {
+  TENANTRY_GROUP,
+  TENANTS_API_VERSION,
+  TENANTS_VERSION,
+  type Tenant,
+} from "../../src/tenants/index.js";
+
+export const tenantsResource = { group: TENANTRY_GROUP, version: TENANTS_VERSION, plural: "tenants" };
+export const quotasResource = {
+  group: TENANTRY_GROUP,
+  version: TENANTS_VERSION,
+  plural: "tenantresourcequotas",
+};
+
+/** The short names of the namespaces every benchmark tenant has. */
+export const NAMESPACES = ["dev", "test", "prod"];
+
+export const ownerOf = (tenant: string) => `owner-${tenant}`;
+
+/** A tenant as a platform team would declare it: owner, namespaces, quota, defaults, isolation (on by default). */
+export function tenantObject(
+  name: string,
+  options: { namespaces?: string[]; pods?: number; namespaceQuota?: number } = {},
+): Tenant {
+  return {
+    apiVersion: TENANTS_API_VERSION,
+    kind: "Tenant",
+    metadata: { name },
+    spec: {
+      owners: [{ kind: "User", name: ownerOf(name) }],
+      namespaces: (options.namespaces ?? NAMESPACES).map((n) => ({ name: n })),
+      ...(options.namespaceQuota !== undefined ? { namespaceQuota: options.namespaceQuota } : {}),
+      quota: {
+        hard: {
+          pods: String(options.pods ?? 100_000),
+          "requests.cpu": "1000",
+          "requests.memory": "1000Gi",
+        },
+      },
+      limitRanges: [
+        {
+          name: "defaults",
+          limits: [
+            {
+              type: "Container",
+              default: { cpu: "100m", memory: "64Mi" },
+              defaultRequest: { cpu: "10m", memory: "16Mi" },
+            },
+          ],
+        },
+      ],
+    },
+  } as Tenant;
+}
+
+/** Ready=True for the current generation, with the expected number of namespaces in status. */
+export function isTenantReady(tenant: Tenant, namespaces: number): boolean {
+  const ready = tenant.status?.conditions?.find((c) => c.type === "Ready");
+  return (
+    ready?.status === "True" &&
+    (ready.observedGeneration ?? tenant.status?.observedGeneration) === tenant.metadata?.generation &&
+    tenant.status?.namespaceCount === namespaces
+  );
+}
+
+/**
+ * Watches every Tenant and records, per name, the first moment it was seen ready. One watch for
+ * all tenants: polling each one would load the API server more than the work being measured.
+ */
+export class ReadinessWatch {
+  readonly readyAt = new Map<string, number>();
+  private readonly informer: Informer<Tenant>;
+  private readonly waiters: { names: Set<string>; resolve: () => void }[] = [];
+
+  constructor(
+    client: ClusterClient,
+    private readonly namespaces: number,
+  ) {
+    this.informer = Informer.forResource<Tenant>(client, { apiVersion: TENANTS_API_VERSION, kind: "Tenant" });
+    const seen = (tenant: Tenant) => {
+      const name = tenant.metadata?.name;
+      if (!name || this.readyAt.has(name) || !isTenantReady(tenant, this.namespaces)) return;
+      this.readyAt.set(name, performance.now());
+      for (const waiter of this.waiters) {
+        waiter.names.delete(name);
+        if (waiter.names.size === 0) waiter.resolve();
+      }
+    };
+    this.informer.addHandler({ onAdd: seen, onUpdate: (_, t) => seen(t) });
+  }
+
+  async start(): Promise<void> {
+    this.informer.start();
+    await this.informer.waitForSync({ timeoutMs: 60_000 });
+  }
+
+  /** Resolves true when all named tenants are ready, false at the deadline. */
+  async waitFor(names: string[], timeoutMs: number): Promise<boolean> {
+    const pending = new Set(names.filter((n) => !this.readyAt.has(n)));
+    if (pending.size === 0) return true;
+    let resolve!: () => void;
+    const done = new Promise<void>((r) => {
+      resolve = r;
+    });
+    const waiter = { names: pending, resolve };
+    this.waiters.push(waiter);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<"timeout">((r) => {
+      timer = setTimeout(() => r("timeout"), timeoutMs);
+    });
+    const outcome = await Promise.race([done.then(() => "ready" as const), deadline]);
+    clearTimeout(timer);
+    this.waiters.splice(this.waiters.indexOf(waiter), 1);
+    return outcome === "ready";
+  }
+
+  get(name: string): Tenant | undefined {
+    return this.informer.get(undefined, name);
+  }
+
+  async stop(): Promise<void> {
+    await this.informer.stop();
+  }
+}
+
+export function customObjects(client: ClusterClient): CustomObjectsApi {
+  return client.kubeConfig.makeApiClient(CustomObjectsApi);
+}
