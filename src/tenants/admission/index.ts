@@ -6,6 +6,7 @@ import { type TenantryIdentity, tenantryIdentity } from "./identity.js";
 import { TenantLookup } from "./lookup.js";
 import { NamespaceQuota } from "./namespace-quota.js";
 import { namespaceWebhooks } from "./namespaces.js";
+import { ownerLabelWebhooks } from "./owner-labels.js";
 
 export { userLabelValue } from "./identity.js";
 export { NAMESPACE_RESERVATIONS_ANNOTATION } from "./namespace-quota.js";
@@ -50,7 +51,7 @@ export function tenantWebhooks(
     identity: resolveIdentity,
     namespaceQuota: new NamespaceQuota({ informers }),
   };
-  return [...namespaceWebhooks(context)];
+  return [...namespaceWebhooks(context), ...ownerLabelWebhooks(context)];
 }
 
 /**
