@@ -1,12 +1,14 @@
 import { AuthenticationV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { AdmissionWebhook } from "../../webhooks/index.js";
 import type { TenantInformers } from "../informers.js";
+import { classWebhook } from "./classes.js";
 import type { AdmissionContext } from "./context.js";
 import { type TenantryIdentity, tenantryIdentity } from "./identity.js";
 import { TenantLookup } from "./lookup.js";
 import { NamespaceQuota } from "./namespace-quota.js";
 import { namespaceWebhooks } from "./namespaces.js";
 import { ownerLabelWebhooks } from "./owner-labels.js";
+import { podWebhooks } from "./pods.js";
 
 export { userLabelValue } from "./identity.js";
 export { NAMESPACE_RESERVATIONS_ANNOTATION } from "./namespace-quota.js";
@@ -51,7 +53,12 @@ export function tenantWebhooks(
     identity: resolveIdentity,
     namespaceQuota: new NamespaceQuota({ informers }),
   };
-  return [...namespaceWebhooks(context), ...ownerLabelWebhooks(context)];
+  return [
+    ...namespaceWebhooks(context),
+    ...ownerLabelWebhooks(context),
+    ...podWebhooks(context),
+    classWebhook(context),
+  ];
 }
 
 /**
