@@ -46,3 +46,13 @@ describe("ManualClock", () => {
     assert.ok(Date.now() - start >= 15);
   });
 });
+
+test("the system clock clamps delays Node cannot represent instead of firing at once", async () => {
+  let fired = false;
+  const cancel = systemClock.setTimer(98_138_718_332, () => {
+    fired = true;
+  });
+  await new Promise((r) => setTimeout(r, 50));
+  cancel();
+  assert.equal(fired, false);
+});

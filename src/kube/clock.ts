@@ -1,3 +1,6 @@
+/** The longest delay Node's timers honour (about 24.8 days). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Cancels a timer created by {@link Clock.setTimer}; calling it after the timer fired is harmless. */
 export type CancelTimer = () => void;
 
@@ -14,7 +17,8 @@ export interface Clock {
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimer(ms, callback) {
-    const handle = setTimeout(callback, Math.max(0, ms));
+    // Node fires a timer longer than 2^31-1 ms after 1 ms: clamp, so a far-off deadline never spins.
+    const handle = setTimeout(callback, Math.min(Math.max(0, ms), MAX_TIMER_MS));
     return () => clearTimeout(handle);
   },
 };

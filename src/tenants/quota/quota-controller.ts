@@ -196,7 +196,8 @@ export class QuotaController {
     const pending = written?.status?.reservations ?? [];
     if (pending.length > 0) {
       const next = Math.min(...pending.map((r) => Date.parse(r.expiresAt))) - Date.now();
-      return requeueAfter(Math.max(next, 0) + 100);
+      // Look again when the first reservation expires, or within 5 minutes in any case.
+      return requeueAfter(Math.min(Math.max(next, 0) + 100, 5 * 60_000));
     }
     return reconcileDone();
   }
