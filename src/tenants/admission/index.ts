@@ -5,10 +5,12 @@ import { classWebhook } from "./classes.js";
 import type { AdmissionContext } from "./context.js";
 import { type TenantryIdentity, tenantryIdentity } from "./identity.js";
 import { TenantLookup } from "./lookup.js";
+import { managedObjectsWebhook } from "./managed-objects.js";
 import { NamespaceQuota } from "./namespace-quota.js";
 import { namespaceWebhooks } from "./namespaces.js";
 import { ownerLabelWebhooks } from "./owner-labels.js";
 import { podWebhooks } from "./pods.js";
+import { serviceWebhook } from "./services.js";
 
 export { userLabelValue } from "./identity.js";
 export { NAMESPACE_RESERVATIONS_ANNOTATION } from "./namespace-quota.js";
@@ -58,6 +60,8 @@ export function tenantWebhooks(
     ...ownerLabelWebhooks(context),
     ...podWebhooks(context),
     classWebhook(context),
+    serviceWebhook(context),
+    managedObjectsWebhook(context),
   ];
 }
 
