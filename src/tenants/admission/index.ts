@@ -11,6 +11,7 @@ import { namespaceWebhooks } from "./namespaces.js";
 import { ownerLabelWebhooks } from "./owner-labels.js";
 import { podWebhooks } from "./pods.js";
 import { serviceWebhook } from "./services.js";
+import { tenancyValidationWebhook } from "./tenancy-validation.js";
 
 export { userLabelValue } from "./identity.js";
 export { NAMESPACE_RESERVATIONS_ANNOTATION } from "./namespace-quota.js";
@@ -62,6 +63,7 @@ export function tenantWebhooks(
     classWebhook(context),
     serviceWebhook(context),
     managedObjectsWebhook(context),
+    tenancyValidationWebhook(context),
   ];
 }
 
