@@ -21,6 +21,7 @@ export async function installDemo(client: ClusterClient, dir: string): Promise<{
       owners: [{ kind: "User", name: DEMO_OWNER }],
       namespaces: [{ name: "dev" }],
       namespaceQuota: 2,
+      namespacePrefix: "demo-",
       quota: { hard: { pods: "20", "requests.cpu": "8", "requests.memory": "16Gi" } },
       podSecurity: { level: "baseline" },
       limitRanges: [

@@ -1,8 +1,9 @@
 import { hostname } from "node:os";
 import type { Logger } from "pino";
-import { type ClusterClient, LeaderElector, loadClusterClient } from "../kube/index.js";
+import { applyObject, type ClusterClient, LeaderElector, loadClusterClient } from "../kube/index.js";
 import {
   installCrds,
+  namespaceProvisionerClusterRole,
   QuotaAdmission,
   QuotaController,
   QuotaStore,
@@ -50,6 +51,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const namespace = options.namespace ?? TENANTRY_NAMESPACE;
   const client = loadClusterClient(options.cluster, options.kubeconfig);
   await installCrds(client.kubeConfig);
+  await applyObject(client, namespaceProvisionerClusterRole);
 
   const informers = new TenantInformers(client);
   await informers.start();

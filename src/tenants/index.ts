@@ -9,6 +9,7 @@ export {
   TENANT_LABEL,
   USER_LABEL,
 } from "./controllers/labels.js";
+export { NAMESPACE_PROVISIONER_CLUSTER_ROLE, namespaceProvisionerClusterRole } from "./controllers/render.js";
 export { TenantController, type TenantControllerOptions } from "./controllers/tenant-controller.js";
 export { TenantInformers } from "./informers.js";
 export { QuotaAdmission, type QuotaAdmissionOptions } from "./quota/admission.js";

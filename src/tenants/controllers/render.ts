@@ -19,6 +19,57 @@ import {
 /** The ClusterRole bound to owners in each tenant namespace: Kubernetes' own namespace admin. */
 export const TENANT_ADMIN_CLUSTER_ROLE = "admin";
 export const OWNERS_ROLE_BINDING = "tenantry-owners";
+/** Lets owners read and delete the namespace itself: a RoleBinding inside a namespace covers its own Namespace object. */
+export const NAMESPACE_OWNER_ROLE = "tenantry-namespace-owner";
+/**
+ * The ClusterRole that lets owners create namespaces at all (RBAC); which names and how many is
+ * then decided by tenantry's namespace admission. It grants nothing else cluster-wide.
+ */
+export const NAMESPACE_PROVISIONER_CLUSTER_ROLE = "tenantry:namespace-provisioner";
+
+export const namespaceProvisionerClusterRole: KubernetesObject = {
+  apiVersion: "rbac.authorization.k8s.io/v1",
+  kind: "ClusterRole",
+  metadata: {
+    name: NAMESPACE_PROVISIONER_CLUSTER_ROLE,
+    labels: { "app.kubernetes.io/managed-by": "tenantry" },
+  },
+  rules: [{ apiGroups: [""], resources: ["namespaces"], verbs: ["create"] }],
+} as KubernetesObject;
+
+/** Binds the owners to the provisioner role while the tenant lets them create namespaces. */
+export function ownersProvisionerBinding(tenant: Tenant): KubernetesObject | undefined {
+  if (tenant.spec.namespaceQuota === 0 || tenant.spec.cordoned) return undefined;
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: managedMetadata(tenantRef(tenant), `tenantry:owners:${tenant.metadata!.name}`),
+    roleRef: {
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "ClusterRole",
+      name: NAMESPACE_PROVISIONER_CLUSTER_ROLE,
+    },
+    subjects: tenant.spec.owners.map(subject),
+  } as KubernetesObject;
+}
+
+function namespaceOwnerRbac(tenant: Tenant, namespace: string): KubernetesObject[] {
+  return [
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: managedMetadata(tenantRef(tenant), NAMESPACE_OWNER_ROLE, namespace),
+      rules: [{ apiGroups: [""], resources: ["namespaces"], verbs: ["get", "delete"] }],
+    } as KubernetesObject,
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: managedMetadata(tenantRef(tenant), NAMESPACE_OWNER_ROLE, namespace),
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: NAMESPACE_OWNER_ROLE },
+      subjects: tenant.spec.owners.map(subject),
+    } as KubernetesObject,
+  ];
+}
 export const ISOLATION_POLICY = "tenantry-isolation";
 
 export function tenantRef(tenant: Tenant): TenantRef {
@@ -205,7 +256,10 @@ export function namespaceContents(
   templateRefs: { name: string; parameters?: Record<string, string> }[],
   templates: Map<string, NamespaceTemplate>,
 ): KubernetesObject[] {
-  const objects: KubernetesObject[] = [ownersRoleBinding(tenant, namespace)];
+  const objects: KubernetesObject[] = [
+    ownersRoleBinding(tenant, namespace),
+    ...namespaceOwnerRbac(tenant, namespace),
+  ];
   for (const user of tenant.spec.users ?? []) objects.push(...userRbac(tenant, namespace, user));
   const policy = isolationPolicy(tenant, namespace);
   if (policy) objects.push(policy);

@@ -22,7 +22,13 @@ import type { TenantResourceQuota } from "../api/tenant-resource-quota.js";
 import type { TenantInformers } from "../informers.js";
 import { MANAGED_BY, MANAGED_BY_LABEL, NAMESPACE_ORIGIN_LABEL, TENANT_LABEL } from "./labels.js";
 import { tenantQuotas } from "./quotas.js";
-import { declaredNamespaceName, namespaceContents, namespaceObject, TemplateError } from "./render.js";
+import {
+  declaredNamespaceName,
+  namespaceContents,
+  namespaceObject,
+  ownersProvisionerBinding,
+  TemplateError,
+} from "./render.js";
 
 /** Kinds the controller writes in every tenant namespace and watches for drift. */
 const MANAGED_KINDS = [
@@ -152,6 +158,7 @@ export class TenantController {
       status.namespaces = await this.reconcileNamespaces(tenant);
       status.namespaceCount = status.namespaces.length;
       for (const quota of tenantQuotas(tenant)) await this.apply(quota);
+      await this.reconcileProvisionerBinding(tenant);
       await this.pruneQuotas(tenant);
     } catch (err) {
       failure = err as Error;
@@ -282,6 +289,19 @@ export class TenantController {
         id.split("/").length === 4 ? id.split("/") : ["", ...id.split("/")];
       const apiVersion = group ? `${group}/${version}` : version!;
       await this.remove({ apiVersion, kind: kind!, metadata: { name: objectName!, namespace } });
+    }
+  }
+
+  /** Cluster-scoped, so not covered by the per-namespace pruning. */
+  private async reconcileProvisionerBinding(tenant: Tenant) {
+    const binding = ownersProvisionerBinding(tenant);
+    if (binding) await this.apply(binding);
+    else {
+      await this.remove({
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: `tenantry:owners:${tenant.metadata!.name}` },
+      });
     }
   }
 
