@@ -156,10 +156,11 @@ export async function startCapsule(options: {
   await writeFile(join(certDir, "tls.crt"), serving.certPem);
   await writeFile(join(certDir, "tls.key"), serving.keyPem, { mode: 0o600 });
 
-  const port = await freePort();
   const flags = await supportedFlags(build.binary);
+  // Releases without the flag listen on controller-runtime's default port.
+  const port = flags.has("webhook-port") ? await freePort() : 9443;
   const args = [
-    `--webhook-port=${port}`,
+    ...(flags.has("webhook-port") ? [`--webhook-port=${port}`] : []),
     "--enable-leader-election=false",
     ...(flags.has("metrics-addr") ? ["--metrics-addr=0"] : []),
     ...(flags.has("metrics-bind-address") ? ["--metrics-bind-address=0"] : []),

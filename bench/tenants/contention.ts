@@ -59,7 +59,7 @@ export async function contention(options: {
     ...tenantsResource,
     body: tenantObject(tenant, { namespaces: SHORT_NAMES, pods: limit }),
   });
-  await until("tenant ready", 120_000, async () => {
+  await until("tenant ready", 300_000, async () => {
     const t = await api.getClusterCustomObject({ ...tenantsResource, name: tenant });
     return isTenantReady(t as Parameters<typeof isTenantReady>[0], SHORT_NAMES.length) ? true : undefined;
   });

@@ -129,3 +129,40 @@ export class ReadinessWatch {
 export function customObjects(client: ClusterClient): CustomObjectsApi {
   return client.kubeConfig.makeApiClient(CustomObjectsApi);
 }
+
+/**
+ * Waits until neither Tenants nor TenantResourceQuotas have changed for `quietMs`: the controllers
+ * have worked off what provisioning queued (status updates re-queue tenants). Returns the wait in
+ * ms, or NaN if they were still busy after `limitMs`.
+ */
+export async function settle(client: ClusterClient, quietMs: number, limitMs: number): Promise<number> {
+  const informers = [
+    Informer.forResource<Tenant>(client, { apiVersion: TENANTS_API_VERSION, kind: "Tenant" }),
+    Informer.forResource<Tenant>(client, { apiVersion: TENANTS_API_VERSION, kind: "TenantResourceQuota" }),
+  ];
+  let last = performance.now();
+  for (const informer of informers) {
+    informer.addHandler({
+      onUpdate: () => {
+        last = performance.now();
+      },
+      onAdd: () => {
+        last = performance.now();
+      },
+    });
+    informer.start();
+  }
+  await Promise.all(informers.map((i) => i.waitForSync({ timeoutMs: 60_000 })));
+  const started = performance.now();
+  last = started;
+  try {
+    for (;;) {
+      const now = performance.now();
+      if (now - last >= quietMs) return last - started;
+      if (now - started > limitMs) return Number.NaN;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  } finally {
+    await Promise.all(informers.map((i) => i.stop()));
+  }
+}
