@@ -7,6 +7,7 @@ import {
   type User,
   Watch,
 } from "@kubernetes/client-node";
+import { withConnectionPool } from "./connection-pool.js";
 import { DynamicObjectApi } from "./object-api.js";
 
 /**
@@ -51,7 +52,7 @@ export class ClusterClient {
   constructor(name: string, kubeConfig: KubeConfig) {
     if (!name || name.includes("/")) throw new Error(`invalid cluster name "${name}"`);
     this.name = name;
-    this.kubeConfig = qualifyUserNames(kubeConfig, name);
+    this.kubeConfig = withConnectionPool(qualifyUserNames(kubeConfig, name));
     if (!this.kubeConfig.getCurrentCluster()) {
       throw new Error(`kubeconfig for cluster "${name}" has no current context with a cluster`);
     }

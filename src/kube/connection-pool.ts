@@ -1,0 +1,41 @@
+import { createHash } from "node:crypto";
+import { Agent, type AgentOptions } from "node:https";
+import type { KubeConfig } from "@kubernetes/client-node";
+
+type AgentFactory = (cluster: unknown, options: AgentOptions) => unknown;
+
+/**
+ * Makes a KubeConfig reuse keep-alive connections. client-node builds a new https.Agent for every
+ * request, so each API call pays a TCP and TLS handshake with the client certificate; admission
+ * webhooks that read and write quota per request spent most of their time there. Agents are kept
+ * per TLS identity (CA, certificate, key, server name), so rotated credentials get a new pool.
+ * Proxied and plain-HTTP clusters keep client-node's own agents.
+ */
+export function withConnectionPool(kubeConfig: KubeConfig): KubeConfig {
+  const target = kubeConfig as unknown as { createAgent: AgentFactory };
+  const original = target.createAgent.bind(kubeConfig);
+  const agents = new Map<string, Agent>();
+  target.createAgent = (cluster, options) => {
+    const server = (cluster as { server?: string; proxyUrl?: string } | null) ?? {};
+    if (server.proxyUrl || !server.server?.startsWith("https:")) return original(cluster, options);
+    const key = createHash("sha256")
+      .update(
+        JSON.stringify([
+          options.ca,
+          options.cert,
+          options.key,
+          options.pfx,
+          options.servername,
+          options.rejectUnauthorized,
+        ]),
+      )
+      .digest("hex");
+    let agent = agents.get(key);
+    if (!agent) {
+      agent = new Agent({ ...options, keepAlive: true, maxSockets: 64, maxFreeSockets: 16 });
+      agents.set(key, agent);
+    }
+    return agent;
+  };
+  return kubeConfig;
+}
