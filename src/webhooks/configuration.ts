@@ -43,7 +43,7 @@ export function webhookConfigurations(
   const entry = (w: AdmissionWebhook) => ({
     name: w.name,
     admissionReviewVersions: ["v1"],
-    sideEffects: "None",
+    sideEffects: w.sideEffects ?? "None",
     failurePolicy: w.failurePolicy,
     matchPolicy: "Equivalent",
     timeoutSeconds: w.timeoutSeconds ?? 5,

@@ -21,6 +21,8 @@ export interface AdmissionWebhook {
   namespaceSelector?: V1LabelSelector;
   objectSelector?: V1LabelSelector;
   timeoutSeconds?: number;
+  /** `NoneOnDryRun` for webhooks that write (reservations) except on dry runs; default `None`. */
+  sideEffects?: "None" | "NoneOnDryRun";
   handle(request: AdmissionRequest): Promise<AdmissionDecision> | AdmissionDecision;
 }
 

@@ -283,6 +283,7 @@ export function namespaceWebhooks(context: AdmissionContext): AdmissionWebhook[]
     failurePolicy: "Fail",
     // Reserving a slot reads and writes the Tenant, with retries under contention.
     timeoutSeconds: 10,
+    sideEffects: "NoneOnDryRun",
     rules: [namespaceRule(["CREATE", "UPDATE", "DELETE"])],
     async handle(request: AdmissionRequest) {
       const requester = request.userInfo;

@@ -14,6 +14,7 @@ import {
   reconcileDone,
   setCondition,
 } from "../../kube/index.js";
+import { EXEMPT_NAMESPACES } from "../../webhooks/index.js";
 import { TENANTS_API_VERSION } from "../api/group.js";
 import type { NamespaceTemplate } from "../api/namespace-template.js";
 import { formatOwnerSummary, formatUsageSummary } from "../api/summary.js";
@@ -40,6 +41,9 @@ const MANAGED_KINDS = [
 
 /** Objects rendered from templates, remembered on the namespace so that removed ones are deleted. */
 const TEMPLATE_OBJECTS_ANNOTATION = "tenantry.dev/template-objects";
+
+/** Never part of a tenant: the cluster's own namespaces and tenantry's. */
+const SYSTEM_NAMESPACES = new Set([...EXEMPT_NAMESPACES, "default", "tenantry-system"]);
 
 class ObjectFailure extends Error {}
 
@@ -218,8 +222,13 @@ export class TenantController {
     );
     const existing = this.namespacesOf(name);
     // Namespaces the owners created joined the tenant through admission; they stay until deleted.
+    // System namespaces are never adopted, whatever labels they carry: the webhooks exempt them,
+    // so a label there was not checked, and binding owners as admin there would hand over the cluster.
     const ownerCreated = existing.filter(
-      (n) => n.metadata?.labels?.[NAMESPACE_ORIGIN_LABEL] !== "declared" && !declared.has(n.metadata!.name!),
+      (n) =>
+        n.metadata?.labels?.[NAMESPACE_ORIGIN_LABEL] !== "declared" &&
+        !declared.has(n.metadata!.name!) &&
+        !SYSTEM_NAMESPACES.has(n.metadata!.name!),
     );
     const all: {
       name: string;

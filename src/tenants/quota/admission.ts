@@ -8,6 +8,7 @@ import {
   allow,
   deny,
 } from "../../webhooks/index.js";
+import { userLabelValue } from "../admission/identity.js";
 import type { TenantResourceQuota } from "../api/tenant-resource-quota.js";
 import { TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
 import { GroupCommitter } from "./batcher.js";
@@ -43,6 +44,8 @@ export class QuotaAdmission {
       // Quota must hold: if tenantry cannot answer, creations in tenant namespaces wait.
       failurePolicy: "Fail",
       timeoutSeconds: 10,
+      // Reservations are written on real requests only; dry runs decide without writing.
+      sideEffects: "NoneOnDryRun",
       namespaceSelector: { matchExpressions: [{ key: TENANT_LABEL, operator: "Exists" }] },
       rules: [
         {
@@ -100,7 +103,7 @@ export class QuotaAdmission {
       .filter(
         (q) =>
           q.spec.tenant === tenant &&
-          (!q.spec.user || q.spec.user === user || q.spec.user === request.userInfo.username),
+          (!q.spec.user || userLabelValue(q.spec.user) === user || q.spec.user === request.userInfo.username),
       )
       .filter((q) => matchesScopes(ref, object, q.spec.scopes, q.spec.scopeSelector));
     const usage = objectUsage(ref, object);

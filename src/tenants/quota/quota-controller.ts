@@ -13,6 +13,7 @@ import {
   requeueAfter,
   setCondition,
 } from "../../kube/index.js";
+import { userLabelValue } from "../admission/identity.js";
 import { formatUsageSummary } from "../api/summary.js";
 import type { TenantResourceQuota, TenantResourceQuotaStatus } from "../api/tenant-resource-quota.js";
 import { managedMetadata, TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
@@ -132,7 +133,8 @@ export class QuotaController {
         const ns = object.metadata?.namespace;
         if (!ns || !namespaces.has(ns)) continue;
         observed.add(`${resource}/${ns}/${object.metadata!.name}`);
-        if (quota.spec.user && object.metadata?.labels?.[USER_LABEL] !== quota.spec.user) continue;
+        if (quota.spec.user && object.metadata?.labels?.[USER_LABEL] !== userLabelValue(quota.spec.user))
+          continue;
         if (!matchesScopes(ref, object, quota.spec.scopes, quota.spec.scopeSelector)) continue;
         const amounts = tracked(objectUsage(ref, object), hard);
         used = addAmounts(used, amounts);

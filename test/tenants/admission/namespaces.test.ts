@@ -200,9 +200,13 @@ describe("namespaces: owners create their own, nobody moves or takes over one", 
     const [first] = existing;
     // (Owners may get but not watch namespaces, so kubectl cannot wait for the deletion itself.)
     succeeded(await as(carol, ["delete", "namespace", first!.metadata!.name!, "--wait=false"]));
-    await eventually(async () => {
-      succeeded(await as(carol, ["create", "-f", "-"], manifest(inCounted(`${counted}-after`))));
-    });
+    // The slot frees once the namespace is gone, which under load can take the namespace controller a while.
+    await eventually(
+      async () => {
+        succeeded(await as(carol, ["create", "-f", "-"], manifest(inCounted(`${counted}-after`))));
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
     deniedBy(
       await as(carol, ["create", "-f", "-"], manifest(inCounted(`${counted}-over`))),
       WEBHOOK.namespaces,
