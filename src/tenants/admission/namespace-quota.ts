@@ -87,7 +87,11 @@ export class NamespaceQuota {
     this.customObjects = options.informers.client.kubeConfig.makeApiClient(CustomObjectsApi);
   }
 
-  /** Names of the namespaces the tenant's owners created, as the cache knows them. */
+  /**
+   * Names of the namespaces the tenant's owners created, as the cache knows them. A namespace being
+   * deleted no longer counts: its owner asked for the slot back, and the namespace controller may
+   * take minutes to empty it.
+   */
   ownerNamespaces(tenant: string): Set<string> {
     return new Set(
       this.options.informers.tenantNamespaces
@@ -95,7 +99,8 @@ export class NamespaceQuota {
         .filter(
           (n) =>
             n.metadata?.labels?.[TENANT_LABEL] === tenant &&
-            n.metadata?.labels?.[NAMESPACE_ORIGIN_LABEL] === "owner",
+            n.metadata?.labels?.[NAMESPACE_ORIGIN_LABEL] === "owner" &&
+            !n.metadata?.deletionTimestamp,
         )
         .map((n) => n.metadata!.name!),
     );
