@@ -96,3 +96,17 @@ test("reservations are read from the Tenant's annotation; anything unreadable co
   assert.deepEqual(readReservations(tenant("{not json")), []);
   assert.deepEqual(readReservations(tenant()), []);
 });
+
+test("a namespace being deleted frees its slot, and its old reservation does not take it back", () => {
+  const now = new Date("2026-01-01T00:00:00Z");
+  const outcome = reserveNamespace({
+    quota: 2,
+    existing: new Set(["t-a"]),
+    seen: new Set(["t-a", "t-leaving"]),
+    reservations: [{ namespace: "t-leaving", expiresAt: "2026-01-01T00:00:30Z" }],
+    namespace: "t-new",
+    now,
+    ttlMs: 60_000,
+  });
+  assert.ok(outcome.admitted);
+});

@@ -51,15 +51,16 @@ export type ReservationOutcome =
 export function reserveNamespace(input: {
   quota: number | undefined;
   existing: ReadonlySet<string>;
+  /** Every owner namespace the cache has seen, including those being deleted (default: existing). */
+  seen?: ReadonlySet<string>;
   reservations: readonly NamespaceReservation[];
   namespace: string;
   now: Date;
   ttlMs: number;
 }): ReservationOutcome {
   const { quota, existing, reservations, namespace, now } = input;
-  const live = reservations.filter(
-    (r) => Date.parse(r.expiresAt) > now.getTime() && !existing.has(r.namespace),
-  );
+  const seen = input.seen ?? existing;
+  const live = reservations.filter((r) => Date.parse(r.expiresAt) > now.getTime() && !seen.has(r.namespace));
   const pruned = live.length !== reservations.length;
   if (quota === undefined) return { admitted: true, reservations: live, changed: pruned };
   const counted = new Set([...existing, ...live.map((r) => r.namespace)]);
@@ -92,18 +93,18 @@ export class NamespaceQuota {
    * deleted no longer counts: its owner asked for the slot back, and the namespace controller may
    * take minutes to empty it.
    */
-  ownerNamespaces(tenant: string): Set<string> {
-    return new Set(
-      this.options.informers.tenantNamespaces
-        .list()
-        .filter(
-          (n) =>
-            n.metadata?.labels?.[TENANT_LABEL] === tenant &&
-            n.metadata?.labels?.[NAMESPACE_ORIGIN_LABEL] === "owner" &&
-            !n.metadata?.deletionTimestamp,
-        )
-        .map((n) => n.metadata!.name!),
-    );
+  ownerNamespaces(tenant: string): { counted: Set<string>; seen: Set<string> } {
+    const owned = this.options.informers.tenantNamespaces
+      .list()
+      .filter(
+        (n) =>
+          n.metadata?.labels?.[TENANT_LABEL] === tenant &&
+          n.metadata?.labels?.[NAMESPACE_ORIGIN_LABEL] === "owner",
+      );
+    return {
+      counted: new Set(owned.filter((n) => !n.metadata?.deletionTimestamp).map((n) => n.metadata!.name!)),
+      seen: new Set(owned.map((n) => n.metadata!.name!)),
+    };
   }
 
   /**
@@ -128,9 +129,11 @@ export class NamespaceQuota {
           if (isNotFound(err)) return { admitted: false, used: 0, quota: 0 };
           throw err;
         }
+        const owned = this.ownerNamespaces(tenantName);
         const outcome = reserveNamespace({
           quota: fresh.spec.namespaceQuota,
-          existing: this.ownerNamespaces(tenantName),
+          existing: owned.counted,
+          seen: owned.seen,
           reservations: readReservations(fresh),
           namespace,
           now: this.options.now?.() ?? new Date(),
