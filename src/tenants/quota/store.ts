@@ -28,7 +28,13 @@ export class QuotaStore {
     attempts = 50,
   ): Promise<TenantResourceQuota | undefined> {
     for (let attempt = 1; ; attempt++) {
-      const quota = await this.get(name);
+      let quota: TenantResourceQuota;
+      try {
+        quota = await this.get(name);
+      } catch (err) {
+        if (!isTransient(err) || attempt >= attempts) throw err;
+        continue;
+      }
       const status = change(quota);
       if (status === undefined) return undefined;
       try {
@@ -38,10 +44,18 @@ export class QuotaStore {
           body: { ...quota, status },
         })) as TenantResourceQuota;
       } catch (err) {
-        if (!isConflict(err) || attempt >= attempts) throw err;
+        if (!(isConflict(err) || isTransient(err)) || attempt >= attempts) throw err;
         // Back off a little with jitter so that racing writers spread out.
         await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 5)));
       }
     }
   }
+}
+
+/**
+ * A kept-alive connection the API server closed just as it was reused: the request never reached
+ * it (or its answer was lost), and both the read and the compare-and-swap are safe to repeat.
+ */
+function isTransient(err: unknown): boolean {
+  return /Premature close|ECONNRESET|socket hang up|EPIPE/.test(String((err as Error)?.message ?? err));
 }
