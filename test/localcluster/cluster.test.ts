@@ -77,11 +77,14 @@ describe("shared home cluster", () => {
       assert.ok(pod.spec?.nodeName?.startsWith("home-node-"), "scheduled onto a simulated node");
       assert.ok(pod.status?.podIP, "pod has an IP");
     }
-    await eventually(async () => {
-      const quota = await core.readNamespacedResourceQuota({ name: "pods", namespace });
-      assert.equal(quota.status?.used?.pods, "3");
-      assert.equal(quota.status?.used?.["count/deployments.apps"], "1");
-    });
+    await eventually(
+      async () => {
+        const quota = await core.readNamespacedResourceQuota({ name: "pods", namespace });
+        assert.equal(quota.status?.used?.pods, "3");
+        assert.equal(quota.status?.used?.["count/deployments.apps"], "1");
+      },
+      { timeoutMs: 60_000 },
+    );
   });
 
   test("garbage-collects a ReplicaSet's pods when its Deployment is deleted", async () => {
