@@ -15,11 +15,11 @@ import {
   FIELD_MANAGER,
   isConflict,
   isNotFound,
-  isTrue,
   statusCode,
 } from "../../src/kube/index.js";
 import { testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
+import { createWidgetCrd } from "../support/widgets.js";
 
 let client: ClusterClient;
 let namespace: string;
@@ -177,47 +177,9 @@ type Widget = KubernetesObject & {
 describe("applyStatus against a real API server", () => {
   const group = `${uniqueName("apply")}.test.tenantry.dev`;
   const apiVersion = `${group}/v1`;
-  const crdName = `widgets.${group}`;
 
   before(async () => {
-    await client.apiextensions.createCustomResourceDefinition({
-      body: {
-        metadata: { name: crdName },
-        spec: {
-          group,
-          scope: "Namespaced",
-          names: { plural: "widgets", singular: "widget", kind: "Widget", listKind: "WidgetList" },
-          versions: [
-            {
-              name: "v1",
-              served: true,
-              storage: true,
-              subresources: { status: {} },
-              schema: {
-                openAPIV3Schema: {
-                  type: "object",
-                  properties: {
-                    spec: { type: "object", x_kubernetes_preserve_unknown_fields: true },
-                    status: { type: "object", x_kubernetes_preserve_unknown_fields: true },
-                  },
-                },
-              },
-            },
-          ],
-        },
-      },
-    });
-    cleanups.push(() => client.apiextensions.deleteCustomResourceDefinition({ name: crdName }));
-    await eventually(
-      async () => {
-        const crd = await client.apiextensions.readCustomResourceDefinition({ name: crdName });
-        assert.ok(
-          isTrue(crd.status?.conditions as Condition[] | undefined, "Established"),
-          "CRD established",
-        );
-      },
-      { timeoutMs: 20_000 },
-    );
+    cleanups.push(await createWidgetCrd(client, group));
   });
 
   test("applies only the status, through the /status subresource, idempotently", async () => {

@@ -18,6 +18,7 @@ import {
 } from "../../src/kube/index.js";
 import { testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
+import { createWidgetCrd } from "../support/widgets.js";
 
 const TEST_LABEL = "tenantry.dev/test";
 const KEY_COUNT_ANNOTATION = "tenantry.dev/mirrored-keys";
@@ -310,45 +311,7 @@ describe("controller runtime against a real cluster", { timeout: 180_000 }, () =
 
   test("applyStatus writes the status subresource idempotently", { timeout: 60_000 }, async () => {
     const group = `${run}.test.tenantry.dev`;
-    const crdName = `widgets.${group}`;
-    await client.apiextensions.createCustomResourceDefinition({
-      body: {
-        metadata: { name: crdName },
-        spec: {
-          group,
-          scope: "Namespaced",
-          names: { plural: "widgets", singular: "widget", kind: "Widget", listKind: "WidgetList" },
-          versions: [
-            {
-              name: "v1",
-              served: true,
-              storage: true,
-              subresources: { status: {} },
-              schema: {
-                openAPIV3Schema: {
-                  type: "object",
-                  properties: {
-                    spec: { type: "object", x_kubernetes_preserve_unknown_fields: true },
-                    status: { type: "object", x_kubernetes_preserve_unknown_fields: true },
-                  },
-                },
-              },
-            },
-          ],
-        },
-      },
-    });
-    cleanups.push(() => client.apiextensions.deleteCustomResourceDefinition({ name: crdName }));
-    await eventually(
-      async () => {
-        const crd = await client.apiextensions.readCustomResourceDefinition({ name: crdName });
-        assert.ok(
-          isTrue(crd.status?.conditions as Condition[] | undefined, "Established"),
-          "CRD established",
-        );
-      },
-      { timeoutMs: 20_000 },
-    );
+    cleanups.push(await createWidgetCrd(client, group));
 
     type Widget = KubernetesObject & { spec?: { size: number }; status?: { conditions?: Condition[] } };
     const apiVersion = `${group}/v1`;
