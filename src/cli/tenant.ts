@@ -64,6 +64,12 @@ function apiFailure(err: unknown, what: string): never {
   throw new Error(`${what}: ${describeError(err)}`);
 }
 
+async function readTenant(command: Command, name: string): Promise<Tenant> {
+  return (await api(command)
+    .getClusterCustomObject({ ...coordinates, name })
+    .catch((err) => apiFailure(err, `tenant "${name}"`))) as Tenant;
+}
+
 function readyOf(t: Tenant): string {
   return (t.status?.conditions ?? []).find((c) => c.type === "Ready")?.status ?? "Unknown";
 }
@@ -156,9 +162,7 @@ export function registerTenantCommands(program: Command): void {
     .argument("<name>", "tenant name")
     .option("-o, --output <format>", "text, json or yaml", "text")
     .action(async (name: string, opts: { output: OutputFormat }, command: Command) => {
-      const t = (await api(command)
-        .getClusterCustomObject({ ...coordinates, name })
-        .catch((err) => apiFailure(err, `tenant "${name}"`))) as Tenant;
+      const t = await readTenant(command, name);
       printResult(t, opts.output, () =>
         [
           `Name:        ${name}`,
@@ -182,9 +186,7 @@ export function registerTenantCommands(program: Command): void {
     .argument("<name>", "tenant name")
     .option("-o, --output <format>", "text, json or yaml", "text")
     .action(async (name: string, opts: { output: OutputFormat }, command: Command) => {
-      const t = (await api(command)
-        .getClusterCustomObject({ ...coordinates, name })
-        .catch((err) => apiFailure(err, `tenant "${name}"`))) as Tenant;
+      const t = await readTenant(command, name);
       const hard = toAmounts(t.status?.usage?.hard);
       const used = toAmounts(t.status?.usage?.used);
       const rows = [...hard].map(([resource, limit]) => ({

@@ -1,6 +1,6 @@
 import { type AdmissionRequest, type AdmissionWebhook, allow, deny } from "../../webhooks/index.js";
 import type { Tenant } from "../api/tenant.js";
-import { TENANT_LABEL } from "../controllers/labels.js";
+import { IN_TENANT_NAMESPACES } from "../controllers/labels.js";
 import type { AdmissionContext, AnyObject } from "./context.js";
 import { quoted } from "./identity.js";
 
@@ -117,7 +117,7 @@ export function classWebhook(context: AdmissionContext): AdmissionWebhook {
     // Fail: storage and ingress classes decide which storage backends and which ingress
     // controllers (and so which networks) a tenant reaches.
     failurePolicy: "Fail",
-    namespaceSelector: { matchExpressions: [{ key: TENANT_LABEL, operator: "Exists" }] },
+    namespaceSelector: IN_TENANT_NAMESPACES,
     rules: [
       {
         apiGroups: [""],

@@ -5,7 +5,7 @@ import {
   allow,
   deny,
 } from "../../webhooks/index.js";
-import { MANAGED_BY, MANAGED_BY_LABEL, TENANT_LABEL } from "../controllers/labels.js";
+import { IN_TENANT_NAMESPACES, MANAGED_BY, MANAGED_BY_LABEL } from "../controllers/labels.js";
 import type { AdmissionContext, AnyObject } from "./context.js";
 import { isCascadeDeleter, isPrivileged, type TenantryIdentity } from "./identity.js";
 
@@ -42,7 +42,7 @@ export function managedObjectsWebhook(context: AdmissionContext): AdmissionWebho
     // Fail: deleting or editing tenantry-isolation or tenantry-owners while tenantry is away would
     // open the tenant to other tenants or hand out rights until the controller puts them back.
     failurePolicy: "Fail",
-    namespaceSelector: { matchExpressions: [{ key: TENANT_LABEL, operator: "Exists" }] },
+    namespaceSelector: IN_TENANT_NAMESPACES,
     // For UPDATE the API server matches the old object as well as the new one, so removing the
     // label does not take the request out of this webhook's sight.
     objectSelector: { matchLabels: { [MANAGED_BY_LABEL]: MANAGED_BY } },

@@ -8,7 +8,7 @@ import {
   pointerSegment,
 } from "../../webhooks/index.js";
 import type { Tenant } from "../api/tenant.js";
-import { TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
+import { IN_TENANT_NAMESPACES, TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
 import type { AdmissionContext, AnyObject, ObjectMetadata } from "./context.js";
 import {
   isPrivileged,
@@ -171,7 +171,6 @@ export function ownerLabelsOnUpdate(
   return allow(ops);
 }
 
-const inTenantNamespaces = { matchExpressions: [{ key: TENANT_LABEL, operator: "Exists" }] };
 const everyResource = (operations: string[]) => ({
   apiGroups: ["*"],
   apiVersions: ["*"],
@@ -190,7 +189,7 @@ export function ownerLabelWebhooks(context: AdmissionContext): AdmissionWebhook[
       // Fail: per-user quotas count objects by their user label and user-level authorization
       // decides by it, so an object admitted unlabelled would escape both.
       failurePolicy: "Fail",
-      namespaceSelector: inTenantNamespaces,
+      namespaceSelector: IN_TENANT_NAMESPACES,
       rules: [everyResource(["CREATE"])],
       async handle(request) {
         if (request.subResource || unlabelled(request) || !request.namespace) return allow();
@@ -205,7 +204,7 @@ export function ownerLabelWebhooks(context: AdmissionContext): AdmissionWebhook[
       // Fail, like the labels themselves. Only objects that carry (or are given) a user label are
       // sent here, so the frequent updates of objects nobody owns never wait on tenantry.
       failurePolicy: "Fail",
-      namespaceSelector: inTenantNamespaces,
+      namespaceSelector: IN_TENANT_NAMESPACES,
       objectSelector: { matchExpressions: [{ key: USER_LABEL, operator: "Exists" }] },
       rules: [everyResource(["UPDATE"])],
       handle: async (request) => ownerLabelsOnUpdate(request, await context.identity()),

@@ -9,7 +9,7 @@ import {
   pointerSegment,
 } from "../../webhooks/index.js";
 import type { Tenant } from "../api/tenant.js";
-import { TENANT_LABEL } from "../controllers/labels.js";
+import { IN_TENANT_NAMESPACES } from "../controllers/labels.js";
 import { classViolation, storageClassViolation } from "./classes.js";
 import type { AdmissionContext, AnyObject } from "./context.js";
 import { cordonedMessage } from "./owner-labels.js";
@@ -233,8 +233,6 @@ export function checkPod(request: AdmissionRequest, tenant: Tenant): string | un
   return violations.length ? violations.join("; ") : undefined;
 }
 
-const inTenantNamespaces = { matchExpressions: [{ key: TENANT_LABEL, operator: "Exists" }] };
-
 export function podWebhooks(context: AdmissionContext): AdmissionWebhook[] {
   const { lookup } = context;
   return [
@@ -244,7 +242,7 @@ export function podWebhooks(context: AdmissionContext): AdmissionWebhook[] {
       path: "/mutate/pods",
       // Fail: a pod admitted without its node selector could run on another tenant's nodes.
       failurePolicy: "Fail",
-      namespaceSelector: inTenantNamespaces,
+      namespaceSelector: IN_TENANT_NAMESPACES,
       rules: [
         {
           apiGroups: [""],
@@ -267,7 +265,7 @@ export function podWebhooks(context: AdmissionContext): AdmissionWebhook[] {
       // Fail: these rules keep tenant workloads off the host (privileges, host namespaces, host
       // paths and ports); letting a pod through unchecked would break isolation.
       failurePolicy: "Fail",
-      namespaceSelector: inTenantNamespaces,
+      namespaceSelector: IN_TENANT_NAMESPACES,
       rules: [
         {
           apiGroups: [""],

@@ -1,6 +1,6 @@
 import { type AdmissionWebhook, allow, deny } from "../../webhooks/index.js";
 import type { Tenant } from "../api/tenant.js";
-import { TENANT_LABEL } from "../controllers/labels.js";
+import { IN_TENANT_NAMESPACES } from "../controllers/labels.js";
 import type { AdmissionContext, AnyObject } from "./context.js";
 
 export interface Service extends AnyObject {
@@ -43,7 +43,7 @@ export function serviceWebhook(context: AdmissionContext): AdmissionWebhook {
     // Fail: a NodePort or an external IP let through would expose the tenant outside its network
     // isolation (or intercept other tenants' traffic to that IP).
     failurePolicy: "Fail",
-    namespaceSelector: { matchExpressions: [{ key: TENANT_LABEL, operator: "Exists" }] },
+    namespaceSelector: IN_TENANT_NAMESPACES,
     rules: [
       {
         apiGroups: [""],

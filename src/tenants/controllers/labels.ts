@@ -11,6 +11,9 @@ export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const MANAGED_BY = "tenantry";
 export const POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce";
 
+/** Webhook namespaceSelector for the namespaces that belong to some tenant. */
+export const IN_TENANT_NAMESPACES = { matchExpressions: [{ key: TENANT_LABEL, operator: "Exists" }] };
+
 export interface TenantRef {
   name: string;
   uid: string;

@@ -10,7 +10,7 @@ import {
 } from "../../webhooks/index.js";
 import { userLabelValue } from "../admission/identity.js";
 import type { TenantResourceQuota } from "../api/tenant-resource-quota.js";
-import { TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
+import { IN_TENANT_NAMESPACES, TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
 import { GroupCommitter } from "./batcher.js";
 import { admit, describeExceeded, type Reservation } from "./reservations.js";
 import type { QuotaStore } from "./store.js";
@@ -46,7 +46,7 @@ export class QuotaAdmission {
       timeoutSeconds: 10,
       // Reservations are written on real requests only; dry runs decide without writing.
       sideEffects: "NoneOnDryRun",
-      namespaceSelector: { matchExpressions: [{ key: TENANT_LABEL, operator: "Exists" }] },
+      namespaceSelector: IN_TENANT_NAMESPACES,
       rules: [
         {
           apiGroups: ["*"],
