@@ -1,3 +1,16 @@
+/** The identity capability (users, tokens, identity providers, certificates): its only public entry. */
+
+export { Authenticator, type AuthenticatorOptions } from "./authenticator.js";
+export {
+  type Authentication,
+  AuthenticationError,
+  type Identity,
+  type IdentityProvider,
+  IdentityProviderUnavailable,
+  type IssuedToken,
+  type PasswordCredentials,
+  tenantNameFor,
+} from "./providers/provider.js";
 export {
   requestUserCertificate,
   type UserCertificateOptions,

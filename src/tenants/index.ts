@@ -1,5 +1,13 @@
 /** The tenants capability (Tenant, NamespaceTemplate, TenantResourceQuota): its only public entry. */
 
+export {
+  isClusterAdmin,
+  type Requester,
+  type TenantRole,
+  tenantRole,
+  tenantsOf,
+  userLabelValue,
+} from "./admission/identity.js";
 export { tenantWebhooks } from "./admission/index.js";
 export * from "./api/index.js";
 export {

@@ -114,3 +114,22 @@ export function userLabelValue(username: string): string {
 export function quoted(names: readonly string[]): string {
   return names.map((n) => `"${n}"`).join(", ");
 }
+
+/** How a requester belongs to a tenant: an owner administers it, a member is listed in spec.users. */
+export type TenantRole = "owner" | "member";
+
+export function tenantRole(tenant: Tenant, requester: Requester): TenantRole | undefined {
+  if (ownsTenant(tenant, requester)) return "owner";
+  if (requester.username && tenant.spec.users?.some((u) => u.name === requester.username)) return "member";
+  return undefined;
+}
+
+/** Every tenant the requester belongs to, by name, with their role in it. */
+export function tenantsOf(tenants: Tenant[], requester: Requester): { tenant: Tenant; role: TenantRole }[] {
+  const found: { tenant: Tenant; role: TenantRole }[] = [];
+  for (const tenant of tenants) {
+    const role = tenantRole(tenant, requester);
+    if (role) found.push({ tenant, role });
+  }
+  return found.sort((a, b) => a.tenant.metadata!.name!.localeCompare(b.tenant.metadata!.name!));
+}

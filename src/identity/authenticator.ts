@@ -1,0 +1,82 @@
+import { createHash } from "node:crypto";
+import type { Authentication, IdentityProvider } from "./providers/provider.js";
+
+export interface AuthenticatorOptions {
+  providers: IdentityProvider[];
+  /** How long a successful answer is reused; revocation takes effect within it. Default 10 s; 0 disables. */
+  cacheTtlMs?: number;
+  /** Most answers kept (oldest dropped first). Default 10,000. */
+  cacheSize?: number;
+  now?: () => number;
+}
+
+const MAX_TOKEN_LENGTH = 16 * 1024;
+
+/**
+ * Asks each configured identity provider that recognizes a token to validate it: the one entry
+ * point for the TokenReview webhook and the gateway. Successful answers are cached briefly, keyed
+ * by a hash of the token (the token itself is never kept), and never past the token's expiry.
+ */
+export class Authenticator {
+  private readonly cache = new Map<string, { result: Authentication; until: number }>();
+  private readonly ttl: number;
+  private readonly size: number;
+  private readonly now: () => number;
+
+  constructor(private readonly options: AuthenticatorOptions) {
+    this.ttl = options.cacheTtlMs ?? 10_000;
+    this.size = options.cacheSize ?? 10_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  get providers(): readonly IdentityProvider[] {
+    return this.options.providers;
+  }
+
+  provider(name: string): IdentityProvider | undefined {
+    return this.options.providers.find((p) => p.name === name);
+  }
+
+  async authenticate(token: string): Promise<Authentication> {
+    if (!token) return { authenticated: false, reason: "no token" };
+    if (token.length > MAX_TOKEN_LENGTH) {
+      return { authenticated: false, reason: `token is longer than ${MAX_TOKEN_LENGTH} characters` };
+    }
+    const key = createHash("sha256").update(token).digest("base64url");
+    const cached = this.cache.get(key);
+    const now = this.now();
+    if (cached && cached.until > now) return cached.result;
+    if (cached) this.cache.delete(key);
+
+    const candidates = this.options.providers.filter((p) => p.recognizes(token));
+    if (candidates.length === 0) {
+      return { authenticated: false, reason: "the token is of no configured identity provider" };
+    }
+    const reasons: string[] = [];
+    for (const provider of candidates) {
+      const result = await provider.authenticate(token);
+      if (result.authenticated) {
+        if (this.ttl > 0) this.remember(key, result, now);
+        return result;
+      }
+      reasons.push(candidates.length > 1 ? `${provider.name}: ${result.reason}` : result.reason);
+    }
+    return { authenticated: false, reason: reasons.join("; ") };
+  }
+
+  /** Drops every cached answer (after a revocation that must take effect at once here). */
+  forget(): void {
+    this.cache.clear();
+  }
+
+  private remember(key: string, result: Authentication & { authenticated: true }, now: number): void {
+    const expires = result.identity.expiresAt?.getTime() ?? Number.POSITIVE_INFINITY;
+    const until = Math.min(now + this.ttl, expires);
+    if (until <= now) return;
+    if (this.cache.size >= this.size) {
+      const oldest = this.cache.keys().next().value;
+      if (oldest !== undefined) this.cache.delete(oldest);
+    }
+    this.cache.set(key, { result, until });
+  }
+}
