@@ -1,11 +1,11 @@
 /**
- * Writes deploy/crds/*.yaml from the TypeBox schemas in src/tenants/api. A unit test fails when
+ * Writes deploy/crds/*.yaml from the TypeBox schemas (src/<capability>/api). A unit test fails when
  * the committed files differ from what this produces, so run it after every schema change:
  *   npx tsx scripts/generate-crds.ts
  */
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CRD_MANIFEST_DIR, CRD_MANIFEST_HEADER, crdManifests } from "../src/tenants/index.js";
+import { CRD_MANIFEST_DIR, crdManifests } from "../src/app/crds.js";
 
 const dir = join(import.meta.dirname, "..", CRD_MANIFEST_DIR);
 await mkdir(dir, { recursive: true });
@@ -13,7 +13,7 @@ const manifests = crdManifests();
 const wanted = new Set(manifests.map((m) => m.file));
 // A CRD that no longer exists leaves its generated file behind; files written by hand stay.
 for (const file of (await readdir(dir)).filter((f) => f.endsWith(".yaml") && !wanted.has(f))) {
-  if ((await readFile(join(dir, file), "utf8")).startsWith(CRD_MANIFEST_HEADER)) {
+  if ((await readFile(join(dir, file), "utf8")).startsWith("# Generated from")) {
     await rm(join(dir, file));
     process.stdout.write(`removed ${join(CRD_MANIFEST_DIR, file)}\n`);
   }

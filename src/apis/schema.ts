@@ -117,7 +117,12 @@ export function ListMap<T extends TSchema>(
 /** A list of unique scalars (`x-kubernetes-list-type: set`). */
 export function ListSet<T extends TSchema>(
   items: T,
-  options: FieldOptions & { minItems?: number; maxItems: number; default?: unknown[] },
+  options: FieldOptions & {
+    minItems?: number;
+    maxItems: number;
+    default?: unknown[];
+    "x-kubernetes-validations"?: ValidationRule[];
+  },
 ): TArray<T> {
   return Type.Array(items, { ...options, "x-kubernetes-list-type": "set" });
 }

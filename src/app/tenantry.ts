@@ -18,6 +18,7 @@ import {
   WebhookServer,
   webhookConfigurations,
 } from "../webhooks/index.js";
+import { ALL_CRDS } from "./crds.js";
 
 export const TENANTRY_NAMESPACE = "tenantry-system";
 
@@ -50,7 +51,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const { logger } = options;
   const namespace = options.namespace ?? TENANTRY_NAMESPACE;
   const client = loadClusterClient(options.cluster, options.kubeconfig);
-  await installCrds(client.kubeConfig);
+  await installCrds(client.kubeConfig, { crds: ALL_CRDS });
   await applyObject(client, namespaceProvisionerClusterRole);
 
   const informers = new TenantInformers(client);

@@ -1,5 +1,7 @@
 /** The identity capability (users, tokens, identity providers, certificates): its only public entry. */
 
+export { IDENTITY_CRDS, USER_CRD } from "./api/crds.js";
+export { MAX_USERNAME, type User, UserSchema, type UserSpec } from "./api/user.js";
 export { Authenticator, type AuthenticatorOptions } from "./authenticator.js";
 export {
   type Authentication,

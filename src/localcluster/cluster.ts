@@ -4,6 +4,7 @@ import { request } from "node:https";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, KubeConfig, type V1Node } from "@kubernetes/client-node";
+import { type AccessWebhooks, configureAccessWebhooks } from "./access-webhooks.js";
 import type { ComponentBinaries } from "./build.js";
 import { type ClientIdentity, type ClusterPki, ensureClusterPki } from "./cluster-pki.js";
 import { renderKubeconfig, writeKubeconfig } from "./kubeconfig.js";
@@ -16,6 +17,8 @@ export interface ClusterPorts {
   etcdPeer: number;
   apiserver: number;
   kwok: number;
+  /** Where tenantry's authentication and authorization webhooks listen, when the spec asks for them. */
+  accessWebhooks?: number;
 }
 
 /** Written to `<dir>/state.json` as soon as the first process starts, so a crash can be cleaned up. */
@@ -29,6 +32,8 @@ export interface ClusterState {
   processes: RunningProcess[];
   startedAt: string;
   readyAt?: string;
+  /** tenantry's access webhooks this cluster's API server calls (spec.accessWebhooks). */
+  accessWebhooks?: AccessWebhooks;
   /** Seconds from start to Ready, per step, for the footprint benchmark and `status`. */
   timings?: Record<string, number>;
 }
@@ -147,6 +152,7 @@ export class LocalCluster {
       etcdPeer: await reuse(previous?.etcdPeer),
       apiserver: this.spec.apiserverPort ?? (await reuse(previous?.apiserver)),
       kwok: await reuse(previous?.kwok),
+      ...(this.spec.accessWebhooks ? { accessWebhooks: await reuse(previous?.accessWebhooks) } : {}),
     };
   }
 
@@ -213,6 +219,13 @@ export class LocalCluster {
       );
       mark("etcd");
 
+      let authorizationFlags = ["--authorization-mode=Node,RBAC"];
+      if (ports.accessWebhooks !== undefined) {
+        const access = await configureAccessWebhooks(pki, join(this.dir, "access"), ports.accessWebhooks);
+        state.accessWebhooks = access.webhooks;
+        authorizationFlags = access.flags;
+      }
+
       const apiserver = await launch("kube-apiserver", binaries.kubeApiserver, [
         `--etcd-servers=http://127.0.0.1:${ports.etcdClient}`,
         `--secure-port=${ports.apiserver}`,
@@ -225,7 +238,7 @@ export class LocalCluster {
         `--service-account-key-file=${pki.serviceAccountPub}`,
         `--service-account-signing-key-file=${pki.serviceAccountKey}`,
         "--service-cluster-ip-range=10.96.0.0/16",
-        "--authorization-mode=Node,RBAC",
+        ...authorizationFlags,
         "--allow-privileged=true",
         // No kubelets or kube-proxy run here, so the kubernetes Service keeps no endpoints.
         "--endpoint-reconciler-type=none",

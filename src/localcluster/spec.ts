@@ -14,6 +14,12 @@ export interface ClusterSpec {
   apiserverPort?: number;
   /** Extra kube-apiserver flags, e.g. `--authentication-token-webhook-config-file=…`. */
   extraApiserverFlags?: string[];
+  /**
+   * Wire kube-apiserver to tenantry's token authentication and authorization webhooks (on a port
+   * fixed at start, see ClusterState.accessWebhooks). Only for a cluster tenantry runs on: while
+   * tenantry is down, tenant users there are denied.
+   */
+  accessWebhooks?: boolean;
 }
 
 export const REGION_LABEL = "topology.kubernetes.io/region";

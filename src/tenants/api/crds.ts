@@ -2,7 +2,6 @@
  * The CustomResourceDefinitions of the tenants capability, generated from the TypeBox schemas,
  * plus local validators that apply the very same schemas.
  */
-import { stringify } from "yaml";
 import {
   type CustomResourceDefinition,
   customResourceDefinition,
@@ -16,7 +15,7 @@ import { type NamespaceTemplate, NamespaceTemplateSchema } from "./namespace-tem
 import { type Tenant, TenantSchema } from "./tenant.js";
 import { type TenantResourceQuota, TenantResourceQuotaSchema } from "./tenant-resource-quota.js";
 
-const READY: PrinterColumn = {
+export const READY_COLUMN: PrinterColumn = {
   name: "Ready",
   type: "string",
   jsonPath: '.status.conditions[?(@.type=="Ready")].status',
@@ -29,14 +28,15 @@ const REASON: PrinterColumn = {
   description: "Reason of the Ready condition.",
   priority: 1,
 };
-const AGE: PrinterColumn = {
+export const AGE_COLUMN: PrinterColumn = {
   name: "Age",
   type: "date",
   jsonPath: ".metadata.creationTimestamp",
   description: "Time since the object was created.",
 };
 
-const common = {
+/** Printer columns and settings every tenantry CRD shares. */
+export const CRD_COMMON = {
   group: TENANTRY_GROUP,
   version: TENANTS_VERSION,
   scope: "Cluster",
@@ -45,7 +45,7 @@ const common = {
 } as const;
 
 export const TENANT_CRD: CustomResourceDefinition = customResourceDefinition({
-  ...common,
+  ...CRD_COMMON,
   kind: "Tenant",
   plural: "tenants",
   singular: "tenant",
@@ -70,8 +70,8 @@ export const TENANT_CRD: CustomResourceDefinition = customResourceDefinition({
       jsonPath: ".status.usage.summary",
       description: "Usage against the quota.",
     },
-    READY,
-    AGE,
+    READY_COLUMN,
+    AGE_COLUMN,
     {
       name: "Pod Security",
       type: "string",
@@ -91,7 +91,7 @@ export const TENANT_CRD: CustomResourceDefinition = customResourceDefinition({
 });
 
 export const NAMESPACE_TEMPLATE_CRD: CustomResourceDefinition = customResourceDefinition({
-  ...common,
+  ...CRD_COMMON,
   kind: "NamespaceTemplate",
   plural: "namespacetemplates",
   singular: "namespacetemplate",
@@ -104,14 +104,14 @@ export const NAMESPACE_TEMPLATE_CRD: CustomResourceDefinition = customResourceDe
       jsonPath: ".status.namespaceCount",
       description: "Number of namespaces the template is rendered into.",
     },
-    READY,
-    AGE,
+    READY_COLUMN,
+    AGE_COLUMN,
     REASON,
   ],
 });
 
 export const TENANT_RESOURCE_QUOTA_CRD: CustomResourceDefinition = customResourceDefinition({
-  ...common,
+  ...CRD_COMMON,
   kind: "TenantResourceQuota",
   plural: "tenantresourcequotas",
   singular: "tenantresourcequota",
@@ -125,8 +125,8 @@ export const TENANT_RESOURCE_QUOTA_CRD: CustomResourceDefinition = customResourc
       jsonPath: ".status.summary",
       description: "Usage against the limits.",
     },
-    AGE,
-    { ...READY, priority: 1 },
+    AGE_COLUMN,
+    { ...READY_COLUMN, priority: 1 },
     REASON,
   ],
 });
@@ -159,17 +159,3 @@ function lazyValidator<T>(crd: CustomResourceDefinition): (value: unknown) => Fi
 export const validateTenant = lazyValidator<Tenant>(TENANT_CRD);
 export const validateNamespaceTemplate = lazyValidator<NamespaceTemplate>(NAMESPACE_TEMPLATE_CRD);
 export const validateTenantResourceQuota = lazyValidator<TenantResourceQuota>(TENANT_RESOURCE_QUOTA_CRD);
-
-/** Where the generated manifests live, relative to the repository root. */
-export const CRD_MANIFEST_DIR = "deploy/crds";
-
-export const CRD_MANIFEST_HEADER =
-  "# Generated from src/tenants/api by `npx tsx scripts/generate-crds.ts`. Edit the schemas there, not this file.\n";
-
-/** The manifest files of {@link TENANTS_CRDS}: `<group>_<plural>.yaml` → YAML text. */
-export function crdManifests(): { file: string; content: string }[] {
-  return TENANTS_CRDS.map((crd) => ({
-    file: `${crd.spec.group}_${crd.spec.names.plural}.yaml`,
-    content: CRD_MANIFEST_HEADER + stringify(crd, { lineWidth: 0 }),
-  }));
-}

@@ -1,0 +1,11 @@
+/** The access capability (authorization webhook, cross-tenant AccessGrants): its only public entry. */
+export {
+  type AccessGrant,
+  AccessGrantSchema,
+  type AccessGrantSpec,
+  GRANTABLE_VERBS,
+  GRANTEE_KINDS,
+  type GrantRule,
+  UNGRANTABLE_API_GROUPS,
+} from "./api/access-grant.js";
+export { ACCESS_CRDS, ACCESS_GRANT_CRD } from "./api/crds.js";
