@@ -408,6 +408,8 @@ export interface IssueUserCertificatesOptions {
   maxExpirationSeconds?: number;
   /** Per cluster, how long to wait for the signer. */
   timeoutMs?: number;
+  /** Leave out clusters where the tenant has no namespaces (else they are an error). */
+  skipClustersWithoutNamespaces?: boolean;
   onProgress?: (cluster: string, message: string) => void;
 }
 
@@ -483,29 +485,37 @@ export async function issueUserCertificates(
     throw new UserError("the private key does not belong to the certificate request");
   }
 
-  const namespaces = await Promise.allSettled(
-    options.clusters.map(async (client) => {
-      const found = await tenantNamespaces(client, tenant);
-      if (found.length === 0) throw new UserError(`tenant "${tenant}" has no namespaces there`);
-      progress(client.name, `namespaces ${found.join(", ")}`);
-      return found;
-    }),
+  const found = await Promise.allSettled(options.clusters.map((client) => tenantNamespaces(client, tenant)));
+  const unreadable = found.flatMap((result, i) =>
+    result.status === "rejected" ? [{ cluster: names[i]!, reason: describeError(result.reason) }] : [],
   );
-  const rejected = namespaces.flatMap((result, i) =>
-    result.status === "rejected" ? [{ cluster: names[i]!, error: result.reason as unknown }] : [],
-  );
-  if (rejected.length) {
-    const unreadable = rejected.map((r) => ({ cluster: r.cluster, reason: describeError(r.error) }));
-    // Only "no namespaces there" is the caller's to fix; an unreachable cluster is a failure.
-    const error = rejected.every((r) => r.error instanceof UserError) ? UserError : Error;
-    throw new error(
+  if (unreadable.length) {
+    throw new Error(
       `could not read the namespaces of tenant "${tenant}": ${failureSummary(unreadable)}; nothing was requested in any cluster`,
+    );
+  }
+  const targets: { client: ClusterClient; namespaces: string[] }[] = [];
+  const empty: string[] = [];
+  options.clusters.forEach((client, i) => {
+    const namespaces = (found[i] as PromiseFulfilledResult<string[]>).value;
+    if (namespaces.length === 0) {
+      empty.push(client.name);
+      if (options.skipClustersWithoutNamespaces)
+        progress(client.name, `no namespaces of tenant "${tenant}": skipped`);
+      return;
+    }
+    progress(client.name, `namespaces ${namespaces.join(", ")}`);
+    targets.push({ client, namespaces });
+  });
+  if (targets.length === 0 || (empty.length && !options.skipClustersWithoutNamespaces)) {
+    throw new UserError(
+      `tenant "${tenant}" has no namespaces (labelled ${TENANT_LABEL}=${tenant}) in ${empty.map((n) => `"${n}"`).join(", ")}; nothing was requested in any cluster`,
     );
   }
 
   const abort = new AbortController();
   const signed = await Promise.allSettled(
-    options.clusters.map(async (client): Promise<ClusterCertificate> => {
+    targets.map(async ({ client, namespaces }): Promise<ClusterCertificate> => {
       const started = Date.now();
       try {
         const certPem = await signOnCluster(client.kubeConfig.makeApiClient(CertificatesV1Api), {
@@ -529,7 +539,7 @@ export async function issueUserCertificates(
           caData: await caDataOf(client),
           ...(cluster.tlsServerName ? { tlsServerName: cluster.tlsServerName } : {}),
           ...(cluster.skipTLSVerify ? { insecureSkipTlsVerify: true } : {}),
-          namespaces: (namespaces[names.indexOf(client.name)] as PromiseFulfilledResult<string[]>).value,
+          namespaces,
           certPem,
           issueMs,
         };
@@ -541,11 +551,11 @@ export async function issueUserCertificates(
   );
   const failed = signed.flatMap((result, i) =>
     result.status === "rejected" && !(result.reason instanceof Cancelled)
-      ? [{ cluster: names[i]!, reason: describeError(result.reason) }]
+      ? [{ cluster: targets[i]!.client.name, reason: describeError(result.reason) }]
       : [],
   );
   if (failed.length) {
-    const others = names.filter((n) => !failed.some((f) => f.cluster === n));
+    const others = targets.map((t) => t.client.name).filter((n) => !failed.some((f) => f.cluster === n));
     throw new Error(
       `could not issue a certificate for "${username}": ${failureSummary(failed)}; nothing was written${
         others.length ? ` and the requests in ${others.join(", ")} were deleted` : ""
