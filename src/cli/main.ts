@@ -5,6 +5,7 @@ import { registerDevCommands } from "./dev.js";
 import { registerRunCommand } from "./run.js";
 import { registerTenantCommands } from "./tenant.js";
 import { registerUpCommand } from "./up.js";
+import { registerUserCommands } from "./user.js";
 
 export function buildProgram(): Command {
   const program = new Command("tenantry")
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
   registerUpCommand(program);
   registerRunCommand(program);
   registerTenantCommands(program);
+  registerUserCommands(program);
   registerDevCommands(program);
   return program;
 }

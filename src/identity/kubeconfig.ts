@@ -126,6 +126,16 @@ async function readRaw(path: string): Promise<RawKubeconfig> {
   return raw;
 }
 
+function readable<T>(path: string, user: string, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    throw new UserError(
+      `${path}: user "${user}": the client certificate is not a PEM certificate (${(err as Error).message})`,
+    );
+  }
+}
+
 export interface KubeconfigCertificate extends CertificateDetails {
   /** The user entry's name. */
   user: string;
@@ -155,7 +165,7 @@ export async function kubeconfigCertificates(
       user: entry.name,
       clusters: [...new Set(contexts.map((c) => c.context?.cluster ?? ""))].filter(Boolean),
       contexts: contexts.map((c) => c.name),
-      ...certificateDetails(certPem, now),
+      ...readable(path, entry.name, () => certificateDetails(certPem, now)),
     });
   }
   return rows;
