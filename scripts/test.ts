@@ -9,7 +9,7 @@ import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { pino } from "pino";
-import { startTenantry } from "../src/app/tenantry.js";
+import { startEmbeddedTenantry } from "../src/app/embedded.js";
 import { ClusterHarness, defaultClusters } from "../src/localcluster/index.js";
 
 const root = join(import.meta.dirname, "..");
@@ -42,22 +42,27 @@ async function main(): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), "tenantry-test-"));
   const harness = new ClusterHarness({ dir });
   let code = 1;
-  let tenantry: Awaited<ReturnType<typeof startTenantry>> | undefined;
+  let tenantry: Awaited<ReturnType<typeof startEmbeddedTenantry>> | undefined;
   try {
     const states = await harness.up([...defaultClusters]);
     const home = states.find((s) => s.name === "home")!;
     const logFile = join(dir, "tenantry.log");
-    tenantry = await startTenantry({
-      cluster: "home",
-      kubeconfig: home.kubeconfig,
-      logger: pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
-    });
+    tenantry = await startEmbeddedTenantry(
+      home,
+      pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
+    );
     const envFile = join(dir, "test-env.json");
     await writeFile(
       envFile,
       JSON.stringify({
         dir,
-        tenantry: { cluster: "home", webhookUrl: tenantry.webhookUrl, logFile },
+        tenantry: {
+          cluster: "home",
+          webhookUrl: tenantry.webhookUrl,
+          accessUrl: tenantry.accessUrl,
+          accessCaPem: tenantry.accessCaPem,
+          logFile,
+        },
         clusters: states.map((s) => ({ name: s.name, kubeconfig: s.kubeconfig, server: s.server })),
       }),
     );

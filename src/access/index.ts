@@ -9,3 +9,11 @@ export {
   UNGRANTABLE_API_GROUPS,
 } from "./api/access-grant.js";
 export { ACCESS_CRDS, ACCESS_GRANT_CRD } from "./api/crds.js";
+export {
+  type AuthorizationDecision,
+  Authorizer,
+  type AuthorizerOptions,
+  accessGrantClusterRoles,
+  ruleMatches,
+  type SubjectAccessReviewSpec,
+} from "./authorizer.js";

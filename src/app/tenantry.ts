@@ -1,14 +1,27 @@
 import { hostname } from "node:os";
 import type { Logger } from "pino";
+import { Registry } from "prom-client";
+import { Authorizer, accessGrantClusterRoles } from "../access/index.js";
+import {
+  AccessServer,
+  Authenticator,
+  BuiltinIdentity,
+  type IdentityProvider,
+  OidcIdentityProvider,
+  type OidcProviderOptions,
+  TenantProvisioner,
+} from "../identity/index.js";
 import { applyObject, type ClusterClient, LeaderElector, loadClusterClient } from "../kube/index.js";
 import {
   installCrds,
+  isSystemComponent,
   namespaceProvisionerClusterRole,
   QuotaAdmission,
   QuotaController,
   QuotaStore,
   TenantController,
   TenantInformers,
+  tenantryIdentity,
   tenantWebhooks,
 } from "../tenants/index.js";
 import {
@@ -33,12 +46,34 @@ export interface TenantryOptions {
   namespace?: string;
   /** Identity in leader election; default host name and pid. */
   identity?: string;
+  /**
+   * Where kube-apiserver's token and authorization webhooks reach tenantry, with a serving
+   * certificate it trusts (the embedded default's clusters provide both). The identity API is
+   * served there too. Absent: the identity API listens on a free loopback port, webhooks unused.
+   */
+  access?: { host: string; port: number; tls: { certPem: string; keyPem: string }; caPem: string };
+  identityProviders?: {
+    /** Built-in users and tokens (default on). */
+    builtin?: { tokenTtlSeconds?: number; keyRotationSeconds?: number } | false;
+    oidc?: OidcProviderOptions[];
+    /** More providers, e.g. Keystone. */
+    extra?: IdentityProvider[];
+    /** Create a user's tenant at first login when it does not exist (default true). */
+    createTenants?: boolean;
+  };
 }
 
 export interface RunningTenantry {
   client: ClusterClient;
   webhookUrl: string;
+  /** Identity REST API, OIDC issuer and kube-apiserver's access webhooks. */
+  accessUrl: string;
+  /** CA that signed the access server's certificate, for clients of the identity API. */
+  accessCaPem: string;
   informers: TenantInformers;
+  builtinIdentity?: BuiltinIdentity;
+  authenticator: Authenticator;
+  metrics: Registry;
   isLeader(): boolean;
   stop(): Promise<void>;
 }
@@ -53,6 +88,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const client = loadClusterClient(options.cluster, options.kubeconfig);
   await installCrds(client.kubeConfig, { crds: ALL_CRDS });
   await applyObject(client, namespaceProvisionerClusterRole);
+  for (const role of accessGrantClusterRoles) await applyObject(client, role);
+  const metrics = new Registry();
 
   const informers = new TenantInformers(client);
   await informers.start();
@@ -88,6 +125,50 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   );
   logger.info({ webhookUrl, webhooks: webhooks.map((w) => w.name) }, "admission webhooks registered");
 
+  const idp = options.identityProviders ?? {};
+  const builtinIdentity =
+    idp.builtin === false
+      ? undefined
+      : new BuiltinIdentity({ client, namespace, logger, ...(idp.builtin ?? {}) });
+  const authenticator = new Authenticator({
+    providers: [
+      ...(builtinIdentity ? [builtinIdentity] : []),
+      ...(idp.oidc ?? []).map((o) => new OidcIdentityProvider(o)),
+      ...(idp.extra ?? []),
+    ],
+  });
+  const systemIdentity = tenantryIdentity("", namespace);
+  const authorizer = new Authorizer({
+    client,
+    informers,
+    isSystem: (requester) => isSystemComponent(requester, systemIdentity),
+    logger,
+    registry: metrics,
+  });
+  await authorizer.start();
+  const accessServer = new AccessServer({
+    tls: options.access?.tls ?? tls.serving,
+    host: options.access?.host ?? host,
+    port: options.access?.port ?? 0,
+    authenticator,
+    provisioner: new TenantProvisioner({
+      client,
+      informers,
+      createTenants: idp.createTenants ?? true,
+      logger,
+    }),
+    ...(builtinIdentity ? { builtin: builtinIdentity } : {}),
+    authorize: (spec) => authorizer.review(spec),
+    logger,
+    registry: metrics,
+  });
+  const accessUrl = await accessServer.start();
+  if (builtinIdentity) {
+    builtinIdentity.useIssuer(accessUrl);
+    await builtinIdentity.start();
+  }
+  logger.info({ accessUrl }, "identity and access webhooks serving");
+
   // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
   const elector = new LeaderElector({
@@ -119,11 +200,19 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   return {
     client,
     webhookUrl,
+    accessUrl,
+    accessCaPem: options.access?.caPem ?? tls.caPem,
     informers,
+    ...(builtinIdentity ? { builtinIdentity } : {}),
+    authenticator,
+    metrics,
     isLeader: () => elector.isLeader(),
     async stop() {
       await elector.stop();
+      await accessServer.stop();
       await server.stop();
+      await builtinIdentity?.stop();
+      await authorizer.stop();
       await informers.stop();
     },
   };

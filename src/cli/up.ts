@@ -2,7 +2,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { DEMO_OWNER, DEMO_TENANT, installDemo } from "../app/demo.js";
-import { startTenantry } from "../app/tenantry.js";
+import { startEmbeddedTenantry } from "../app/embedded.js";
 import { ClusterHarness, defaultClusters } from "../localcluster/index.js";
 
 /**
@@ -24,11 +24,10 @@ export function registerUpCommand(program: Command): void {
       const homeDir = join(harness.dir, "home");
       const logFile = join(homeDir, "logs", "tenantry.log");
       process.stderr.write("starting tenantry on home…\n");
-      const tenantry = await startTenantry({
-        cluster: "home",
-        kubeconfig: home.kubeconfig,
-        logger: pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
-      });
+      const tenantry = await startEmbeddedTenantry(
+        home,
+        pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
+      );
       const { ownerKubeconfig } = await installDemo(tenantry.client, homeDir);
       process.stdout.write(
         [

@@ -4,6 +4,28 @@ export { IDENTITY_CRDS, USER_CRD } from "./api/crds.js";
 export { MAX_USERNAME, type User, UserSchema, type UserSpec } from "./api/user.js";
 export { Authenticator, type AuthenticatorOptions } from "./authenticator.js";
 export {
+  BUILTIN_PROVIDER,
+  BuiltinIdentity,
+  type BuiltinIdentityOptions,
+  MAX_TOKEN_TTL_SECONDS,
+  type NewUser,
+  TOKEN_AUDIENCE,
+} from "./builtin/builtin-identity.js";
+export {
+  type KubernetesUser,
+  kubernetesUserOf,
+  PROVIDER_EXTRA_KEY,
+  TENANT_EXTRA_KEY,
+  tenantAdminsGroup,
+  tenantGroup,
+} from "./kubernetes-user.js";
+export {
+  KeystoneIdentityProvider,
+  type KeystoneProviderOptions,
+  type KeystoneServiceCredentials,
+} from "./providers/keystone.js";
+export { type OidcClaims, OidcIdentityProvider, type OidcProviderOptions } from "./providers/oidc.js";
+export {
   type Authentication,
   AuthenticationError,
   type Identity,
@@ -13,6 +35,19 @@ export {
   type PasswordCredentials,
   tenantNameFor,
 } from "./providers/provider.js";
+export { TenantProvisioner, type TenantProvisionerOptions } from "./provisioning.js";
+export {
+  AccessServer,
+  type AccessServerOptions,
+  AUTHENTICATE_PATH,
+  AUTHORIZE_PATH,
+  type AuthorizeFunction,
+  DISCOVERY_PATH,
+  JWKS_PATH,
+  LOGIN_PATH,
+  LOGOUT_PATH,
+  WHOAMI_PATH,
+} from "./server.js";
 export {
   requestUserCertificate,
   type UserCertificateOptions,

@@ -102,6 +102,21 @@ export class DynamicObjectApi extends KubernetesObjectApi {
     return this.requestPromise<T>(request);
   }
 
+  /** RFC 6902 JSON patch of one object; a `test` operation makes it a compare-and-swap. */
+  async jsonPatch<T extends KubernetesObject>(
+    ref: KubernetesObject,
+    operations: { op: string; path: string; value?: unknown; from?: string }[],
+    subresource?: string,
+  ): Promise<T> {
+    const objectPath = await this.objectPath(ref);
+    const path = subresource ? `${objectPath}/${subresource}` : objectPath;
+    const request = this.configuration.baseServer.makeRequestContext(path, HttpMethod.PATCH);
+    request.setHeaderParam("Accept", "application/json");
+    request.setHeaderParam("Content-Type", "application/json-patch+json");
+    request.setBody(JSON.stringify(operations));
+    return this.requestPromise<T>(request);
+  }
+
   private async authenticate(request: RequestContext): Promise<void> {
     const { authMethods } = this.configuration;
     await authMethods.BearerToken?.applySecurityAuthentication(request);

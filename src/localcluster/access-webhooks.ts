@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { stringify } from "yaml";
+import { AUTHENTICATE_PATH, AUTHORIZE_PATH } from "../identity/index.js";
 import { issueCertificate, type KeyPairPem, loadCertificateAuthority } from "../pki/index.js";
 import type { ClusterPki } from "./cluster-pki.js";
 
@@ -20,9 +21,6 @@ export interface AccessWebhooks {
   keyFile: string;
   caFile: string;
 }
-
-export const AUTHENTICATE_PATH = "/authenticate";
-export const AUTHORIZE_PATH = "/authorize";
 
 /** How long kube-apiserver reuses answers: a revoked token or grant stops working within this. */
 export const ACCESS_CACHE_TTL_SECONDS = { authenticated: 10, authorized: 10, unauthorized: 5 };

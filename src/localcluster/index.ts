@@ -1,9 +1,4 @@
-export {
-  ACCESS_CACHE_TTL_SECONDS,
-  type AccessWebhooks,
-  AUTHENTICATE_PATH,
-  AUTHORIZE_PATH,
-} from "./access-webhooks.js";
+export { ACCESS_CACHE_TTL_SECONDS, type AccessWebhooks } from "./access-webhooks.js";
 export { type BuildOptions, type ComponentBinaries, ensureComponents } from "./build.js";
 export type { ClusterPorts, ClusterState, ClusterStatus } from "./cluster.js";
 export { LocalCluster } from "./cluster.js";

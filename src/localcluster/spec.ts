@@ -32,6 +32,7 @@ export const KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node";
 export const defaultClusters: readonly ClusterSpec[] = [
   {
     name: "home",
+    accessWebhooks: true,
     labels: {
       [REGION_LABEL]: "eu-west",
       [PROVIDER_LABEL]: "onprem",

@@ -2,9 +2,11 @@
 
 export {
   isClusterAdmin,
+  isSystemComponent,
   type Requester,
   type TenantRole,
   tenantRole,
+  tenantryIdentity,
   tenantsOf,
   userLabelValue,
 } from "./admission/identity.js";

@@ -7,7 +7,14 @@ export interface TestEnvironment {
   dir: string;
   clusters: { name: string; kubeconfig: string; server: string }[];
   /** tenantry running on the home cluster for the whole test run. */
-  tenantry: { cluster: string; webhookUrl: string; logFile: string };
+  tenantry: {
+    cluster: string;
+    webhookUrl: string;
+    /** Identity REST API, OIDC issuer, and the home cluster's token and authorization webhooks. */
+    accessUrl: string;
+    accessCaPem: string;
+    logFile: string;
+  };
 }
 
 let cached: TestEnvironment | undefined;

@@ -230,6 +230,12 @@ const TenantUserSchema = Type.Object(
       minLength: 1,
       maxLength: USER_NAME_MAX,
     }),
+    role: Type.Optional(
+      DnsSubdomain({
+        description:
+          "A ClusterRole bound to the user in every namespace of the tenant, e.g. `edit` or `view`; permissions add to it.",
+      }),
+    ),
     permissions: Type.Optional(
       Type.Array(PolicyRuleSchema, {
         description: "What the user may do in every namespace of the tenant, as RBAC rules.",

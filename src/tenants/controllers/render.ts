@@ -125,8 +125,24 @@ function ownersRoleBinding(tenant: Tenant, namespace: string): V1RoleBinding {
 }
 
 function userRbac(tenant: Tenant, namespace: string, user: TenantUser): KubernetesObject[] {
-  if (!user.permissions?.length) return [];
   const name = userObjectName(user.name);
+  const userSubject = subject(
+    user.name.startsWith("system:serviceaccount:")
+      ? { kind: "ServiceAccount", name: user.name }
+      : { kind: "User", name: user.name },
+  );
+  const objects: KubernetesObject[] = [];
+  if (user.role) {
+    const roleBinding: V1RoleBinding = {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: managedMetadata(tenantRef(tenant), `${name}-role`, namespace),
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: user.role },
+      subjects: [userSubject],
+    };
+    objects.push(roleBinding);
+  }
+  if (!user.permissions?.length) return objects;
   const role: V1Role = {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "Role",
@@ -138,15 +154,9 @@ function userRbac(tenant: Tenant, namespace: string, user: TenantUser): Kubernet
     kind: "RoleBinding",
     metadata: managedMetadata(tenantRef(tenant), name, namespace),
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
-    subjects: [
-      subject(
-        user.name.startsWith("system:serviceaccount:")
-          ? { kind: "ServiceAccount", name: user.name }
-          : { kind: "User", name: user.name },
-      ),
-    ],
+    subjects: [userSubject],
   };
-  return [role, binding];
+  return [...objects, role, binding];
 }
 
 /**

@@ -1,0 +1,303 @@
+import type { AddressInfo } from "node:net";
+import { type Static, Type } from "@sinclair/typebox";
+import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
+import type { Logger } from "pino";
+import { Counter, Histogram, type Registry } from "prom-client";
+import type { Authenticator } from "./authenticator.js";
+import type { BuiltinIdentity } from "./builtin/builtin-identity.js";
+import { kubernetesUserOf } from "./kubernetes-user.js";
+import { AuthenticationError, type Identity, IdentityProviderUnavailable } from "./providers/provider.js";
+import type { TenantProvisioner } from "./provisioning.js";
+
+export const AUTHENTICATE_PATH = "/authenticate";
+export const AUTHORIZE_PATH = "/authorize";
+export const LOGIN_PATH = "/identity/v1/login";
+export const LOGOUT_PATH = "/identity/v1/logout";
+export const WHOAMI_PATH = "/identity/v1/whoami";
+export const JWKS_PATH = "/openid/v1/jwks";
+export const DISCOVERY_PATH = "/.well-known/openid-configuration";
+
+/** A SubjectAccessReview answer: `allow`, `deny` (final) or `none` (the next authorizer decides). */
+export type AuthorizeFunction = (
+  spec: Record<string, unknown>,
+) => Promise<{ decision: "allow" | "deny" | "none"; reason: string }>;
+
+export interface AccessServerOptions {
+  tls: { certPem: string; keyPem: string };
+  host?: string;
+  port?: number;
+  authenticator: Authenticator;
+  /** Puts users in their tenant at first login (TokenReview); absent: nobody is provisioned. */
+  provisioner?: TenantProvisioner;
+  /** Serves password login, logout and the JWKS when set. */
+  builtin?: BuiltinIdentity;
+  authorize?: AuthorizeFunction;
+  logger?: Logger;
+  registry?: Registry;
+}
+
+const LoginBody = Type.Object(
+  {
+    username: Type.String({ minLength: 1, maxLength: 256 }),
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+    provider: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    domain: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+    tenant: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  },
+  { additionalProperties: false },
+);
+type LoginBody = Static<typeof LoginBody>;
+
+const TokenReviewBody = Type.Object({
+  apiVersion: Type.Optional(Type.String()),
+  kind: Type.Optional(Type.String()),
+  spec: Type.Object({
+    token: Type.String({ maxLength: 16384 }),
+    audiences: Type.Optional(Type.Array(Type.String())),
+  }),
+});
+
+const SubjectAccessReviewBody = Type.Object({
+  apiVersion: Type.Optional(Type.String()),
+  kind: Type.Optional(Type.String()),
+  spec: Type.Record(Type.String(), Type.Unknown()),
+});
+
+/** RFC 9457 problem details: what every REST error of tenantry looks like. */
+function problem(reply: FastifyReply, status: number, title: string, detail: string) {
+  return reply
+    .code(status)
+    .type("application/problem+json")
+    .send({ type: "about:blank", title, status, detail });
+}
+
+function bearer(header: string | undefined): string | undefined {
+  const match = /^Bearer\s+(\S+)$/i.exec(header ?? "");
+  return match?.[1];
+}
+
+/**
+ * One HTTPS endpoint for everything about who users are and what they may do: kube-apiserver's
+ * token (TokenReview) and authorization (SubjectAccessReview) webhooks, and the identity REST API
+ * (login, logout, whoami) with the OIDC discovery document and signing keys of the built-in issuer.
+ */
+export class AccessServer {
+  private readonly app: FastifyInstance;
+  private address?: AddressInfo;
+
+  constructor(private readonly options: AccessServerOptions) {
+    const registry = options.registry;
+    const reviews = registry
+      ? new Counter({
+          name: "tenantry_token_reviews_total",
+          help: "TokenReviews answered, by result and identity provider.",
+          labelNames: ["result", "provider"],
+          registers: [registry],
+        })
+      : undefined;
+    const latency = registry
+      ? new Histogram({
+          name: "tenantry_access_review_duration_seconds",
+          help: "Time to answer a TokenReview or SubjectAccessReview.",
+          labelNames: ["review"],
+          buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+          registers: [registry],
+        })
+      : undefined;
+
+    this.app = Fastify({
+      https: { cert: options.tls.certPem, key: options.tls.keyPem },
+      bodyLimit: 1024 * 1024,
+      ...(options.logger
+        ? { loggerInstance: options.logger.child({ component: "access-server" }, { level: "warn" }) }
+        : {}),
+      forceCloseConnections: true,
+      ajv: { customOptions: { allErrors: false } },
+    }) as unknown as FastifyInstance;
+
+    this.app.setErrorHandler(
+      (err: Error & { validation?: unknown; statusCode?: number }, _request, reply) => {
+        if (err.validation) return problem(reply, 400, "invalid request", err.message);
+        if (err.statusCode && err.statusCode < 500)
+          return problem(reply, err.statusCode, "bad request", err.message);
+        options.logger?.error({ err }, "access server request failed");
+        return problem(reply, 500, "internal error", err.message);
+      },
+    );
+
+    this.app.get("/healthz", async () => "ok");
+
+    this.app.post(AUTHENTICATE_PATH, { schema: { body: TokenReviewBody } }, async (request, reply) => {
+      const end = latency?.startTimer({ review: "token" });
+      const { spec } = request.body as Static<typeof TokenReviewBody>;
+      try {
+        const result = await options.authenticator.authenticate(spec.token);
+        if (!result.authenticated) {
+          reviews?.inc({ result: "refused", provider: "" });
+          return tokenReview({ authenticated: false, error: result.reason });
+        }
+        await options.provisioner?.ensure(result.identity);
+        reviews?.inc({ result: "authenticated", provider: result.identity.provider });
+        return tokenReview({
+          authenticated: true,
+          user: kubernetesUserOf(result.identity),
+          ...(spec.audiences ? { audiences: spec.audiences } : {}),
+        });
+      } catch (err) {
+        reviews?.inc({ result: "error", provider: "" });
+        // A 500 keeps kube-apiserver from caching a "no" that is only an outage.
+        options.logger?.warn({ err }, "token review failed");
+        return reply.code(500).send(tokenReview({ authenticated: false, error: (err as Error).message }));
+      } finally {
+        end?.();
+      }
+    });
+
+    const authorize = options.authorize;
+    if (authorize) {
+      this.app.post(AUTHORIZE_PATH, { schema: { body: SubjectAccessReviewBody } }, async (request) => {
+        const end = latency?.startTimer({ review: "access" });
+        try {
+          const { spec } = request.body as Static<typeof SubjectAccessReviewBody>;
+          const { decision, reason } = await authorize(spec);
+          return {
+            apiVersion: "authorization.k8s.io/v1",
+            kind: "SubjectAccessReview",
+            status: {
+              allowed: decision === "allow",
+              ...(decision === "deny" ? { denied: true } : {}),
+              ...(reason ? { reason } : {}),
+            },
+          };
+        } finally {
+          end?.();
+        }
+      });
+    }
+
+    this.app.post(LOGIN_PATH, { schema: { body: LoginBody } }, async (request, reply) => {
+      const body = request.body as LoginBody;
+      const providerName = body.provider ?? options.builtin?.name ?? options.authenticator.providers[0]?.name;
+      const provider = providerName ? options.authenticator.provider(providerName) : undefined;
+      if (!provider?.login) {
+        const names = options.authenticator.providers.filter((p) => p.login).map((p) => p.name);
+        return problem(
+          reply,
+          400,
+          "invalid request",
+          `provider "${providerName ?? ""}" takes no passwords; use one of: ${names.join(", ") || "(none)"}`,
+        );
+      }
+      try {
+        const issued = await provider.login({
+          username: body.username,
+          password: body.password,
+          ...(body.domain ? { domain: body.domain } : {}),
+          ...(body.tenant ? { tenant: body.tenant } : {}),
+        });
+        await options.provisioner?.ensure(issued.identity);
+        return {
+          token: issued.token,
+          expiresAt: issued.expiresAt.toISOString(),
+          ...describeIdentity(issued.identity),
+        };
+      } catch (err) {
+        if (err instanceof AuthenticationError) return problem(reply, 401, "login refused", err.message);
+        if (err instanceof IdentityProviderUnavailable)
+          return problem(reply, 503, "identity provider unavailable", err.message);
+        throw err;
+      }
+    });
+
+    this.app.post(LOGOUT_PATH, async (request, reply) => {
+      const token = bearer(request.headers.authorization);
+      if (!token)
+        return problem(
+          reply,
+          401,
+          "not logged in",
+          "send the token to revoke as `Authorization: Bearer <token>`",
+        );
+      const provider = options.authenticator.providers.find((p) => p.recognizes(token));
+      if (!provider?.revoke)
+        return problem(reply, 400, "cannot revoke", "this token's provider has no revocation");
+      try {
+        await provider.revoke(token);
+      } catch (err) {
+        if (err instanceof AuthenticationError) return problem(reply, 401, "not logged in", err.message);
+        throw err;
+      }
+      options.authenticator.forget();
+      return reply.code(204).send();
+    });
+
+    this.app.get(WHOAMI_PATH, async (request, reply) => {
+      const token = bearer(request.headers.authorization);
+      if (!token)
+        return problem(reply, 401, "not logged in", "send a token as `Authorization: Bearer <token>`");
+      const result = await options.authenticator.authenticate(token);
+      if (!result.authenticated) return problem(reply, 401, "not logged in", result.reason);
+      return describeIdentity(result.identity);
+    });
+
+    const builtin = options.builtin;
+    if (builtin) {
+      this.app.get(DISCOVERY_PATH, async () => ({
+        issuer: builtin.issuer,
+        jwks_uri: `${builtin.issuer}${JWKS_PATH}`,
+        response_types_supported: ["id_token"],
+        subject_types_supported: ["public"],
+        id_token_signing_alg_values_supported: ["ES256"],
+        claims_supported: [
+          "sub",
+          "iss",
+          "aud",
+          "exp",
+          "iat",
+          "jti",
+          "preferred_username",
+          "groups",
+          "tenant",
+          "tenant_admin",
+        ],
+      }));
+      this.app.get(JWKS_PATH, async (_request, reply) => {
+        await builtin.keys.refresh(60_000);
+        return reply.header("cache-control", "max-age=60").send(builtin.jwks());
+      });
+    }
+  }
+
+  async start(): Promise<string> {
+    await this.app.listen({ host: this.options.host ?? "127.0.0.1", port: this.options.port ?? 0 });
+    this.address = this.app.server.address() as AddressInfo;
+    return this.url;
+  }
+
+  get url(): string {
+    if (!this.address) throw new Error("access server is not started");
+    const host = this.address.family === "IPv6" ? `[${this.address.address}]` : this.address.address;
+    return `https://${host}:${this.address.port}`;
+  }
+
+  async stop(): Promise<void> {
+    await this.app.close();
+  }
+}
+
+function tokenReview(status: Record<string, unknown>) {
+  return { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", status };
+}
+
+function describeIdentity(identity: Identity) {
+  const user = kubernetesUserOf(identity);
+  return {
+    username: user.username,
+    uid: user.uid,
+    groups: user.groups,
+    ...(identity.tenant ? { tenant: identity.tenant } : {}),
+    tenantAdmin: identity.tenantAdmin,
+    provider: identity.provider,
+    ...(identity.expiresAt ? { expiresAt: identity.expiresAt.toISOString() } : {}),
+  };
+}
