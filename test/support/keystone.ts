@@ -63,6 +63,8 @@ export interface RunningKeystone {
   /** The role of that name, created if missing (`admin`, `member`, `reader`, `service` exist from the start). */
   createRole(name: string): Promise<KeystoneRole>;
   assignRole(user: KeystoneUser, project: KeystoneProject, role: string): Promise<void>;
+  /** Disabling a user also revokes every token the user has. */
+  setUserEnabled(user: KeystoneUser, enabled: boolean): Promise<void>;
   /** A token from a password login, scoped to `project` (or to the user's default project). */
   passwordToken(user: KeystoneUser, project?: KeystoneProject): Promise<string>;
   /**
@@ -468,6 +470,10 @@ export async function startKeystone(): Promise<RunningKeystone> {
       async assignRole(user, project, roleName) {
         const role = await keystone.createRole(roleName);
         await adminCall("PUT", `/projects/${project.id}/users/${user.id}/roles/${role.id}`);
+      },
+
+      async setUserEnabled(user, enabled) {
+        await adminCall("PATCH", `/users/${user.id}`, { user: { enabled } });
       },
 
       passwordToken(user, project) {
