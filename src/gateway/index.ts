@@ -1,0 +1,5 @@
+/** The tenant gateway (a kubectl-compatible reverse proxy in front of kube-apiserver): its only public entry. */
+
+export type { RateLimit } from "./rate-limit.js";
+export { GATEWAY_CLUSTER_ROLE, gatewayClusterRole } from "./rbac.js";
+export { GATEWAY_TLS_SECRET, type GatewayOptions, type RunningGateway, startGateway } from "./server.js";

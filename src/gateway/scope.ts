@@ -1,0 +1,130 @@
+import {
+  isClusterAdmin,
+  TENANT_LABEL,
+  type Tenant,
+  type TenantInformers,
+  tenantsOf,
+} from "../tenants/index.js";
+import type { ResourceRequest } from "./request-info.js";
+
+/** Who is calling, as the gateway authenticated them. */
+export interface Caller {
+  username: string;
+  uid?: string;
+  groups: string[];
+  /** The tenant an identity provider put the caller in. */
+  tenant?: string;
+  /** Extra attributes the API server gets with the user (identity provider, tenant). */
+  extra: Record<string, string[]>;
+  /** How the caller proved who they are. */
+  via: "certificate" | "token";
+}
+
+export function callerIsClusterAdmin(caller: Caller): boolean {
+  return isClusterAdmin({ username: caller.username, groups: caller.groups });
+}
+
+/**
+ * The tenants a caller belongs to: as an owner or listed user of the Tenant, or because their
+ * identity provider put them in it (Keystone project, OIDC claim, built-in user's tenant).
+ */
+export function callerTenants(informers: TenantInformers, caller: Caller): Tenant[] {
+  const found = tenantsOf(informers.tenants.list(), { username: caller.username, groups: caller.groups }).map(
+    (t) => t.tenant,
+  );
+  if (caller.tenant && !found.some((t) => t.metadata?.name === caller.tenant)) {
+    const vouched = informers.tenants.get(undefined, caller.tenant);
+    if (vouched) found.push(vouched);
+  }
+  return found;
+}
+
+export interface ObjectLike {
+  metadata?: { name?: string; labels?: Record<string, string> };
+}
+
+/** Cluster-scoped kinds a tenant user sees only in part, each with the objects they may see. */
+export interface FilteredKind {
+  group: string;
+  resource: string;
+  visible(tenants: Tenant[]): (object: ObjectLike) => boolean;
+}
+
+function classAllowed(rule: { names?: string[]; regex?: string } | undefined, name: string): boolean {
+  // The same rule tenant admission applies to the classes a tenant's workloads use.
+  if (!rule) return true;
+  if (rule.names?.includes(name)) return true;
+  if (!rule.regex) return false;
+  try {
+    return new RegExp(rule.regex).test(name);
+  } catch {
+    return false;
+  }
+}
+
+function byClass(
+  rule: (tenant: Tenant) => { names?: string[]; regex?: string } | undefined,
+): FilteredKind["visible"] {
+  return (tenants) => (object) => {
+    const name = object.metadata?.name ?? "";
+    return tenants.some((tenant) => classAllowed(rule(tenant), name));
+  };
+}
+
+function labelsMatch(selector: Record<string, string>, labels: Record<string, string> | undefined): boolean {
+  return Object.entries(selector).every(([key, value]) => labels?.[key] === value);
+}
+
+export const NAMESPACES: FilteredKind = {
+  group: "",
+  resource: "namespaces",
+  visible: (tenants) => {
+    const names = new Set(tenants.map((t) => t.metadata!.name!));
+    return (object) => names.has(object.metadata?.labels?.[TENANT_LABEL] ?? "");
+  },
+};
+
+export const FILTERED_KINDS: readonly FilteredKind[] = [
+  NAMESPACES,
+  {
+    group: "",
+    resource: "nodes",
+    // A tenant without a node pool runs anywhere, so it sees every node.
+    visible: (tenants) => (object) =>
+      tenants.some((tenant) => {
+        const selector = tenant.spec.nodePool?.nodeSelector;
+        return (
+          !selector || Object.keys(selector).length === 0 || labelsMatch(selector, object.metadata?.labels)
+        );
+      }),
+  },
+  {
+    group: "storage.k8s.io",
+    resource: "storageclasses",
+    visible: byClass((t) => t.spec.allowed?.storageClasses),
+  },
+  {
+    group: "networking.k8s.io",
+    resource: "ingressclasses",
+    visible: byClass((t) => t.spec.allowed?.ingressClasses),
+  },
+  {
+    group: "scheduling.k8s.io",
+    resource: "priorityclasses",
+    visible: byClass((t) => t.spec.allowed?.priorityClasses),
+  },
+  // Tenants have no runtime class restriction: they see them all, to choose one for their pods.
+  { group: "node.k8s.io", resource: "runtimeclasses", visible: () => () => true },
+];
+
+/** The filtered kind a request is about, when it is about one (cluster-scoped, any version). */
+export function filteredKind(info: ResourceRequest): FilteredKind | undefined {
+  if (info.namespace !== undefined && info.resource !== "namespaces") return undefined;
+  return FILTERED_KINDS.find((k) => k.group === info.apiGroup && k.resource === info.resource);
+}
+
+/** Label selector restricting namespaces to these tenants; it comes first so nothing after it can undo it. */
+export function namespaceSelector(tenants: Tenant[], callerSelector: string | null): string {
+  const own = `${TENANT_LABEL} in (${tenants.map((t) => t.metadata!.name!).join(",")})`;
+  return callerSelector ? `${own},${callerSelector}` : own;
+}
