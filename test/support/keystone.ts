@@ -126,6 +126,9 @@ async function withInstallLock<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Someone else's apt-get may hold dpkg's lock for a while: wait for it rather than fail. */
+const WAIT_FOR_DPKG = ["-o", "DPkg::Lock::Timeout=600"];
+
 /** Installs Keystone and uWSGI from Debian's packages unless they are there. */
 export async function ensureKeystoneInstalled(): Promise<void> {
   if (await installed()) return;
@@ -135,9 +138,9 @@ export async function ensureKeystoneInstalled(): Promise<void> {
     const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
     try {
       process.stderr.write("keystone: apt-get update\n");
-      await run("apt-get", ["update"], { env, maxBuffer: 64 * 1024 * 1024 });
+      await run("apt-get", [...WAIT_FOR_DPKG, "update"], { env, maxBuffer: 64 * 1024 * 1024 });
       process.stderr.write(`keystone: apt-get install ${PACKAGES.join(" ")} (about a minute)\n`);
-      await run("apt-get", ["install", "-y", "--no-install-recommends", ...PACKAGES], {
+      await run("apt-get", [...WAIT_FOR_DPKG, "install", "-y", "--no-install-recommends", ...PACKAGES], {
         env,
         maxBuffer: 64 * 1024 * 1024,
       });
