@@ -154,8 +154,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       requestCert: true,
       rejectUnauthorized: false,
     },
+    // Request logs are at info: one line per request through a proxy would drown everything else.
     loggerInstance: logger.child({}, { level: "warn" }),
-    disableRequestLogging: true,
     // Watches and exec sessions stay open for long; closing must not wait for them.
     forceCloseConnections: true,
     frameworkErrors: (error, _request, reply) => {

@@ -149,6 +149,12 @@ function keyPem(user: TestUser): string {
   return Buffer.from(user.kubeConfig.getCurrentUser()!.keyData!, "base64").toString("utf8");
 }
 
+/** Host, port and the path exactly as given: a URL string would have `..` and `%2e%2e` resolved away by the client. */
+function target(gateway: RunningGateway, path: string): { host: string; port: number; path: string } {
+  const url = new URL(gateway.url);
+  return { host: url.hostname, port: Number(url.port), path };
+}
+
 export interface Answer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
@@ -169,8 +175,8 @@ export function call(
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(
-      `${gateway.url}${path}`,
       {
+        ...target(gateway, path),
         method: options.method ?? "GET",
         ca: gateway.caPem,
         ...(options.user ? { cert: certPem(options.user), key: keyPem(options.user) } : {}),
@@ -208,8 +214,8 @@ export function watchFor(
   return new Promise((resolve, reject) => {
     let body = "";
     const req = request(
-      `${gateway.url}${path}`,
       {
+        ...target(gateway, path),
         ca: gateway.caPem,
         cert: certPem(user),
         key: keyPem(user),
