@@ -159,6 +159,8 @@ export interface Answer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: string;
+  /** For watches: the gateway ended the stream before the test hung up. */
+  ended?: boolean;
 }
 
 /** A plain HTTPS request to the gateway, as a test user (client certificate) or with a token, or anonymously. */
@@ -227,8 +229,12 @@ export function watchFor(
         res.on("data", (c: string) => {
           body += c;
         });
-        const finish = () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
-        res.on("end", finish);
+        let ended = false;
+        const finish = () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, ended });
+        res.on("end", () => {
+          ended = true;
+          finish();
+        });
         res.on("error", finish);
         const work = during ? during() : Promise.resolve();
         work
