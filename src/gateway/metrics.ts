@@ -25,7 +25,7 @@ export class GatewayMetrics {
     });
     this.watches = new Gauge({
       name: "tenantry_gateway_watches",
-      help: "Watches and upgraded connections (exec, attach, port-forward) open through the gateway.",
+      help: "Watches open through the gateway.",
       labelNames: ["tenant"],
       registers,
     });
