@@ -9,6 +9,7 @@ import {
   type IdentityProvider,
   OidcIdentityProvider,
   type OidcProviderOptions,
+  ProviderConfigWatch,
   TenantProvisioner,
 } from "../identity/index.js";
 import { applyObject, type ClusterClient, LeaderElector, loadClusterClient } from "../kube/index.js";
@@ -130,13 +131,21 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     idp.builtin === false
       ? undefined
       : new BuiltinIdentity({ client, namespace, logger, ...(idp.builtin ?? {}) });
-  const authenticator = new Authenticator({
-    providers: [
-      ...(builtinIdentity ? [builtinIdentity] : []),
-      ...(idp.oidc ?? []).map((o) => new OidcIdentityProvider(o)),
-      ...(idp.extra ?? []),
-    ],
+  const fixedProviders = [
+    ...(builtinIdentity ? [builtinIdentity] : []),
+    ...(idp.oidc ?? []).map((o) => new OidcIdentityProvider(o)),
+    ...(idp.extra ?? []),
+  ];
+  const authenticator = new Authenticator({ providers: fixedProviders });
+  // Keystone and OIDC providers configured at run time (Secret tenantry-identity-providers).
+  const providerConfig = new ProviderConfigWatch({
+    client,
+    namespace,
+    authenticator,
+    fixed: fixedProviders,
+    logger,
   });
+  await providerConfig.start();
   const systemIdentity = tenantryIdentity("", namespace);
   const authorizer = new Authorizer({
     client,
@@ -212,6 +221,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await accessServer.stop();
       await server.stop();
       await builtinIdentity?.stop();
+      await providerConfig.stop();
       await authorizer.stop();
       await informers.stop();
     },

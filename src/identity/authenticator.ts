@@ -22,19 +22,27 @@ export class Authenticator {
   private readonly ttl: number;
   private readonly size: number;
   private readonly now: () => number;
+  private current: IdentityProvider[];
 
-  constructor(private readonly options: AuthenticatorOptions) {
+  constructor(options: AuthenticatorOptions) {
+    this.current = [...options.providers];
     this.ttl = options.cacheTtlMs ?? 10_000;
     this.size = options.cacheSize ?? 10_000;
     this.now = options.now ?? Date.now;
   }
 
   get providers(): readonly IdentityProvider[] {
-    return this.options.providers;
+    return this.current;
   }
 
   provider(name: string): IdentityProvider | undefined {
-    return this.options.providers.find((p) => p.name === name);
+    return this.current.find((p) => p.name === name);
+  }
+
+  /** Swaps the providers (configuration changed); answers cached from the old ones are dropped. */
+  setProviders(providers: IdentityProvider[]): void {
+    this.current = [...providers];
+    this.cache.clear();
   }
 
   async authenticate(token: string): Promise<Authentication> {
@@ -48,7 +56,7 @@ export class Authenticator {
     if (cached && cached.until > now) return cached.result;
     if (cached) this.cache.delete(key);
 
-    const candidates = this.options.providers.filter((p) => p.recognizes(token));
+    const candidates = this.current.filter((p) => p.recognizes(token));
     if (candidates.length === 0) {
       return { authenticated: false, reason: "the token is of no configured identity provider" };
     }

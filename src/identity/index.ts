@@ -20,6 +20,15 @@ export {
   tenantGroup,
 } from "./kubernetes-user.js";
 export {
+  PROVIDER_CONFIG_KEY,
+  PROVIDER_CONFIG_SECRET,
+  type ProviderConfig,
+  ProviderConfigSchema,
+  ProviderConfigWatch,
+  parseProviderConfig,
+  providersFromConfig,
+} from "./provider-config.js";
+export {
   KeystoneIdentityProvider,
   type KeystoneProviderOptions,
   type KeystoneServiceCredentials,

@@ -1,0 +1,316 @@
+/**
+ * Identity and access end to end, through the real kube-apiserver of the home cluster (token
+ * webhook and authorization webhook wired to tenantry) and the real kubectl: users log in to the
+ * built-in identity service, land in their tenant, and are isolated from other users and tenants.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { DynamicObjectApi } from "../../src/kube/index.js";
+import { ACCESS_CACHE_TTL_SECONDS } from "../../src/localcluster/index.js";
+import { testEnvironment, testKubeConfig, uniqueName } from "../support/clusters.js";
+import { eventually } from "../support/eventually.js";
+import {
+  accessRequest,
+  createTestUser,
+  sharedBuiltinIdentity,
+  stopSharedBuiltinIdentity,
+  tokenKubeconfig,
+} from "../support/identity.js";
+import { kubectl } from "../support/kubectl.js";
+
+const tenant = uniqueName("acc");
+const otherTenant = uniqueName("oth");
+const namespace = `${tenant}-default`;
+const otherNamespace = `${otherTenant}-default`;
+const alice = uniqueName("alice"); // tenant admin
+const bob = uniqueName("bob"); // member
+const carol = uniqueName("carol"); // admin of the other tenant
+const password = "correct-horse-1";
+
+interface Session {
+  token: string;
+  kubeconfig: string;
+}
+
+async function login(username: string): Promise<Session> {
+  const res = await accessRequest("POST", "/identity/v1/login", { body: { username, password } });
+  assert.equal(res.status, 200, res.body);
+  const { token } = res.json<{ token: string }>();
+  return { token, kubeconfig: tokenKubeconfig(token) };
+}
+
+const pod = (name: string) =>
+  JSON.stringify({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name },
+    spec: {
+      containers: [
+        {
+          name: "c",
+          image: "nginx",
+          resources: { limits: { cpu: "100m", memory: "64Mi" } },
+          securityContext: { allowPrivilegeEscalation: false },
+        },
+      ],
+    },
+  });
+
+describe("identity and access through kube-apiserver", () => {
+  const sessions: Record<string, Session> = {};
+
+  before(async () => {
+    await createTestUser({ name: alice, password, tenant, tenantAdmin: true });
+    await createTestUser({ name: bob, password, tenant, groups: ["developers"] });
+    await createTestUser({ name: carol, password, tenant: otherTenant, tenantAdmin: true });
+    for (const user of [alice, bob, carol]) sessions[user] = await login(user);
+    // First login created both tenants and their namespaces; wait for RBAC to be in place.
+    for (const [user, ns] of [
+      [alice, namespace],
+      [bob, namespace],
+      [carol, otherNamespace],
+    ] as const) {
+      await eventually(
+        async () => {
+          const r = await kubectl(sessions[user]!.kubeconfig, ["auth", "can-i", "create", "pods", "-n", ns]);
+          assert.equal(r.stdout.trim(), "yes", `${user} in ${ns}: ${r.stdout}${r.stderr}`);
+        },
+        { timeoutMs: 60_000, intervalMs: 500 },
+      );
+    }
+  });
+
+  after(async () => {
+    const identity = await sharedBuiltinIdentity();
+    for (const user of [alice, bob, carol]) await identity.deleteUser(user);
+    const api = DynamicObjectApi.forKubeConfig(testKubeConfig());
+    for (const name of [tenant, otherTenant]) {
+      await api
+        .delete({ apiVersion: "tenantry.dev/v1alpha1", kind: "Tenant", metadata: { name } })
+        .catch(() => {});
+    }
+    await stopSharedBuiltinIdentity();
+  });
+
+  it("kubectl authenticates with the token: username, tenant groups and the tenant in extra", async () => {
+    const r = await kubectl(sessions[bob]!.kubeconfig, ["auth", "whoami", "-o", "json"]);
+    assert.equal(r.code, 0, r.stderr);
+    const user = JSON.parse(r.stdout).status.userInfo;
+    assert.equal(user.username, bob);
+    assert.ok(user.groups.includes("developers"));
+    assert.ok(user.groups.includes(`tenantry:tenant:${tenant}`));
+    assert.ok(!user.groups.includes(`tenantry:tenant-admins:${tenant}`));
+    assert.deepEqual(user.extra["tenantry.dev/tenant"], [tenant]);
+  });
+
+  it("first login put each user in their tenant: admins as owners, others as members", async () => {
+    const r = await kubectl(testKubeConfigPath(), ["get", "tenant", tenant, "-o", "json"]);
+    const spec = JSON.parse(r.stdout).spec;
+    assert.deepEqual(spec.owners, [{ kind: "Group", name: `tenantry:tenant-admins:${tenant}` }]);
+    assert.deepEqual(
+      spec.users.map((u: { name: string }) => u.name),
+      [bob],
+    );
+  });
+
+  it("a member cannot delete another user's pod; deletes their own; the tenant admin deletes any", async () => {
+    const [a, b] = [sessions[alice]!.kubeconfig, sessions[bob]!.kubeconfig];
+    for (const [who, name] of [
+      [a, "alice-pod"],
+      [b, "bob-pod"],
+      [b, "bob-pod-2"],
+    ] as const) {
+      const created = await kubectl(who, ["-n", namespace, "create", "-f", "-"], pod(name));
+      assert.equal(created.code, 0, created.stderr);
+    }
+
+    const denied = await kubectl(b, ["-n", namespace, "delete", "pod", "alice-pod", "--wait=false"]);
+    assert.notEqual(denied.code, 0);
+    assert.match(denied.stderr, /Forbidden|forbidden/);
+    assert.match(denied.stderr, /belongs to user/);
+    const relabel = await kubectl(b, ["-n", namespace, "label", "pod", "alice-pod", "stolen=yes"]);
+    assert.notEqual(relabel.code, 0, "a member cannot change another user's pod either");
+    const own = await kubectl(b, ["-n", namespace, "delete", "pod", "bob-pod-2", "--wait=false"]);
+    assert.equal(own.code, 0, own.stderr);
+    // Deleting everything removes the member's own pods and stops at anyone else's.
+    assert.equal((await kubectl(b, ["-n", namespace, "create", "-f", "-"], pod("bob-pod-3"))).code, 0);
+    const sweep = await kubectl(b, ["-n", namespace, "delete", "pods", "--all", "--wait=false"]);
+    assert.notEqual(sweep.code, 0);
+    const left = await kubectl(a, ["-n", namespace, "get", "pods", "-o", "name"]);
+    assert.match(left.stdout, /pod\/alice-pod/);
+    assert.doesNotMatch(left.stdout, /bob-pod-3/);
+    assert.equal((await kubectl(b, ["-n", namespace, "create", "-f", "-"], pod("bob-pod"))).code, 0);
+    const byAdmin = await kubectl(a, [
+      "-n",
+      namespace,
+      "delete",
+      "pod",
+      "bob-pod",
+      "alice-pod",
+      "--wait=false",
+    ]);
+    assert.equal(byAdmin.code, 0, byAdmin.stderr);
+  });
+
+  it("another tenant's admin sees nothing of this tenant", async () => {
+    const c = sessions[carol]!.kubeconfig;
+    for (const args of [
+      ["-n", namespace, "get", "pods"],
+      ["-n", namespace, "get", "configmaps"],
+      ["-n", namespace, "create", "configmap", "intruder"],
+      ["get", "namespace", namespace],
+      ["get", "namespaces"],
+    ]) {
+      const r = await kubectl(c, args);
+      assert.notEqual(r.code, 0, `carol ran kubectl ${args.join(" ")}`);
+      assert.match(r.stderr, /forbidden/i);
+    }
+  });
+
+  it("an AccessGrant allows exactly what it names, and deleting it revokes it", async () => {
+    const [a, c] = [sessions[alice]!.kubeconfig, sessions[carol]!.kubeconfig];
+    const shared = await kubectl(a, ["-n", namespace, "create", "configmap", "shared", "--from-literal=k=v"]);
+    assert.equal(shared.code, 0, shared.stderr);
+    const grant = {
+      apiVersion: "tenantry.dev/v1alpha1",
+      kind: "AccessGrant",
+      metadata: { name: "share-config" },
+      spec: {
+        grantees: [{ kind: "Tenant", name: otherTenant }],
+        rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list"] }],
+      },
+    };
+    const created = await kubectl(a, ["-n", namespace, "create", "-f", "-"], JSON.stringify(grant));
+    assert.equal(created.code, 0, `the tenant admin creates the grant: ${created.stderr}`);
+
+    await eventually(async () => {
+      const r = await kubectl(c, ["-n", namespace, "get", "configmap", "shared", "-o", "jsonpath={.data.k}"]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, "v");
+    });
+    // A "no" kube-apiserver cached from the earlier test lasts at most the unauthorized TTL.
+    await eventually(
+      async () => {
+        const r = await kubectl(c, ["-n", namespace, "get", "configmaps", "-o", "name"]);
+        assert.equal(r.code, 0, r.stderr);
+      },
+      { timeoutMs: (ACCESS_CACHE_TTL_SECONDS.unauthorized + 10) * 1000 },
+    );
+    for (const args of [
+      ["-n", namespace, "delete", "configmap", "shared"],
+      ["-n", namespace, "create", "configmap", "more"],
+      ["-n", namespace, "get", "secrets"],
+      ["-n", namespace, "get", "pods"],
+      ["-n", otherNamespace.replace(otherTenant, tenant), "get", "configmaps", "--request-timeout=5s"],
+    ]) {
+      const r = await kubectl(c, args);
+      assert.notEqual(r.code, 0, `the grant does not cover kubectl ${args.join(" ")}`);
+    }
+    // A member cannot hand out access: grants are the tenant admin's.
+    const byMember = await kubectl(
+      sessions[bob]!.kubeconfig,
+      ["-n", namespace, "create", "-f", "-"],
+      JSON.stringify({ ...grant, metadata: { name: "by-member" } }),
+    );
+    assert.notEqual(byMember.code, 0);
+
+    const revokedAt = Date.now();
+    assert.equal((await kubectl(a, ["-n", namespace, "delete", "accessgrant", "share-config"])).code, 0);
+    await eventually(
+      async () => {
+        const r = await kubectl(c, ["-n", namespace, "get", "configmap", "shared"]);
+        assert.notEqual(r.code, 0);
+      },
+      { timeoutMs: (ACCESS_CACHE_TTL_SECONDS.authorized + 10) * 1000, intervalMs: 500 },
+    );
+    const seconds = (Date.now() - revokedAt) / 1000;
+    assert.ok(seconds <= ACCESS_CACHE_TTL_SECONDS.authorized + 5, `revocation took ${seconds}s`);
+  });
+
+  it("refuses a grant that names a wildcard or RBAC, naming the field", async () => {
+    const grant = (rule: Record<string, string[]>) =>
+      JSON.stringify({
+        apiVersion: "tenantry.dev/v1alpha1",
+        kind: "AccessGrant",
+        metadata: { name: "too-much" },
+        spec: { grantees: [{ kind: "User", name: carol }], rules: [rule] },
+      });
+    const a = sessions[alice]!.kubeconfig;
+    const wildcard = await kubectl(
+      a,
+      ["-n", namespace, "create", "-f", "-"],
+      grant({ apiGroups: [""], resources: ["pods"], verbs: ["*"] }),
+    );
+    assert.notEqual(wildcard.code, 0);
+    assert.match(wildcard.stderr, /spec\.rules\[0\]\.verbs\[0\]: Unsupported value: "\*"/);
+    const rbac = await kubectl(
+      a,
+      ["-n", namespace, "create", "-f", "-"],
+      grant({ apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles"], verbs: ["get"] }),
+    );
+    assert.notEqual(rbac.code, 0);
+    assert.match(rbac.stderr, /spec\.rules\[0\]\.apiGroups: Forbidden: .*rbac\.authorization\.k8s\.io/);
+  });
+
+  it("refuses expired, forged and revoked tokens", async () => {
+    const identity = await sharedBuiltinIdentity();
+    const expiring = await identity.issue((await identity.readUser(bob))!, 1);
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const tampered = `${sessions[bob]!.token.slice(0, -4)}AAAA`;
+    for (const token of [expiring.token, tampered, "not-a-token"]) {
+      const r = await kubectl(tokenKubeconfig(token), ["-n", namespace, "get", "pods"]);
+      assert.notEqual(r.code, 0);
+      assert.match(r.stderr, /Unauthorized|must be logged in/i);
+    }
+
+    const review = await accessRequest("POST", "/authenticate", {
+      body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token: expiring.token } },
+    });
+    assert.equal(
+      review.json<{ status: { authenticated: boolean; error: string } }>().status.authenticated,
+      false,
+    );
+    assert.match(review.json<{ status: { error: string } }>().status.error, /expired/);
+
+    const session = await login(bob);
+    assert.equal((await kubectl(session.kubeconfig, ["-n", namespace, "get", "pods"])).code, 0);
+    const logout = await accessRequest("POST", "/identity/v1/logout", { token: session.token });
+    assert.equal(logout.status, 204, logout.body);
+    const revoked = await accessRequest("POST", "/authenticate", {
+      body: { spec: { token: session.token } },
+    });
+    assert.match(revoked.json<{ status: { error: string } }>().status.error, /revoked/);
+    await eventually(
+      async () => {
+        const r = await kubectl(session.kubeconfig, ["-n", namespace, "get", "pods"]);
+        assert.notEqual(r.code, 0);
+      },
+      { timeoutMs: (ACCESS_CACHE_TTL_SECONDS.authenticated + 10) * 1000, intervalMs: 500 },
+    );
+  });
+
+  it("answers bad login requests with a problem naming the field, and wrong passwords with 401", async () => {
+    const missing = await accessRequest("POST", "/identity/v1/login", { body: { username: alice } });
+    assert.equal(missing.status, 400);
+    assert.match(missing.json<{ detail: string }>().detail, /password/);
+    const long = await accessRequest("POST", "/identity/v1/login", {
+      body: { username: alice, password: "x".repeat(1025) },
+    });
+    assert.equal(long.status, 400);
+    assert.match(long.json<{ detail: string }>().detail, /password.*1024/);
+    const wrong = await accessRequest("POST", "/identity/v1/login", {
+      body: { username: alice, password: "nope-nope" },
+    });
+    assert.equal(wrong.status, 401);
+    assert.equal(wrong.headers["content-type"], "application/problem+json; charset=utf-8");
+    const unknown = await accessRequest("POST", "/identity/v1/login", {
+      body: { username: "nobody-here", password },
+    });
+    assert.equal(unknown.status, 401);
+    assert.equal(unknown.json<{ detail: string }>().detail, wrong.json<{ detail: string }>().detail);
+  });
+});
+
+function testKubeConfigPath(): string {
+  return testEnvironment().clusters.find((c) => c.name === "home")!.kubeconfig;
+}
