@@ -1,18 +1,29 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { requestUserCertificate, userKubeconfig } from "../identity/index.js";
+import { type BuiltinIdentity, requestUserCertificate, userKubeconfig } from "../identity/index.js";
 import { applyObject, type ClusterClient } from "../kube/index.js";
 import { TENANTS_API_VERSION } from "../tenants/index.js";
 
 export const DEMO_TENANT = "demo";
 export const DEMO_OWNER = "alice";
+/** A member of the demo tenant, a user of the built-in identity service. */
+export const DEMO_MEMBER = "bob";
+/** Demo passwords, printed by `tenantry up`: the embedded default is a local playground. */
+export const DEMO_PASSWORDS: Record<string, string> = {
+  alice: "alice-demo-password",
+  bob: "bob-demo-password",
+};
 
 /**
  * The embedded default's demo: tenant `demo` owned by alice with one declared namespace, a quota
  * and room for two namespaces of her own, plus a kubeconfig for alice signed by the cluster.
  */
-export async function installDemo(client: ClusterClient, dir: string): Promise<{ ownerKubeconfig: string }> {
+export async function installDemo(
+  client: ClusterClient,
+  dir: string,
+  identity?: BuiltinIdentity,
+): Promise<{ ownerKubeconfig: string }> {
   const tenant = {
     apiVersion: TENANTS_API_VERSION,
     kind: "Tenant",
@@ -49,5 +60,20 @@ export async function installDemo(client: ClusterClient, dir: string): Promise<{
     userKubeconfig(client.kubeConfig, credentials, { cluster: "home", namespace: "demo-dev" }),
     { mode: 0o600 },
   );
+  // alice and bob can also log in with a password (`tenantry login`): alice owns the tenant, bob
+  // joins it as a member at his first login.
+  for (const [name, admin] of [
+    [DEMO_OWNER, true],
+    [DEMO_MEMBER, false],
+  ] as const) {
+    if (identity && !(await identity.readUser(name))) {
+      await identity.createUser({
+        name,
+        password: DEMO_PASSWORDS[name]!,
+        tenant: DEMO_TENANT,
+        tenantAdmin: admin,
+      });
+    }
+  }
   return { ownerKubeconfig };
 }

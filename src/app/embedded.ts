@@ -1,4 +1,5 @@
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import type { Logger } from "pino";
 import type { ClusterState } from "../localcluster/index.js";
 import { type RunningTenantry, startTenantry } from "./tenantry.js";
@@ -10,7 +11,7 @@ import { type RunningTenantry, startTenantry } from "./tenantry.js";
  */
 export async function startEmbeddedTenantry(state: ClusterState, logger: Logger): Promise<RunningTenantry> {
   const access = state.accessWebhooks;
-  return startTenantry({
+  const tenantry = await startTenantry({
     cluster: state.name,
     kubeconfig: state.kubeconfig,
     logger,
@@ -28,4 +29,31 @@ export async function startEmbeddedTenantry(state: ClusterState, logger: Logger)
         }
       : {}),
   });
+  await writeEndpoints(state, tenantry);
+  return tenantry;
+}
+
+/** Where `tenantry login` finds the embedded default: `<cluster dir>/tenantry.json`. */
+export const ENDPOINTS_FILE = "tenantry.json";
+
+export interface TenantryEndpoints {
+  cluster: string;
+  /** Identity REST API. */
+  accessUrl: string;
+  accessCaPem: string;
+  /** kube-apiserver, for kubeconfigs when no gateway runs. */
+  apiServer: string;
+  apiServerCaPem: string;
+}
+
+async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): Promise<void> {
+  const cluster = tenantry.client.kubeConfig.getCurrentCluster()!;
+  const endpoints: TenantryEndpoints = {
+    cluster: state.name,
+    accessUrl: tenantry.accessUrl,
+    accessCaPem: tenantry.accessCaPem,
+    apiServer: state.server,
+    apiServerCaPem: Buffer.from(cluster.caData ?? "", "base64").toString(),
+  };
+  await writeFile(join(dirname(state.kubeconfig), ENDPOINTS_FILE), `${JSON.stringify(endpoints, null, 2)}\n`);
 }

@@ -20,6 +20,7 @@ import {
   QuotaAdmission,
   QuotaController,
   QuotaStore,
+  TENANT_LABEL,
   TenantController,
   TenantInformers,
   tenantryIdentity,
@@ -168,6 +169,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     }),
     ...(builtinIdentity ? { builtin: builtinIdentity } : {}),
     authorize: (spec) => authorizer.review(spec),
+    namespacesOf: (tenant) => tenantNamespaces(informers, tenant),
     logger,
     registry: metrics,
   });
@@ -226,4 +228,18 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await informers.stop();
     },
   };
+}
+
+/** A tenant's namespaces from the cache, waiting up to 10 s for the first one of a tenant just created. */
+async function tenantNamespaces(informers: TenantInformers, tenant: string): Promise<string[]> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const names = informers.tenantNamespaces
+      .list()
+      .filter((ns) => ns.metadata?.labels?.[TENANT_LABEL] === tenant)
+      .map((ns) => ns.metadata!.name!)
+      .sort();
+    if (names.length || Date.now() > deadline) return names;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }

@@ -2,6 +2,7 @@
 import { Command, CommanderError } from "commander";
 import { errorMessage, UserError } from "../common/index.js";
 import { registerDevCommands } from "./dev.js";
+import { registerLoginCommands } from "./login.js";
 import { registerRunCommand } from "./run.js";
 import { registerTenantCommands } from "./tenant.js";
 import { registerUpCommand } from "./up.js";
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
   registerRunCommand(program);
   registerTenantCommands(program);
   registerUserCommands(program);
+  registerLoginCommands(program);
   registerDevCommands(program);
   return program;
 }

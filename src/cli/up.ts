@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
-import { DEMO_OWNER, DEMO_TENANT, installDemo } from "../app/demo.js";
+import { DEMO_MEMBER, DEMO_OWNER, DEMO_PASSWORDS, DEMO_TENANT, installDemo } from "../app/demo.js";
 import { startEmbeddedTenantry } from "../app/embedded.js";
 import { ClusterHarness, defaultClusters } from "../localcluster/index.js";
 
@@ -28,13 +28,14 @@ export function registerUpCommand(program: Command): void {
         home,
         pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
       );
-      const { ownerKubeconfig } = await installDemo(tenantry.client, homeDir);
+      const { ownerKubeconfig } = await installDemo(tenantry.client, homeDir, tenantry.builtinIdentity);
       process.stdout.write(
         [
           "",
           "tenantry is up on the embedded default:",
           ...states.map((s) => `  ${s.name.padEnd(8)} ${s.server}  kubeconfig: ${s.kubeconfig}`),
-          `  tenantry webhooks at ${tenantry.webhookUrl}, log: ${logFile}`,
+          `  tenantry webhooks at ${tenantry.webhookUrl}, identity and access at ${tenantry.accessUrl}`,
+          `  tenantry log: ${logFile}`,
           `  demo tenant "${DEMO_TENANT}" owned by ${DEMO_OWNER}: ${ownerKubeconfig}`,
           "",
           "Try, as the cluster admin:",
@@ -46,6 +47,10 @@ export function registerUpCommand(program: Command): void {
           `  kubectl --kubeconfig ${ownerKubeconfig} -n ${DEMO_TENANT}-dev create deployment web --image=nginx --replicas=3`,
           `  kubectl --kubeconfig ${ownerKubeconfig} -n ${DEMO_TENANT}-dev run root --image=nginx --privileged   # refused`,
           `  kubectl --kubeconfig ${ownerKubeconfig} get namespaces                                    # forbidden`,
+          `and as ${DEMO_MEMBER}, a member who logs in with a password (${DEMO_PASSWORDS[DEMO_MEMBER]}):`,
+          `  echo ${DEMO_PASSWORDS[DEMO_MEMBER]} | npx tenantry login -u ${DEMO_MEMBER} --password-stdin`,
+          `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig run web --image=nginx`,
+          `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig delete pod <a pod of ${DEMO_OWNER}>   # refused: not his`,
           "",
           opts.keep ? "Press Ctrl-C to stop tenantry; the clusters keep running." : "Press Ctrl-C to stop.",
           "",

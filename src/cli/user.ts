@@ -22,6 +22,7 @@ import {
 import { type ClusterClient, loadClusterClient } from "../kube/index.js";
 import { type OutputFormat, printResult } from "./output.js";
 import { EXIT } from "./tenant.js";
+import { registerUserAccountCommands } from "./user-accounts.js";
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -98,7 +99,10 @@ function summary(issued: IssuedUserCertificates, path: string): string {
 export function registerUserCommands(program: Command): void {
   const user = program
     .command("user")
-    .description("client certificates for users, signed by each cluster of their tenant");
+    .description(
+      "users of the built-in identity service, and client certificates signed by each cluster of their tenant",
+    );
+  registerUserAccountCommands(user);
 
   withClusterOptions(
     user

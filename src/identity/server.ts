@@ -32,6 +32,8 @@ export interface AccessServerOptions {
   /** Serves password login, logout and the JWKS when set. */
   builtin?: BuiltinIdentity;
   authorize?: AuthorizeFunction;
+  /** The namespaces of a tenant, told to a user at login (waits briefly for a tenant created just now). */
+  namespacesOf?: (tenant: string) => Promise<string[]>;
   logger?: Logger;
   registry?: Registry;
 }
@@ -196,10 +198,12 @@ export class AccessServer {
           ...(body.tenant ? { tenant: body.tenant } : {}),
         });
         await options.provisioner?.ensure(issued.identity);
+        const tenant = issued.identity.tenant;
         return {
           token: issued.token,
           expiresAt: issued.expiresAt.toISOString(),
           ...describeIdentity(issued.identity),
+          namespaces: tenant && options.namespacesOf ? await options.namespacesOf(tenant) : [],
         };
       } catch (err) {
         if (err instanceof AuthenticationError) return problem(reply, 401, "login refused", err.message);

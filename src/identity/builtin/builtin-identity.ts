@@ -284,6 +284,13 @@ export class BuiltinIdentity implements IdentityProvider {
     return true;
   }
 
+  async listUsers(): Promise<User[]> {
+    const list = (await this.options.client.objects.getJson(`/apis/${TENANTS_API_VERSION}/users`)) as {
+      items: User[];
+    };
+    return list.items;
+  }
+
   async readUser(username: string): Promise<User | undefined> {
     if (!USERNAME.test(username) || username.length > MAX_USERNAME) return undefined;
     try {
