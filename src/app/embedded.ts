@@ -41,9 +41,12 @@ export interface TenantryEndpoints {
   /** Identity REST API. */
   accessUrl: string;
   accessCaPem: string;
-  /** kube-apiserver, for kubeconfigs when no gateway runs. */
+  /** kube-apiserver, for kubeconfigs that bypass the gateway. */
   apiServer: string;
   apiServerCaPem: string;
+  /** The tenant gateway, where kubeconfigs written by `tenantry login` point. */
+  gateway?: { url: string; caPem: string };
+  metricsUrl?: string;
 }
 
 async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): Promise<void> {
@@ -54,6 +57,8 @@ async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): P
     accessCaPem: tenantry.accessCaPem,
     apiServer: state.server,
     apiServerCaPem: Buffer.from(cluster.caData ?? "", "base64").toString(),
+    ...(tenantry.gateway ? { gateway: { url: tenantry.gateway.url, caPem: tenantry.gateway.caPem } } : {}),
+    ...(tenantry.gateway?.metricsUrl ? { metricsUrl: tenantry.gateway.metricsUrl } : {}),
   };
   await writeFile(join(dirname(state.kubeconfig), ENDPOINTS_FILE), `${JSON.stringify(endpoints, null, 2)}\n`);
 }

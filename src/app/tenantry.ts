@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles } from "../access/index.js";
+import { gatewayClusterRole, type RateLimit, type RunningGateway, startGateway } from "../gateway/index.js";
 import {
   AccessServer,
   Authenticator,
@@ -54,6 +55,10 @@ export interface TenantryOptions {
    * served there too. Absent: the identity API listens on a free loopback port, webhooks unused.
    */
   access?: { host: string; port: number; tls: { certPem: string; keyPem: string }; caPem: string };
+  /** The tenant gateway (kubectl-compatible proxy); on by default, on a free port unless given. */
+  gateway?: { host?: string; port?: number; rateLimit?: RateLimit } | false;
+  /** Prometheus metrics of every component at http://127.0.0.1:<port>/metrics (0 = a free port). */
+  metricsPort?: number;
   identityProviders?: {
     /** Built-in users and tokens (default on). */
     builtin?: { tokenTtlSeconds?: number; keyRotationSeconds?: number } | false;
@@ -76,6 +81,7 @@ export interface RunningTenantry {
   builtinIdentity?: BuiltinIdentity;
   authenticator: Authenticator;
   metrics: Registry;
+  gateway?: RunningGateway;
   isLeader(): boolean;
   stop(): Promise<void>;
 }
@@ -90,7 +96,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const client = loadClusterClient(options.cluster, options.kubeconfig);
   await installCrds(client.kubeConfig, { crds: ALL_CRDS });
   await applyObject(client, namespaceProvisionerClusterRole);
-  for (const role of accessGrantClusterRoles) await applyObject(client, role);
+  for (const role of [...accessGrantClusterRoles, gatewayClusterRole]) await applyObject(client, role);
   const metrics = new Registry();
 
   const informers = new TenantInformers(client);
@@ -156,17 +162,18 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     registry: metrics,
   });
   await authorizer.start();
+  const provisioner = new TenantProvisioner({
+    client,
+    informers,
+    createTenants: idp.createTenants ?? true,
+    logger,
+  });
   const accessServer = new AccessServer({
     tls: options.access?.tls ?? tls.serving,
     host: options.access?.host ?? host,
     port: options.access?.port ?? 0,
     authenticator,
-    provisioner: new TenantProvisioner({
-      client,
-      informers,
-      createTenants: idp.createTenants ?? true,
-      logger,
-    }),
+    provisioner,
     ...(builtinIdentity ? { builtin: builtinIdentity } : {}),
     authorize: (spec) => authorizer.review(spec),
     namespacesOf: (tenant) => tenantNamespaces(informers, tenant),
@@ -179,6 +186,24 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     await builtinIdentity.start();
   }
   logger.info({ accessUrl }, "identity and access webhooks serving");
+
+  const gateway =
+    options.gateway === false
+      ? undefined
+      : await startGateway({
+          client,
+          informers,
+          authenticator,
+          provisioner,
+          namespace,
+          host: options.gateway?.host ?? host,
+          port: options.gateway?.port ?? 0,
+          ...(options.gateway?.rateLimit ? { rateLimit: options.gateway.rateLimit } : {}),
+          metricsRegistry: metrics,
+          metricsPort: options.metricsPort ?? 0,
+          logger,
+        });
+  if (gateway) logger.info({ url: gateway.url }, "tenant gateway serving");
 
   // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
@@ -217,9 +242,11 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     ...(builtinIdentity ? { builtinIdentity } : {}),
     authenticator,
     metrics,
+    ...(gateway ? { gateway } : {}),
     isLeader: () => elector.isLeader(),
     async stop() {
       await elector.stop();
+      await gateway?.stop();
       await accessServer.stop();
       await server.stop();
       await builtinIdentity?.stop();

@@ -17,6 +17,7 @@ interface LoginOptions {
   passwordStdin?: boolean;
   endpoints?: string;
   output?: string;
+  direct?: boolean;
 }
 
 interface LoginAnswer {
@@ -105,8 +106,20 @@ function problemDetail(text: string): string {
   }
 }
 
-/** A kubeconfig using the token: a context per namespace of the user's tenant, the first one current. */
-export function tokenKubeconfigText(endpoints: TenantryEndpoints, answer: LoginAnswer): string {
+/**
+ * A kubeconfig using the token: a context per namespace of the user's tenant, the first one current.
+ * It points at the tenant gateway (where `kubectl get namespaces` lists the tenant's own) unless
+ * `direct` asks for kube-apiserver itself.
+ */
+export function tokenKubeconfigText(
+  endpoints: TenantryEndpoints,
+  answer: LoginAnswer,
+  direct = false,
+): string {
+  const server =
+    !direct && endpoints.gateway
+      ? endpoints.gateway
+      : { url: endpoints.apiServer, caPem: endpoints.apiServerCaPem };
   const cluster = endpoints.cluster;
   const user = `${cluster}/${answer.username}`;
   const namespaces = answer.namespaces.length ? answer.namespaces : [undefined];
@@ -121,8 +134,8 @@ export function tokenKubeconfigText(endpoints: TenantryEndpoints, answer: LoginA
       {
         name: cluster,
         cluster: {
-          server: endpoints.apiServer,
-          "certificate-authority-data": Buffer.from(endpoints.apiServerCaPem).toString("base64"),
+          server: server.url,
+          "certificate-authority-data": Buffer.from(server.caPem).toString("base64"),
         },
       },
     ],
@@ -167,7 +180,7 @@ export function registerLoginCommands(program: Command): void {
           opts.endpoints ? dirname(opts.endpoints) : join(defaultClustersDir(), endpoints.cluster),
           `${answer.username.replace(/[^\w.@-]/g, "_")}.token.kubeconfig`,
         );
-      await writeFile(file, tokenKubeconfigText(endpoints, answer), { mode: 0o600 });
+      await writeFile(file, tokenKubeconfigText(endpoints, answer, opts.direct), { mode: 0o600 });
       const where = answer.tenant
         ? `tenant "${answer.tenant}" as ${answer.tenantAdmin ? "admin" : "member"}${
             answer.namespaces.length ? `, namespaces ${answer.namespaces.join(", ")}` : ""
@@ -177,7 +190,7 @@ export function registerLoginCommands(program: Command): void {
         [
           `logged in as ${answer.username} (${answer.provider}): ${where}`,
           `token expires ${answer.expiresAt}`,
-          `kubeconfig: ${file}`,
+          `kubeconfig: ${file} (${!opts.direct && endpoints.gateway ? `through the tenant gateway ${endpoints.gateway.url}` : `kube-apiserver ${endpoints.apiServer}`})`,
           `try: kubectl --kubeconfig ${file} get pods`,
           "",
         ].join("\n"),

@@ -35,6 +35,11 @@ export function registerUpCommand(program: Command): void {
           "tenantry is up on the embedded default:",
           ...states.map((s) => `  ${s.name.padEnd(8)} ${s.server}  kubeconfig: ${s.kubeconfig}`),
           `  tenantry webhooks at ${tenantry.webhookUrl}, identity and access at ${tenantry.accessUrl}`,
+          ...(tenantry.gateway
+            ? [
+                `  tenant gateway at ${tenantry.gateway.url}, metrics at ${tenantry.gateway.metricsUrl ?? "(none)"}`,
+              ]
+            : []),
           `  tenantry log: ${logFile}`,
           `  demo tenant "${DEMO_TENANT}" owned by ${DEMO_OWNER}: ${ownerKubeconfig}`,
           "",
@@ -50,6 +55,7 @@ export function registerUpCommand(program: Command): void {
           `and as ${DEMO_MEMBER}, a member who logs in with a password (${DEMO_PASSWORDS[DEMO_MEMBER]}):`,
           `  echo ${DEMO_PASSWORDS[DEMO_MEMBER]} | npx tenantry login -u ${DEMO_MEMBER} --password-stdin`,
           `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig run web --image=nginx`,
+          `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig get namespaces             # through the gateway: only demo's`,
           `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig delete pod <a pod of ${DEMO_OWNER}>   # refused: not his`,
           "",
           opts.keep ? "Press Ctrl-C to stop tenantry; the clusters keep running." : "Press Ctrl-C to stop.",

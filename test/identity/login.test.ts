@@ -96,6 +96,10 @@ describe("tenantry login with a built-in user", () => {
       "jsonpath={.contexts[0].context.namespace}",
     ]);
     assert.equal(ns.stdout, `${tenant}-default`);
+    // The kubeconfig points at the tenant gateway: the namespace list is the tenant's own.
+    const namespaces = await kubectl(out, ["get", "namespaces", "-o", "name"]);
+    assert.equal(namespaces.code, 0, namespaces.stderr);
+    assert.equal(namespaces.stdout.trim(), `namespace/${tenant}-default`);
 
     const logout = await tenantryCli(["logout", out, "--endpoints", endpointsFile()], "");
     assert.equal(logout.code, 0, logout.stderr);
