@@ -9,7 +9,7 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import { stringify } from "yaml";
 import { type GatewayOptions, type RunningGateway, startGateway } from "../../src/gateway/index.js";
-import { Authenticator, type IdentityProvider } from "../../src/identity/index.js";
+import { Authenticator, type IdentityProvider, TenantProvisioner } from "../../src/identity/index.js";
 import { ClusterClient } from "../../src/kube/index.js";
 import {
   TENANT_LABEL,
@@ -37,7 +37,7 @@ export interface TestGateway {
 
 /** A gateway of the test's own, with the home cluster's admin credentials and fresh tenant caches. */
 export async function startTestGateway(
-  options: Partial<GatewayOptions> & { providers?: IdentityProvider[] } = {},
+  options: Partial<GatewayOptions> & { providers?: IdentityProvider[]; provisionTenants?: boolean } = {},
 ): Promise<TestGateway> {
   const client = new ClusterClient("home", testKubeConfig("home"));
   const informers = new TenantInformers(client);
@@ -46,7 +46,11 @@ export async function startTestGateway(
   const gateway = await startGateway({
     client,
     informers,
-    authenticator: new Authenticator({ providers: options.providers ?? [] }),
+    // Answers are not cached, so a revoked token is refused at once.
+    authenticator: new Authenticator({ providers: options.providers ?? [], cacheTtlMs: 0 }),
+    ...(options.provisionTenants
+      ? { provisioner: new TenantProvisioner({ client, informers, createTenants: false }) }
+      : {}),
     rateLimit: { qps: 200, burst: 400 },
     metricsRegistry: registry,
     logger: pino({ level: "warn" }),
