@@ -4,7 +4,6 @@
  * kubeconfig, and kubectl lands them in their tenant's namespace.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { V1Secret } from "@kubernetes/client-node";
@@ -15,32 +14,7 @@ import { testEnvironment, testKubeConfig, uniqueName } from "../support/clusters
 import { eventually } from "../support/eventually.js";
 import { createTestUser, sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
 import { type RunningKeystone, startKeystone } from "../support/keystone.js";
-import { kubectl } from "../support/kubectl.js";
-
-const root = join(import.meta.dirname, "..", "..");
-
-function tenantryCli(
-  args: string[],
-  input: string,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(root, "src/cli/main.ts"), ...args], {
-      cwd: root,
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => {
-      stdout += c.toString();
-    });
-    child.stderr.on("data", (c: Buffer) => {
-      stderr += c.toString();
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
-    child.stdin.end(input);
-  });
-}
+import { kubectl, tenantryCli } from "../support/kubectl.js";
 
 function endpointsFile(): string {
   const env = testEnvironment();

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,36 +15,10 @@ import { freePort } from "../../src/localcluster/index.js";
 import { createCertificateRequest } from "../../src/pki/index.js";
 import { TENANT_LABEL, USER_LABEL, userLabelValue } from "../../src/tenants/index.js";
 import { testEnvironment, testKubeConfig, uniqueName } from "../support/clusters.js";
-import { kubectl } from "../support/kubectl.js";
+import { type CommandResult, kubectl, tenantryCli } from "../support/kubectl.js";
 import { testUser } from "../support/users.js";
 
-const root = join(import.meta.dirname, "..", "..");
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** The tenantry CLI, as a user runs it. */
-function tenantry(args: string[]): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(root, "src/cli/main.ts"), ...args], {
-      cwd: root,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => {
-      stdout += c.toString();
-    });
-    child.stderr.on("data", (c: Buffer) => {
-      stderr += c.toString();
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
-  });
-}
+const tenantry = (args: string[]): Promise<CommandResult> => tenantryCli(args);
 
 function kubeconfigPath(cluster: string): string {
   return testEnvironment().clusters.find((c) => c.name === cluster)!.kubeconfig;

@@ -1,17 +1,20 @@
 import { spawn } from "node:child_process";
+import { join } from "node:path";
 
-export interface KubectlResult {
+export interface CommandResult {
   code: number;
   stdout: string;
   stderr: string;
 }
+/** What kubectl printed and how it exited. */
+export type KubectlResult = CommandResult;
 
-/** Runs the machine's real kubectl with the given kubeconfig; `input` is fed to stdin (for `-f -`). */
-export function kubectl(kubeconfigPath: string, args: string[], input?: string): Promise<KubectlResult> {
+const root = join(import.meta.dirname, "..", "..");
+
+/** Runs a program to completion, feeding `input` to its stdin, and collects what it prints. */
+export function runCommand(command: string, args: string[], input?: string): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn("kubectl", ["--kubeconfig", kubeconfigPath, ...args], {
-      stdio: ["pipe", "pipe", "pipe"],
-    });
+    const child = spawn(command, args, { cwd: root, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (c: Buffer) => {
@@ -24,4 +27,14 @@ export function kubectl(kubeconfigPath: string, args: string[], input?: string):
     child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
     child.stdin.end(input ?? "");
   });
+}
+
+/** Runs the machine's real kubectl with the given kubeconfig; `input` is fed to stdin (for `-f -`). */
+export function kubectl(kubeconfigPath: string, args: string[], input?: string): Promise<CommandResult> {
+  return runCommand("kubectl", ["--kubeconfig", kubeconfigPath, ...args], input);
+}
+
+/** The tenantry CLI, as a user runs it. */
+export function tenantryCli(args: string[], input?: string): Promise<CommandResult> {
+  return runCommand(process.execPath, ["--import", "tsx", join(root, "src/cli/main.ts"), ...args], input);
 }
