@@ -203,6 +203,17 @@ export function call(
         res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
       },
     );
+    // An upgraded answer (101): what arrives within a second is the body.
+    req.on("upgrade", (res, socket, head: Buffer) => {
+      let body = head.toString("latin1");
+      socket.on("data", (c: Buffer) => {
+        body += c.toString("latin1");
+      });
+      setTimeout(() => {
+        socket.destroy();
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+      }, 1000);
+    });
     req.on("error", reject);
     req.end(options.body);
   });
