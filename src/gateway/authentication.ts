@@ -44,6 +44,7 @@ export class CallerAuthenticator {
     string,
     { caller: Caller | undefined; message: string; until: number }
   >();
+  private readonly byConnection = new WeakMap<TLSSocket, { caller?: Caller; presented: boolean }>();
   private api?: AuthenticationV1Api;
 
   constructor(
@@ -54,17 +55,9 @@ export class CallerAuthenticator {
   ) {}
 
   async authenticate(socket: TLSSocket, headers: IncomingHttpHeaders): Promise<CallerAuthentication> {
-    const peer = socket.getPeerCertificate();
-    const hasCertificate = peer && Object.keys(peer).length > 0;
-    if (hasCertificate && socket.authorized) {
-      const username = asList(peer.subject?.CN)[0];
-      if (username) {
-        return {
-          ok: true,
-          caller: { username, groups: asList(peer.subject?.O), extra: {}, via: "certificate" },
-        };
-      }
-    }
+    const certified = this.certificateCaller(socket);
+    if (certified.caller) return { ok: true, caller: certified.caller };
+    const hasCertificate = certified.presented;
     const token = bearerToken(headers);
     if (token) return this.authenticateToken(token);
     if (hasCertificate) {
@@ -74,6 +67,24 @@ export class CallerAuthenticator {
       };
     }
     return { ok: false, message: "no client certificate or bearer token was presented" };
+  }
+
+  /** The client certificate's user; a connection keeps its certificate, so it is read once per connection. */
+  private certificateCaller(socket: TLSSocket): { caller?: Caller; presented: boolean } {
+    const known = this.byConnection.get(socket);
+    if (known) return known;
+    const peer = socket.getPeerCertificate();
+    const presented = !!peer && Object.keys(peer).length > 0;
+    let result: { caller?: Caller; presented: boolean } = { presented };
+    const username = presented && socket.authorized ? asList(peer.subject?.CN)[0] : undefined;
+    if (username) {
+      result = {
+        presented,
+        caller: { username, groups: asList(peer.subject?.O), extra: {}, via: "certificate" },
+      };
+    }
+    this.byConnection.set(socket, result);
+    return result;
   }
 
   private async authenticateToken(token: string): Promise<CallerAuthentication> {

@@ -13,9 +13,9 @@ import { parsePath, queryFlag, type RequestInfo, requestInfo, resourceLabel } fr
 import {
   type Caller,
   callerIsClusterAdmin,
-  callerTenants,
   type FilteredKind,
   filteredKind,
+  type Memberships,
   NAMESPACES,
   namespaceSelector,
   type ObjectLike,
@@ -94,6 +94,7 @@ export interface ProxyOptions {
   buckets: KeyedTokenBuckets;
   metrics: GatewayMetrics;
   watches: FilteredWatches;
+  memberships: Memberships;
   logger: Logger;
   /** Reads a namespace the cache does not have yet (created a moment ago), with the gateway's identity. */
   readNamespaceTenant(name: string): Promise<string | undefined>;
@@ -161,7 +162,7 @@ export class GatewayProxy {
     const caller = authentication.caller;
     context.caller = caller;
     const admin = callerIsClusterAdmin(caller);
-    const tenants = callerTenants(this.options.informers, caller);
+    const tenants = this.options.memberships.of(caller);
     const tenantNames = new Set(tenants.map((t) => t.metadata!.name!));
 
     let pathTenant: Tenant | undefined;

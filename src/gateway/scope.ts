@@ -28,7 +28,7 @@ export function callerIsClusterAdmin(caller: Caller): boolean {
  * The tenants a caller belongs to: as an owner or listed user of the Tenant, or because their
  * identity provider put them in it (Keystone project, OIDC claim, built-in user's tenant).
  */
-export function callerTenants(informers: TenantInformers, caller: Caller): Tenant[] {
+function findCallerTenants(informers: TenantInformers, caller: Caller): Tenant[] {
   const found = tenantsOf(informers.tenants.list(), { username: caller.username, groups: caller.groups }).map(
     (t) => t.tenant,
   );
@@ -37,6 +37,38 @@ export function callerTenants(informers: TenantInformers, caller: Caller): Tenan
     if (vouched) found.push(vouched);
   }
   return found;
+}
+
+const MEMBERSHIP_CACHE_SIZE = 10_000;
+
+/**
+ * {@link findCallerTenants} for every request would scan every Tenant each time; the answer only
+ * changes when a Tenant does, so it is kept per identity until then.
+ */
+export class Memberships {
+  private readonly cache = new Map<string, Tenant[]>();
+  private readonly unsubscribe: () => void;
+
+  constructor(private readonly informers: TenantInformers) {
+    const forget = () => this.cache.clear();
+    this.unsubscribe = informers.tenants.addHandler({ onAdd: forget, onUpdate: forget, onDelete: forget });
+  }
+
+  of(caller: Caller): Tenant[] {
+    const key = [caller.username, caller.tenant ?? "", ...caller.groups].join("\u0000");
+    let tenants = this.cache.get(key);
+    if (!tenants) {
+      tenants = findCallerTenants(this.informers, caller);
+      if (this.cache.size >= MEMBERSHIP_CACHE_SIZE) this.cache.clear();
+      this.cache.set(key, tenants);
+    }
+    return tenants;
+  }
+
+  stop(): void {
+    this.unsubscribe();
+    this.cache.clear();
+  }
 }
 
 export interface ObjectLike {

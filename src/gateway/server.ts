@@ -14,6 +14,7 @@ import { CallerAuthenticator, readClientCa } from "./authentication.js";
 import { GatewayMetrics } from "./metrics.js";
 import { GatewayProxy } from "./proxy.js";
 import { KeyedTokenBuckets, type RateLimit } from "./rate-limit.js";
+import { Memberships } from "./scope.js";
 import { badRequest, sendStatus } from "./status.js";
 import { UpgradeHandler } from "./upgrade.js";
 import { Upstream } from "./upstream.js";
@@ -121,6 +122,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const metrics = new GatewayMetrics(registry, informers);
   const upstream = new Upstream(client);
   const watches = new FilteredWatches(informers.tenants);
+  const memberships = new Memberships(informers);
   const proxy = new GatewayProxy({
     upstream,
     informers,
@@ -132,6 +134,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     buckets: new KeyedTokenBuckets(options.rateLimit ?? DEFAULT_RATE_LIMIT),
     metrics,
     watches,
+    memberships,
     logger,
     async readNamespaceTenant(name) {
       try {
@@ -224,6 +227,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     async stop() {
       clearInterval(refresh);
       watches.stop();
+      memberships.stop();
       upgrades.destroyAll();
       await app.close();
       await metricsApp?.close();
