@@ -3,12 +3,14 @@ import { stringify } from "yaml";
 import { ACCESS_CRDS } from "../access/index.js";
 import type { CustomResourceDefinition } from "../apis/index.js";
 import { IDENTITY_CRDS } from "../identity/index.js";
+import { MULTICLUSTER_CRDS } from "../multicluster/index.js";
 import { TENANTS_CRDS } from "../tenants/index.js";
 
 export const ALL_CRDS: readonly CustomResourceDefinition[] = [
   ...TENANTS_CRDS,
   ...IDENTITY_CRDS,
   ...ACCESS_CRDS,
+  ...MULTICLUSTER_CRDS,
 ];
 
 /** Where the generated manifests live, relative to the repository root. */

@@ -1,0 +1,55 @@
+/** The multi-cluster capability (cluster identity, peering, virtual nodes): its only public entry. */
+
+export { MULTICLUSTER_CRDS, PEERING_CRD } from "./api/crds.js";
+export {
+  MAX_CLUSTER_NAME,
+  type Peering,
+  PeeringSchema,
+  type PeeringSpec,
+  type PeeringStatus,
+} from "./api/peering.js";
+export {
+  CLUSTER_IDENTITY_CONFIGMAP,
+  type ClusterIdentity,
+  checkClusterLabels,
+  checkClusterName,
+  ensureClusterIdentity,
+  parseClusterIdentity,
+  readClusterIdentity,
+} from "./identity.js";
+export {
+  DEFAULT_NAMESPACE,
+  PEER_CERTIFICATE_SECONDS,
+  PEER_CLUSTER_ID_LABEL,
+  PEER_CLUSTER_NAME_LABEL,
+  PeeringError,
+  type PeeringSummary,
+  type PeerOptions,
+  type PeerResult,
+  peerClusters,
+  peeringSummaries,
+  peerKubeconfig,
+  peerRoleName,
+  peerSecretName,
+  peerTenantName,
+  peerUsername,
+  type UnpeerOptions,
+  type UnpeerResult,
+  unpeerClusters,
+} from "./peer.js";
+export {
+  capacitySummary,
+  KUBECONFIG_KEY,
+  PeeringController,
+  type PeeringControllerOptions,
+} from "./peering-controller.js";
+export { type ProbeResult, probeReadyz } from "./remote.js";
+export {
+  NODE_LEASE_NAMESPACE,
+  NODE_TYPE_LABEL,
+  PEERING_LABEL,
+  REMOTE_CLUSTER_ID_LABEL,
+  VIRTUAL_NODE_TAINT,
+  VIRTUAL_NODE_TYPE,
+  virtualNodeName,
+} from "./virtual-node.js";
