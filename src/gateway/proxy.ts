@@ -406,15 +406,11 @@ export class GatewayProxy {
       req.socket.remoteAddress,
     );
     const upstream = this.options.upstream;
-    const outgoing = httpsRequest({
-      host: upstream.host,
-      port: upstream.port,
-      method: plan.as === "caller" ? req.method : "GET",
-      path: plan.path,
-      headers,
-      agent,
-    });
+    const method = plan.as === "caller" ? (req.method ?? "GET") : "GET";
+    // A request without a body can be sent again when a kept-alive connection turns out closed.
+    const replayable = method === "GET" || method === "HEAD";
     let answered = false;
+    let outgoing!: ReturnType<typeof httpsRequest>;
     let stopTracking: (() => void) | undefined;
     res.once("close", () => {
       // The caller went away (or the watch was closed): stop reading from the API server too.
@@ -442,15 +438,42 @@ export class GatewayProxy {
     const streamed = (err: Error | null | undefined) => {
       if (err) res.destroy();
     };
-    outgoing.on("error", (err) => {
-      if (res.headersSent) {
-        res.destroy();
-        return;
+    const send = (retry: boolean) => {
+      outgoing = httpsRequest({
+        host: upstream.host,
+        port: upstream.port,
+        method,
+        path: plan.path,
+        headers,
+        agent,
+      });
+      const sent = outgoing;
+      sent.on("error", (err: NodeJS.ErrnoException) => {
+        if (
+          retry &&
+          sent.reusedSocket &&
+          (err.code === "ECONNRESET" || err.code === "EPIPE") &&
+          !res.destroyed
+        ) {
+          send(false);
+          return;
+        }
+        if (res.headersSent) {
+          res.destroy();
+          return;
+        }
+        this.options.logger.warn({ err, path: plan.path }, "the API server could not be reached");
+        sendStatus(res, serviceUnavailable(`the API server could not be reached: ${err.message}`));
+      });
+      sent.on("response", (answer) => respond(answer));
+      if (replayable) sent.end();
+      else {
+        pipeline(req, sent, (err) => {
+          if (err) sent.destroy();
+        });
       }
-      this.options.logger.warn({ err, path: plan.path }, "the API server could not be reached");
-      sendStatus(res, serviceUnavailable(`the API server could not be reached: ${err.message}`));
-    });
-    outgoing.on("response", (answer) => {
+    };
+    const respond = (answer: IncomingMessage) => {
       const code = answer.statusCode ?? 502;
       answer.once("end", () => {
         answered = true;
@@ -502,15 +525,9 @@ export class GatewayProxy {
         });
         res.end(text);
       });
-    });
-    if (plan.as === "caller") {
-      pipeline(req, outgoing, (err) => {
-        if (err) outgoing.destroy();
-      });
-    } else {
-      req.resume();
-      outgoing.end();
-    }
+    };
+    if (replayable) req.resume();
+    send(replayable);
   }
 }
 
