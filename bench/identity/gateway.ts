@@ -367,6 +367,23 @@ async function main(): Promise<void> {
         throw new Error("the gateway did not see every tenant and namespace within 5 minutes");
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
+    // kube-controller-manager gives every new namespace its service account and root CA ConfigMap;
+    // until it is done the API server is busy with that, not with what is measured.
+    const settling = createProgress("waiting for kube-controller-manager to settle");
+    for (const deadline = Date.now() + 600_000; ; ) {
+      const all = (await core.listNamespace()).items.length;
+      const [accounts, configMaps] = await Promise.all([
+        core.listServiceAccountForAllNamespaces({ fieldSelector: "metadata.name=default" }),
+        core.listConfigMapForAllNamespaces({ fieldSelector: "metadata.name=kube-root-ca.crt" }),
+      ]);
+      const ready = Math.min(accounts.items.length, configMaps.items.length);
+      settling.update(ready, all, "namespaces with their service account and root CA");
+      if (ready >= all) break;
+      if (Date.now() > deadline) throw new Error("kube-controller-manager did not settle within 10 minutes");
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
+    settling.finish("settled");
+    await new Promise((resolve) => setTimeout(resolve, 5000));
     const syncedRss = rssMiBOfPid(gatewayPid);
 
     const gatewayKubeconfig = join(dir, "owner-gateway.kubeconfig");
