@@ -2,7 +2,7 @@
  * `npm test`: static checks, then every test file in one run of node's test runner. Integration
  * tests share three local clusters (home, edge-1, edge-2) started once here and stopped at the end;
  * they find them through the file named by TENANTRY_TEST_ENV. tenantry itself (controllers and
- * admission webhooks) runs on the home cluster for the whole run, as `tenantry up` runs it.
+ * admission webhooks) runs on every cluster for the whole run, as `tenantry up` runs it.
  */
 import { spawn } from "node:child_process";
 import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
@@ -43,6 +43,12 @@ async function main(): Promise<number> {
   const harness = new ClusterHarness({ dir });
   let code = 1;
   let tenantry: Awaited<ReturnType<typeof startEmbeddedTenantry>> | undefined;
+  // tenantry runs on edge-1 and edge-2 too: a peer's tenant there needs its controllers.
+  const remotes: {
+    cluster: string;
+    logFile: string;
+    tenantry: Awaited<ReturnType<typeof startEmbeddedTenantry>>;
+  }[] = [];
   try {
     const states = await harness.up([...defaultClusters]);
     const home = states.find((s) => s.name === "home")!;
@@ -51,6 +57,20 @@ async function main(): Promise<number> {
       home,
       pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
     );
+    const started = await Promise.allSettled(
+      states
+        .filter((s) => s.name !== "home")
+        .map(async (state) => {
+          const remoteLog = join(dir, `tenantry-${state.name}.log`);
+          const running = await startEmbeddedTenantry(
+            state,
+            pino({ level: "info" }, pino.destination({ dest: remoteLog, sync: false })),
+          );
+          remotes.push({ cluster: state.name, logFile: remoteLog, tenantry: running });
+        }),
+    );
+    const failed = started.find((r) => r.status === "rejected");
+    if (failed) throw failed.reason;
     const envFile = join(dir, "test-env.json");
     await writeFile(
       envFile,
@@ -63,6 +83,17 @@ async function main(): Promise<number> {
           accessCaPem: tenantry.accessCaPem,
           logFile,
         },
+        tenantries: [
+          { cluster: "home", logFile, tenantry },
+          ...remotes.map((r) => ({ cluster: r.cluster, logFile: r.logFile, tenantry: r.tenantry })),
+        ].map((t) => ({
+          cluster: t.cluster,
+          clusterId: t.tenantry.clusterIdentity.clusterId,
+          webhookUrl: t.tenantry.webhookUrl,
+          accessUrl: t.tenantry.accessUrl,
+          accessCaPem: t.tenantry.accessCaPem,
+          logFile: t.logFile,
+        })),
         clusters: states.map((s) => ({ name: s.name, kubeconfig: s.kubeconfig, server: s.server })),
       }),
     );
@@ -81,12 +112,17 @@ async function main(): Promise<number> {
     );
   } finally {
     await tenantry?.stop().catch((err) => process.stderr.write(`stopping tenantry failed: ${err}\n`));
+    for (const remote of remotes) {
+      await remote.tenantry
+        .stop()
+        .catch((err) => process.stderr.write(`stopping tenantry on ${remote.cluster} failed: ${err}\n`));
+    }
     // On failure the stopped clusters' logs stay behind for inspection.
     await (code === 0 ? harness.reset() : harness.down()).catch((err) =>
       process.stderr.write(`cleanup failed: ${err}\n`),
     );
     if (code === 0) await rm(dir, { recursive: true, force: true });
-    else process.stderr.write(`logs of this run: ${dir}/<cluster>/logs and ${dir}/tenantry.log\n`);
+    else process.stderr.write(`logs of this run: ${dir}/<cluster>/logs and ${dir}/tenantry*.log\n`);
   }
   return code;
 }

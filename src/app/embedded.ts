@@ -15,6 +15,7 @@ export async function startEmbeddedTenantry(state: ClusterState, logger: Logger)
     cluster: state.name,
     kubeconfig: state.kubeconfig,
     logger,
+    clusterLabels: state.spec.labels ?? {},
     ...(access
       ? {
           access: {

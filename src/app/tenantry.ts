@@ -15,6 +15,12 @@ import {
 } from "../identity/index.js";
 import { applyObject, type ClusterClient, LeaderElector, loadClusterClient } from "../kube/index.js";
 import {
+  type ClusterIdentity,
+  ensureClusterIdentity,
+  PeeringController,
+  type PeeringControllerOptions,
+} from "../multicluster/index.js";
+import {
   installCrds,
   isSystemComponent,
   namespaceProvisionerClusterRole,
@@ -41,6 +47,15 @@ export const TENANTRY_NAMESPACE = "tenantry-system";
 export interface TenantryOptions {
   /** Cluster name used in work-queue keys and logs. */
   cluster: string;
+  /** The name peers know this cluster by (its identity); default `cluster`. */
+  clusterName?: string;
+  /**
+   * Labels the cluster's administrator chose (region, provider, security policy, hardware),
+   * given to peers at peering; absent keeps the ones recorded before.
+   */
+  clusterLabels?: Record<string, string>;
+  /** Virtual nodes for this cluster's Peerings: probe and heartbeat periods. */
+  multicluster?: Pick<PeeringControllerOptions, "probeIntervalMs" | "probeTimeoutMs" | "statusHeartbeatMs">;
   kubeconfig: string;
   logger: Logger;
   /** Address the webhook server listens on and the API server calls (embedded default: loopback). */
@@ -72,6 +87,8 @@ export interface TenantryOptions {
 
 export interface RunningTenantry {
   client: ClusterClient;
+  /** Who this cluster is to its peers (ConfigMap tenantry-system/tenantry-cluster-identity). */
+  clusterIdentity: ClusterIdentity;
   webhookUrl: string;
   /** Identity REST API, OIDC issuer and kube-apiserver's access webhooks. */
   accessUrl: string;
@@ -95,6 +112,12 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const namespace = options.namespace ?? TENANTRY_NAMESPACE;
   const client = loadClusterClient(options.cluster, options.kubeconfig);
   await installCrds(client.kubeConfig, { crds: ALL_CRDS });
+  const clusterIdentity = await ensureClusterIdentity(client, {
+    namespace,
+    clusterName: options.clusterName ?? options.cluster,
+    ...(options.clusterLabels ? { labels: options.clusterLabels } : {}),
+  });
+  logger.info(clusterIdentity, "cluster identity");
   await applyObject(client, namespaceProvisionerClusterRole);
   for (const role of [...accessGrantClusterRoles, gatewayClusterRole]) await applyObject(client, role);
   const metrics = new Registry();
@@ -222,6 +245,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           quotas: informers.quotas,
           logger,
         }),
+        new PeeringController({ client, namespace, logger, ...options.multicluster }),
       ];
       for (const controller of controllers) await controller.start();
     },
@@ -235,6 +259,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
 
   return {
     client,
+    clusterIdentity,
     webhookUrl,
     accessUrl,
     accessCaPem: options.access?.caPem ?? tls.caPem,

@@ -3,6 +3,7 @@ import { Command, CommanderError } from "commander";
 import { errorMessage, UserError } from "../common/index.js";
 import { registerDevCommands } from "./dev.js";
 import { registerLoginCommands } from "./login.js";
+import { registerPeerCommands } from "./peer.js";
 import { registerRunCommand } from "./run.js";
 import { registerTenantCommands } from "./tenant.js";
 import { registerUpCommand } from "./up.js";
@@ -19,6 +20,7 @@ export function buildProgram(): Command {
   registerUserCommands(program);
   registerLoginCommands(program);
   registerDevCommands(program);
+  registerPeerCommands(program);
   return program;
 }
 

@@ -28,6 +28,20 @@ export function registerUpCommand(program: Command): void {
         home,
         pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
       );
+      // tenantry runs on the other clusters too, so that they can provide for peers.
+      const remotes: { name: string; logFile: string; tenantry: typeof tenantry }[] = [];
+      for (const state of states.filter((s) => s.name !== "home")) {
+        const remoteLog = join(harness.dir, state.name, "logs", "tenantry.log");
+        process.stderr.write(`starting tenantry on ${state.name}…\n`);
+        remotes.push({
+          name: state.name,
+          logFile: remoteLog,
+          tenantry: await startEmbeddedTenantry(
+            state,
+            pino({ level: "info" }, pino.destination({ dest: remoteLog, sync: false })),
+          ),
+        });
+      }
       const { ownerKubeconfig } = await installDemo(tenantry.client, homeDir, tenantry.builtinIdentity);
       process.stdout.write(
         [
@@ -41,6 +55,7 @@ export function registerUpCommand(program: Command): void {
               ]
             : []),
           `  tenantry log: ${logFile}`,
+          ...remotes.map((r) => `  tenantry on ${r.name}: log ${r.logFile}`),
           `  demo tenant "${DEMO_TENANT}" owned by ${DEMO_OWNER}: ${ownerKubeconfig}`,
           "",
           "Try, as the cluster admin:",
@@ -57,6 +72,8 @@ export function registerUpCommand(program: Command): void {
           `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig run web --image=nginx`,
           `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig get namespaces             # through the gateway: only demo's`,
           `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig delete pod <a pod of ${DEMO_OWNER}>   # refused: not his`,
+          "and lend edge-1's capacity to home (a virtual node tenantry-edge-1 appears there):",
+          `  npx tenantry peer --consumer home --provider edge-1${opts.dir ? ` --clusters-dir ${harness.dir}` : ""} && kubectl get nodes`,
           "",
           opts.keep ? "Press Ctrl-C to stop tenantry; the clusters keep running." : "Press Ctrl-C to stop.",
           "",
@@ -80,6 +97,7 @@ export function registerUpCommand(program: Command): void {
       clearInterval(watch);
       process.stdout.write("\nstopping tenantry…\n");
       await tenantry.stop();
+      for (const remote of remotes) await remote.tenantry.stop();
       if (!opts.keep) {
         process.stdout.write("stopping clusters…\n");
         await harness.down(states.map((s) => s.name));
