@@ -399,7 +399,7 @@ export async function peerClusters(options: PeerOptions): Promise<PeerResult> {
       throw new PeeringError(
         "provider",
         provider.name,
-        `Tenant ${tenant.metadata!.name} not Ready within ${timeoutMs / 1000}s (${tenantReady.detail}): is tenantry running there?`,
+        `Tenant ${tenant.metadata!.name} not Ready within ${timeoutMs / 1000}s (${tenantReady.detail})${tenantReady.value.status?.conditions ? "" : ": is tenantry running there?"}`,
       );
     }
     progress("provider", provider.name, `Tenant ${tenant.metadata!.name} is Ready`);
@@ -459,7 +459,7 @@ export async function peerClusters(options: PeerOptions): Promise<PeerResult> {
       throw new PeeringError(
         "consumer",
         consumer.name,
-        `Peering ${peeringName} not Ready within ${timeoutMs / 1000}s (${peeringReady.detail}): is tenantry running there?`,
+        `Peering ${peeringName} not Ready within ${timeoutMs / 1000}s (${peeringReady.detail})${peeringReady.value.status?.conditions ? "" : ": is tenantry running there?"}`,
       );
     }
     progress(

@@ -189,9 +189,10 @@ export class PeeringController {
           state.lastProbeAt - state.identityAt >= this.identityRecheckMs)
       ) {
         state.identity = await checkRemoteIdentity(
-          credentials.client,
+          credentials.kubeConfig,
           this.options.namespace,
           peering.spec.remoteClusterId,
+          this.probeTimeoutMs,
         );
         state.identityAt = Date.now();
       }
@@ -242,10 +243,7 @@ export class PeeringController {
       state.credentialsError = `Secret ${this.options.namespace}/${ref} has no key "${KUBECONFIG_KEY}"`;
     } else {
       try {
-        state.credentials = loadPeerCredentials(
-          peering.metadata!.name!,
-          Buffer.from(data, "base64").toString(),
-        );
+        state.credentials = loadPeerCredentials(Buffer.from(data, "base64").toString());
         state.credentialsError = undefined;
       } catch (err) {
         state.credentialsError = `Secret ${this.options.namespace}/${ref}: ${describeError(err)}`;

@@ -1,13 +1,12 @@
 import { X509Certificate } from "node:crypto";
 import { request as httpsRequest, type RequestOptions } from "node:https";
-import { KubeConfig } from "@kubernetes/client-node";
-import { ClusterClient, describeError, isNotFound } from "../kube/index.js";
+import { KubeConfig, type V1ConfigMap } from "@kubernetes/client-node";
+import { describeError } from "../kube/index.js";
 import { CLUSTER_IDENTITY_CONFIGMAP, parseClusterIdentity } from "./identity.js";
 
 /** Credentials for a provider, read from the peering's Secret. */
 export interface PeerCredentials {
   kubeConfig: KubeConfig;
-  client: ClusterClient;
   server: string;
   /** Who the provider knows this cluster as (the certificate's CN). */
   username?: string;
@@ -15,7 +14,7 @@ export interface PeerCredentials {
 }
 
 /** Loads a kubeconfig for a provider; throws a one-line error saying what is wrong with it. */
-export function loadPeerCredentials(peering: string, kubeconfig: string): PeerCredentials {
+export function loadPeerCredentials(kubeconfig: string): PeerCredentials {
   const kubeConfig = new KubeConfig();
   try {
     kubeConfig.loadFromString(kubeconfig);
@@ -39,7 +38,6 @@ export function loadPeerCredentials(peering: string, kubeconfig: string): PeerCr
   }
   return {
     kubeConfig,
-    client: new ClusterClient(`peer-${peering}`, kubeConfig),
     server: cluster.server,
     ...(username ? { username } : {}),
     ...(expiresAt ? { expiresAt } : {}),
@@ -52,55 +50,52 @@ export interface ProbeResult {
   message: string;
 }
 
+interface Answer {
+  status: number;
+  body: string;
+}
+
 /**
- * GET /readyz on the provider with the peer's own credentials (every authenticated client may
- * read it), on a fresh connection so a dead server is noticed at once.
+ * One GET on the provider with the peer's own credentials, on a fresh connection (no pool): a
+ * dead server is noticed at once, and nothing stays connected to a peer between probes.
  */
-export async function probeReadyz(kubeConfig: KubeConfig, timeoutMs: number): Promise<ProbeResult> {
+async function getOnce(kubeConfig: KubeConfig, path: string, timeoutMs: number): Promise<Answer> {
   const server = kubeConfig.getCurrentCluster()?.server;
-  if (!server) return { ok: false, message: "no server in the kubeconfig" };
-  const url = new URL("/readyz", server.replace(/\/+$/, "/"));
+  if (!server) throw new Error("no server in the kubeconfig");
+  const url = new URL(path.replace(/^\//, ""), server.replace(/\/*$/, "/"));
   const options: RequestOptions & { headers?: Record<string, string> } = { headers: {} };
   await kubeConfig.applyToHTTPSOptions(options);
-  return new Promise((resolve) => {
-    let settled = false;
-    const finish = (result: ProbeResult) => {
-      if (!settled) {
-        settled = true;
-        resolve(result);
-      }
-    };
+  return new Promise((resolve, reject) => {
     const req = httpsRequest(url, { ...options, method: "GET", agent: false, timeout: timeoutMs }, (res) => {
       let body = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => {
-        if (body.length < 4096) body += chunk;
+        if (body.length < 65536) body += chunk;
       });
-      res.on("end", () => {
-        const code = res.statusCode ?? 0;
-        if (code === 200) finish({ ok: true, message: `${url.origin}/readyz answered ok` });
-        else {
-          const firstLine = body.split("\n").find((l) => l.includes("failed")) ?? body.split("\n")[0] ?? "";
-          finish({
-            ok: false,
-            message: `${url.origin}/readyz answered HTTP ${code}: ${firstLine.trim().slice(0, 200)}`,
-          });
-        }
-      });
-      res.on("error", (err) => finish({ ok: false, message: `${url.origin}/readyz: ${describeError(err)}` }));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on("error", reject);
     });
-    req.on("timeout", () => {
-      req.destroy();
-      finish({ ok: false, message: `${url.origin}/readyz did not answer within ${timeoutMs} ms` });
-    });
+    req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     req.on("error", (err: NodeJS.ErrnoException) =>
-      finish({
-        ok: false,
-        message: `${url.origin}/readyz: ${err.code ? `${err.code} ` : ""}${err.message}`.trim(),
-      }),
+      reject(new Error(`${err.code && !err.message.includes(err.code) ? `${err.code} ` : ""}${err.message}`)),
     );
     req.end();
   });
+}
+
+/** GET /readyz on the provider (every authenticated client may read it). */
+export async function probeReadyz(kubeConfig: KubeConfig, timeoutMs: number): Promise<ProbeResult> {
+  const server = kubeConfig.getCurrentCluster()?.server ?? "";
+  const where = `${server.replace(/\/+$/, "")}/readyz`;
+  try {
+    const answer = await getOnce(kubeConfig, "/readyz", timeoutMs);
+    if (answer.status === 200) return { ok: true, message: `${where} answered ok` };
+    const lines = answer.body.split("\n");
+    const detail = (lines.find((l) => l.includes("failed")) ?? lines[0] ?? "").trim().slice(0, 200);
+    return { ok: false, message: `${where} answered HTTP ${answer.status}${detail ? `: ${detail}` : ""}` };
+  } catch (err) {
+    return { ok: false, message: `${where}: ${describeError(err)}` };
+  }
 }
 
 export type IdentityCheck =
@@ -109,38 +104,46 @@ export type IdentityCheck =
 
 /** Reads the provider's identity ConfigMap with the peer's credentials and compares the id. */
 export async function checkRemoteIdentity(
-  client: ClusterClient,
+  kubeConfig: KubeConfig,
   namespace: string,
   expectedId: string,
+  timeoutMs: number,
 ): Promise<IdentityCheck> {
+  const what = `the provider's ${namespace}/${CLUSTER_IDENTITY_CONFIGMAP}`;
+  let answer: Answer;
   try {
-    const configMap = await client.core.readNamespacedConfigMap({
-      name: CLUSTER_IDENTITY_CONFIGMAP,
-      namespace,
-    });
-    const identity = parseClusterIdentity(configMap);
-    if (!identity) {
-      return {
-        ok: false,
-        reason: "IdentityUnverified",
-        message: `the provider's ${namespace}/${CLUSTER_IDENTITY_CONFIGMAP} is malformed`,
-      };
-    }
-    if (identity.clusterId !== expectedId) {
-      return {
-        ok: false,
-        reason: "IdentityMismatch",
-        message: `the provider answers as cluster ${identity.clusterId} ("${identity.clusterName}"), not ${expectedId}`,
-      };
-    }
-    return { ok: true, clusterId: identity.clusterId, clusterName: identity.clusterName };
+    answer = await getOnce(
+      kubeConfig,
+      `/api/v1/namespaces/${namespace}/configmaps/${CLUSTER_IDENTITY_CONFIGMAP}`,
+      timeoutMs,
+    );
   } catch (err) {
+    return { ok: false, reason: "IdentityUnverified", message: `reading ${what}: ${describeError(err)}` };
+  }
+  if (answer.status !== 200) {
+    let message = answer.body.slice(0, 200);
+    try {
+      message = (JSON.parse(answer.body) as { message?: string }).message ?? message;
+    } catch {}
     return {
       ok: false,
       reason: "IdentityUnverified",
-      message: isNotFound(err)
-        ? `the provider has no ${namespace}/${CLUSTER_IDENTITY_CONFIGMAP}`
-        : `reading the provider's identity: ${describeError(err)}`,
+      message: `reading ${what}: HTTP ${answer.status}: ${message}`,
     };
   }
+  let identity: ReturnType<typeof parseClusterIdentity>;
+  try {
+    identity = parseClusterIdentity(JSON.parse(answer.body) as V1ConfigMap);
+  } catch {
+    identity = undefined;
+  }
+  if (!identity) return { ok: false, reason: "IdentityUnverified", message: `${what} is malformed` };
+  if (identity.clusterId !== expectedId) {
+    return {
+      ok: false,
+      reason: "IdentityMismatch",
+      message: `the provider answers as cluster ${identity.clusterId} ("${identity.clusterName}"), not ${expectedId}`,
+    };
+  }
+  return { ok: true, clusterId: identity.clusterId, clusterName: identity.clusterName };
 }
