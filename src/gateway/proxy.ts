@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
-import { request as httpsRequest } from "node:https";
+import { type Agent, request as httpsRequest } from "node:https";
 import { pipeline } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import type { Logger } from "pino";
@@ -322,7 +322,7 @@ export class GatewayProxy {
     caller: Caller,
     headers: IncomingHttpHeaders,
     remoteAddress: string | undefined,
-  ): Promise<{ headers: OutgoingHttpHeaders; agent: import("node:https").Agent }> {
+  ): Promise<{ headers: OutgoingHttpHeaders; agent: Agent }> {
     const credentials = await this.options.upstream.current();
     const out: OutgoingHttpHeaders = {};
     if (plan.as === "caller") {
@@ -483,7 +483,8 @@ export class GatewayProxy {
       if (!inspect) {
         if (context.verb === "watch" && code === 200) startWatch();
         res.writeHead(code, responseHeaders(answer.rawHeaders));
-        res.flushHeaders();
+        // A watch or a followed log may stay silent for long: the caller must see the answer begin.
+        if (context.longRunning) res.flushHeaders();
         pipeline(answer, res, streamed);
         return;
       }
