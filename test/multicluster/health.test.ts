@@ -120,11 +120,14 @@ describe("the virtual node follows the provider's health", () => {
     assert.ok(downSeconds < 10, `took ${downSeconds}s`);
     assert.equal(down.reason, "PeerUnreachable");
     assert.match(down.message ?? "", /\/readyz: .*(ECONNREFUSED|ECONNRESET|socket hang up|no answer within)/);
-    const peering = await readPeering(consumer, "edge-2");
-    const healthy = peering?.status?.conditions?.find((c) => c.type === "Healthy");
-    assert.equal(healthy?.status, "False");
-    assert.equal(healthy?.reason, "ProbeFailed");
-    assert.equal(peering?.status?.conditions?.find((c) => c.type === "Ready")?.reason, "PeerUnreachable");
+    // The Peering's status is written right after the node's.
+    await eventually(async () => {
+      const peering = await readPeering(consumer, "edge-2");
+      const healthy = peering?.status?.conditions?.find((c) => c.type === "Healthy");
+      assert.equal(healthy?.status, "False");
+      assert.equal(healthy?.reason, "ProbeFailed");
+      assert.equal(peering?.status?.conditions?.find((c) => c.type === "Ready")?.reason, "PeerUnreachable");
+    });
 
     // The node stays, reported by its own heartbeat: not Unknown, not deleted.
     await new Promise((resolve) => setTimeout(resolve, 6_000));
@@ -141,7 +144,9 @@ describe("the virtual node follows the provider's health", () => {
     const upSeconds = (Date.now() - openedAt) / 1000;
     process.stderr.write(`virtual node Ready=True ${upSeconds.toFixed(1)}s after edge-2 was back\n`);
     assert.ok(upSeconds < 10, `took ${upSeconds}s`);
-    const back = await readPeering(consumer, "edge-2");
-    assert.equal(back?.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
+    await eventually(async () => {
+      const back = await readPeering(consumer, "edge-2");
+      assert.equal(back?.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
+    });
   });
 });

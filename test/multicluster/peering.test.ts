@@ -30,7 +30,6 @@ const edge1 = adminClient("edge-1");
 describe("peering home with edge-1", () => {
   const dir = tempDir("peering");
   let peerConfig: string;
-  let peerSeconds = 0;
   const other = uniqueName("other");
   const mine = [uniqueName("peer-a"), uniqueName("peer-b")];
 
@@ -50,12 +49,23 @@ describe("peering home with edge-1", () => {
       "8Gi",
       "--pods",
       "20",
+      "-o",
+      "json",
     ]);
-    peerSeconds = (Date.now() - started) / 1000;
+    const peerSeconds = (Date.now() - started) / 1000;
     assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, /home now peers with edge-1/);
+    const summary = JSON.parse(result.stdout) as {
+      peering: string;
+      tenant: string;
+      username: string;
+      seconds: number;
+      timingsMs: Record<string, number>;
+    };
+    assert.equal(summary.peering, "edge-1");
+    assert.equal(summary.tenant, "peer-home");
+    assert.equal(summary.username, `tenantry-peer:${tenantryOn("home").clusterId}`);
     process.stderr.write(
-      `tenantry peer home → edge-1 took ${peerSeconds.toFixed(1)}s (CLI process included)\n`,
+      `tenantry peer home → edge-1: ${summary.seconds}s in the command (${JSON.stringify(summary.timingsMs)}), ${peerSeconds.toFixed(1)}s with the CLI's start\n`,
     );
     const secret: V1Secret = await home.core.readNamespacedSecret({
       name: peerSecretName("edge-1"),
@@ -127,6 +137,26 @@ describe("peering home with edge-1", () => {
       ["Ready"],
     );
     assert.equal(nodeReady(node)?.reason, "PeerReady");
+    // Steady state writes little: the Lease every probe, status only on change or every 30 s.
+    const peering0 = (await readPeering(home, "edge-1"))!;
+    const node0 = (await readNode(home, "tenantry-edge-1"))!;
+    await new Promise((resolve) => setTimeout(resolve, 8_000));
+    const peering1 = (await readPeering(home, "edge-1"))!;
+    const node1 = (await readNode(home, "tenantry-edge-1"))!;
+    if (peering1.metadata!.resourceVersion !== peering0.metadata!.resourceVersion) {
+      assert.notEqual(
+        peering1.status?.lastHeartbeat,
+        peering0.status?.lastHeartbeat,
+        "Peering written without news",
+      );
+    }
+    if (node1.metadata!.resourceVersion !== node0.metadata!.resourceVersion) {
+      assert.notEqual(
+        String(nodeReady(node1)?.lastHeartbeatTime),
+        String(nodeReady(node0)?.lastHeartbeatTime),
+        "Node written without news",
+      );
+    }
     const first = await home.coordination.readNamespacedLease({
       name: "tenantry-edge-1",
       namespace: NODE_LEASE_NAMESPACE,
