@@ -206,8 +206,12 @@ export class GatewayProxy {
 
     const scope = pathTenant ? [pathTenant] : tenants;
     const scopeNames = pathTenant ? new Set([path.tenant!]) : tenantNames;
-    const inScope = async (ns: string) =>
-      scopeNames.has(cachedNamespaceTenant ?? (await this.options.readNamespaceTenant(ns)) ?? "");
+    const inScope = async (ns: string) => {
+      const cached = this.options.informers.tenantNamespaces.get(undefined, ns)?.metadata?.labels?.[
+        TENANT_LABEL
+      ];
+      return scopeNames.has(cached ?? (await this.options.readNamespaceTenant(ns)) ?? "");
+    };
 
     // Under /tenants/{t}/ a namespace of another tenant (or of none) does not exist.
     if (pathTenant && namespace !== undefined && !(await inScope(namespace))) {

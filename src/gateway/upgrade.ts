@@ -76,6 +76,10 @@ export class UpgradeHandler {
         return;
       }
       const { socket: apiserver, authorization } = await this.upstream.connect();
+      if (socket.destroyed) {
+        apiserver.destroy();
+        return;
+      }
       if (authorization) lines.push(`authorization: ${authorization}`);
       this.sockets.add(apiserver);
       apiserver.once("close", () => this.sockets.delete(apiserver));
