@@ -7,7 +7,8 @@
  * Prints one table; removes everything it started.
  *
  * Run: npm run bench:access [-- --rate 1000] [--reference-rate 200] [--seconds 10] [--connections 32]
- *      [--users 100] [--keep]
+ *      [--users 100] [--only TEXT] [--keep]
+ * --only: just the scenarios whose name contains TEXT, e.g. `--only SAR`.
  */
 import { execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -38,6 +39,7 @@ const { values: args } = parseArgs({
     seconds: { type: "string", default: "10" },
     connections: { type: "string", default: "32" },
     users: { type: "string", default: "100" },
+    only: { type: "string" },
     keep: { type: "boolean", default: false },
   },
 });
@@ -51,7 +53,7 @@ if (
   ![CONNECTIONS, USERS].every((n) => Number.isInteger(n) && n > 0)
 ) {
   process.stderr.write(
-    "usage: bench/identity/access.ts [--rate R] [--reference-rate R] [--seconds S] [--connections N] [--users N] [--keep]\n",
+    "usage: bench/identity/access.ts [--rate R] [--reference-rate R] [--seconds S] [--connections N] [--users N] [--only TEXT] [--keep]\n",
   );
   process.exit(2);
 }
@@ -630,7 +632,11 @@ async function bench(harness: ClusterHarness, dir: string): Promise<void> {
     tenantry = await startEmbeddedTenantry(state!, logger);
     const running = tenantry;
     const setup = await setUp(state!, running);
-    const list = scenarios(setup, running.builtinIdentity!);
+    const only = args.only?.toLowerCase();
+    const list = scenarios(setup, running.builtinIdentity!).filter(
+      (s) => !only || s.name.toLowerCase().includes(only),
+    );
+    if (!list.length) throw new Error(`no scenario name contains "${args.only}"`);
     const notes = [...setup.notes, ...(await preflight(running, list))];
     const rssAfterSetupMiB = process.memoryUsage().rss / 1024 / 1024;
 
