@@ -168,7 +168,10 @@ export class Authorizer {
     const base = attrs.group ? `/apis/${attrs.group}/${version}` : `/api/${version}`;
     const path = `${base}/namespaces/${encodeURIComponent(attrs.namespace!)}/${attrs.resource}/${encodeURIComponent(attrs.name!)}`;
     try {
-      const object = (await this.options.client.objects.getJson(path)) as KubernetesObject;
+      // resourceVersion=0: served from kube-apiserver's watch cache; the creator label never changes.
+      const object = (await this.options.client.objects.getJson(path, {
+        resourceVersion: "0",
+      })) as KubernetesObject;
       return object.metadata?.labels?.[USER_LABEL];
     } catch (err) {
       if (isNotFound(err)) return undefined;

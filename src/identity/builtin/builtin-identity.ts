@@ -305,8 +305,18 @@ export class BuiltinIdentity implements IdentityProvider {
     }
   }
 
+  private keySet?: { kids: string; set: ReturnType<typeof createLocalJWKSet> };
+
+  /** The verification key set, rebuilt only when the keys change (importing keys costs as much as verifying). */
+  private verificationKeys(): ReturnType<typeof createLocalJWKSet> {
+    const jwks = this.keys.jwks();
+    const kids = jwks.keys.map((k) => k.kid).join(",");
+    if (this.keySet?.kids !== kids) this.keySet = { kids, set: createLocalJWKSet(jwks) };
+    return this.keySet.set;
+  }
+
   private verify(token: string) {
-    return jwtVerify(token, createLocalJWKSet(this.keys.jwks()), {
+    return jwtVerify(token, this.verificationKeys(), {
       issuer: this.issuer,
       audience: TOKEN_AUDIENCE,
       algorithms: [SIGNING_ALGORITHM],
