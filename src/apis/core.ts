@@ -73,6 +73,17 @@ export const CONDITION_TYPE_PATTERN =
   "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$";
 export const CONDITION_REASON_PATTERN = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$";
 
+/** `status.observedGeneration`: the metadata.generation a status was written for. */
+export function ObservedGeneration() {
+  return Type.Optional(
+    Type.Integer({
+      description: "metadata.generation this status describes.",
+      format: "int64",
+      minimum: 0,
+    }),
+  );
+}
+
 /** metav1.Condition, with the API server's own limits. */
 export const ConditionSchema = Type.Object(
   {

@@ -9,6 +9,7 @@ export {
   LabelValue,
   type LimitRangeItem,
   LimitRangeItemSchema,
+  ObservedGeneration,
   type PolicyRule,
   PolicyRuleSchema,
   QUANTITY_PATTERN,

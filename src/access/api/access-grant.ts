@@ -4,7 +4,7 @@
  * the grant revokes it.
  */
 import { type Static, Type } from "@sinclair/typebox";
-import { ConditionList, ListMap, ResourceSchema, StringEnum } from "../../apis/index.js";
+import { ConditionList, ListMap, ObservedGeneration, ResourceSchema, StringEnum } from "../../apis/index.js";
 
 export const GRANTEE_KINDS = ["Tenant", "User", "Group"] as const;
 export type GranteeKind = (typeof GRANTEE_KINDS)[number];
@@ -102,13 +102,7 @@ export const AccessGrantSchema = ResourceSchema({
   spec: AccessGrantSpecSchema,
   status: Type.Object(
     {
-      observedGeneration: Type.Optional(
-        Type.Integer({
-          description: "metadata.generation this status describes.",
-          format: "int64",
-          minimum: 0,
-        }),
-      ),
+      observedGeneration: ObservedGeneration(),
       conditions: Type.Optional(ConditionList("Current state of the grant.")),
     },
     { description: "Observed state of the grant." },

@@ -3,7 +3,14 @@
  * Keystone or an OIDC provider). The password hash lives in a Secret beside tenantry, never here.
  */
 import { type Static, Type } from "@sinclair/typebox";
-import { ConditionList, DNS1123_SUBDOMAIN, DnsLabel, ListSet, ResourceSchema } from "../../apis/index.js";
+import {
+  ConditionList,
+  DNS1123_SUBDOMAIN,
+  DnsLabel,
+  ListSet,
+  ObservedGeneration,
+  ResourceSchema,
+} from "../../apis/index.js";
 
 /** Users are named like objects (the name is the username); short enough for the Secret `user-<name>`. */
 export const MAX_USERNAME = 63;
@@ -51,13 +58,7 @@ export type UserSpec = Static<typeof UserSpecSchema>;
 
 export const UserStatusSchema = Type.Object(
   {
-    observedGeneration: Type.Optional(
-      Type.Integer({
-        description: "metadata.generation this status describes.",
-        format: "int64",
-        minimum: 0,
-      }),
-    ),
+    observedGeneration: ObservedGeneration(),
     lastLogin: Type.Optional(
       Type.String({ description: "When the user last logged in.", format: "date-time" }),
     ),

@@ -9,6 +9,7 @@ import {
   DnsLabel,
   DnsSubdomain,
   LabelMap,
+  ObservedGeneration,
   ResourceList,
   ResourceSchema,
 } from "../../apis/index.js";
@@ -63,13 +64,7 @@ export type PeeringSpec = Static<typeof PeeringSpecSchema>;
 
 export const PeeringStatusSchema = Type.Object(
   {
-    observedGeneration: Type.Optional(
-      Type.Integer({
-        description: "metadata.generation this status describes.",
-        format: "int64",
-        minimum: 0,
-      }),
-    ),
+    observedGeneration: ObservedGeneration(),
     conditions: Type.Optional(
       ConditionList(
         "`Ready`: the virtual node is in place and the provider answers as the cluster it claims to be; `Healthy`: the last probe of the provider's /readyz succeeded.",

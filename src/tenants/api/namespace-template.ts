@@ -5,7 +5,13 @@
  */
 import type { V1ObjectMeta } from "@kubernetes/client-node";
 import { type Static, Type } from "@sinclair/typebox";
-import { ConditionList, DNS1123_SUBDOMAIN, ListMap, ResourceSchema } from "../../apis/index.js";
+import {
+  ConditionList,
+  DNS1123_SUBDOMAIN,
+  ListMap,
+  ObservedGeneration,
+  ResourceSchema,
+} from "../../apis/index.js";
 
 /** Placeholders every template may use, whatever it declares. */
 export const BUILTIN_TEMPLATE_PARAMETERS = ["tenant", "namespace"] as const;
@@ -102,13 +108,7 @@ export type NamespaceTemplateSpec = Static<typeof NamespaceTemplateSpecSchema>;
 
 export const NamespaceTemplateStatusSchema = Type.Object(
   {
-    observedGeneration: Type.Optional(
-      Type.Integer({
-        description: "metadata.generation this status describes.",
-        format: "int64",
-        minimum: 0,
-      }),
-    ),
+    observedGeneration: ObservedGeneration(),
     conditions: Type.Optional(
       ConditionList(
         "Current state: `Ready` is True when every namespace using the template has its current objects.",

@@ -8,6 +8,7 @@ import {
   DNS1123_SUBDOMAIN,
   DnsLabel,
   ListMap,
+  ObservedGeneration,
   QUANTITY_PATTERN,
   QuotaScopes,
   ResourceList,
@@ -107,13 +108,7 @@ export type TenantResourceQuotaSpec = Static<typeof TenantResourceQuotaSpecSchem
 
 export const TenantResourceQuotaStatusSchema = Type.Object(
   {
-    observedGeneration: Type.Optional(
-      Type.Integer({
-        description: "metadata.generation this status describes.",
-        format: "int64",
-        minimum: 0,
-      }),
-    ),
+    observedGeneration: ObservedGeneration(),
     conditions: Type.Optional(
       ConditionList(
         "Current state: `Ready` is True when usage is up to date and the per-namespace quotas exist.",

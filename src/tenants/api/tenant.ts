@@ -14,6 +14,7 @@ import {
   LimitRangeItemSchema,
   ListMap,
   ListSet,
+  ObservedGeneration,
   PolicyRuleSchema,
   ResourceList,
   ResourceSchema,
@@ -422,13 +423,7 @@ export type TenantSpec = Static<typeof TenantSpecSchema>;
 
 export const TenantStatusSchema = Type.Object(
   {
-    observedGeneration: Type.Optional(
-      Type.Integer({
-        description: "metadata.generation this status describes.",
-        format: "int64",
-        minimum: 0,
-      }),
-    ),
+    observedGeneration: ObservedGeneration(),
     conditions: Type.Optional(
       ConditionList(
         "Current state: `Ready` is True when every namespace and object of the tenant is in place.",
