@@ -1,4 +1,6 @@
 import {
+  type AllowedClasses,
+  classAllowed,
   isClusterAdmin,
   TENANT_LABEL,
   type Tenant,
@@ -82,21 +84,7 @@ export interface FilteredKind {
   visible(tenants: Tenant[]): (object: ObjectLike) => boolean;
 }
 
-function classAllowed(rule: { names?: string[]; regex?: string } | undefined, name: string): boolean {
-  // The same rule tenant admission applies to the classes a tenant's workloads use.
-  if (!rule) return true;
-  if (rule.names?.includes(name)) return true;
-  if (!rule.regex) return false;
-  try {
-    return new RegExp(rule.regex).test(name);
-  } catch {
-    return false;
-  }
-}
-
-function byClass(
-  rule: (tenant: Tenant) => { names?: string[]; regex?: string } | undefined,
-): FilteredKind["visible"] {
+function byClass(rule: (tenant: Tenant) => AllowedClasses | undefined): FilteredKind["visible"] {
   return (tenants) => (object) => {
     const name = object.metadata?.name ?? "";
     return tenants.some((tenant) => classAllowed(rule(tenant), name));

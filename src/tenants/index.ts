@@ -1,5 +1,6 @@
 /** The tenants capability (Tenant, NamespaceTemplate, TenantResourceQuota): its only public entry. */
 
+export { type AllowedClasses, classAllowed } from "./admission/classes.js";
 export {
   isClusterAdmin,
   isSystemComponent,
