@@ -18,21 +18,23 @@ export function withConnectionPool(kubeConfig: KubeConfig): KubeConfig {
   target.createAgent = (cluster, options) => {
     const server = (cluster as { server?: string; proxyUrl?: string } | null) ?? {};
     if (server.proxyUrl || !server.server?.startsWith("https:")) return original(cluster, options);
-    const key = createHash("sha256")
-      .update(
-        JSON.stringify([
-          options.ca,
-          options.cert,
-          options.key,
-          options.pfx,
-          options.servername,
-          options.rejectUnauthorized,
-        ]),
-      )
-      .digest("hex");
+    // Hashed part by part: JSON of Buffers (CA, certificate, key) would spell every byte as a number.
+    const hash = createHash("sha256");
+    for (const part of [options.ca, options.cert, options.key, options.pfx, options.servername]) {
+      for (const piece of [part].flat()) {
+        if (piece !== undefined && piece !== null)
+          hash.update(
+            typeof piece === "string" || piece instanceof Uint8Array ? piece : JSON.stringify(piece),
+          );
+        hash.update("\0");
+      }
+    }
+    hash.update(String(options.rejectUnauthorized));
+    const key = hash.digest("hex");
     let agent = agents.get(key);
     if (!agent) {
-      agent = new Agent({ ...options, keepAlive: true, maxSockets: 64, maxFreeSockets: 16 });
+      // As many idle connections kept as may be open: a burst must not end in fresh TLS handshakes.
+      agent = new Agent({ ...options, keepAlive: true, maxSockets: 64, maxFreeSockets: 64 });
       agents.set(key, agent);
     }
     return agent;
