@@ -8,8 +8,9 @@
  * Request i sends bodies[i % bodies.length]. Writes `load:start` and `load:end` lines on stderr
  * around the sending, so the parent can measure other processes over the same span.
  */
-import { Agent, request } from "node:https";
+import { Agent } from "node:https";
 import { performance } from "node:perf_hooks";
+import { postJson } from "../support/post.js";
 
 export interface PostPlan {
   url: string;
@@ -42,43 +43,6 @@ export interface PostResult {
   /** This process: CPU seconds (user + system) over the run, and its peak RSS in MiB. */
   cpuSeconds: number;
   rssPeakMiB: number;
-}
-
-/** POSTs `body`; fails once `deadline` (performance.now() time) passes, queued or sent. */
-function post(
-  url: string,
-  body: string,
-  agent: Agent,
-  deadline: number,
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method: "POST",
-        agent,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => {
-          clearTimeout(timer);
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() });
-        });
-        res.on("error", reject);
-      },
-    );
-    const timer = setTimeout(
-      () => req.destroy(new Error("no answer in time")),
-      Math.max(0, deadline - performance.now()),
-    );
-    req.on("error", (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    req.end(body);
-  });
 }
 
 function at(value: unknown, path: string): unknown {
@@ -114,7 +78,7 @@ async function run(plan: PostPlan): Promise<PostResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: plan.connections, ca: plan.caPem });
 
   const one = async (index: number, deadline: number): Promise<string> => {
-    const response = await post(plan.url, plan.bodies[index % plan.bodies.length]!, agent, deadline);
+    const response = await postJson(plan.url, plan.bodies[index % plan.bodies.length]!, agent, deadline);
     if (response.status !== 200) throw new Error(`HTTP ${response.status} ${response.body.slice(0, 200)}`);
     const answer = JSON.parse(response.body) as unknown;
     return plan.outcomeFields.map((path) => `${path}=${String(at(answer, path))}`).join(",");

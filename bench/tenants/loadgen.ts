@@ -7,8 +7,9 @@
  * counts from when it was due, so a slow server cannot hide its queueing by slowing the sender.
  */
 import { randomUUID } from "node:crypto";
-import { Agent, request } from "node:https";
+import { Agent } from "node:https";
 import { performance } from "node:perf_hooks";
+import { postJson } from "../support/post.js";
 
 export interface WebhookTarget {
   namespace: string;
@@ -105,44 +106,6 @@ function pod(namespace: string, name: string): Record<string, unknown> {
   };
 }
 
-/** POSTs `body`; fails once `deadline` (performance.now() time) passes, queued or sent. */
-function post(
-  url: string,
-  body: string,
-  agent: Agent,
-  deadline: number,
-  timeoutMs: number,
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method: "POST",
-        agent,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => {
-          clearTimeout(timer);
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() });
-        });
-        res.on("error", reject);
-      },
-    );
-    const timer = setTimeout(
-      () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)),
-      Math.max(0, deadline - performance.now()),
-    );
-    req.on("error", (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    req.end(body);
-  });
-}
-
 async function run(plan: LoadPlan): Promise<LoadResult> {
   const result: LoadResult = {
     due: 0,
@@ -199,7 +162,7 @@ async function run(plan: LoadPlan): Promise<LoadResult> {
       },
     };
     const started = performance.now();
-    const response = await post(url, JSON.stringify(review), webhookAgent, deadline, plan.timeoutMs);
+    const response = await postJson(url, JSON.stringify(review), webhookAgent, deadline);
     result.perWebhook[name] ??= [];
     result.perWebhook[name].push(performance.now() - started);
     if (response.status !== 200)
@@ -230,12 +193,11 @@ async function run(plan: LoadPlan): Promise<LoadResult> {
     const { server, targets } = plan.apiserver!;
     const target = targets[i % targets.length]!;
     const body = JSON.stringify(pod(target.namespace, `e2e-${process.pid}-${i}`));
-    const response = await post(
+    const response = await postJson(
       `${server}/api/v1/namespaces/${target.namespace}/pods`,
       body,
       userAgents[target.user]!,
       deadline,
-      plan.timeoutMs,
     );
     if (response.status === 201) return true;
     if (response.status === 403 && new RegExp(plan.apiserver!.denied).test(response.body)) return false;
