@@ -5,9 +5,10 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { generateKeyPair, SignJWT } from "jose";
-import { type BuiltinIdentity, OidcIdentityProvider, TOKEN_AUDIENCE } from "../../src/identity/index.js";
+import { OidcIdentityProvider, TOKEN_AUDIENCE } from "../../src/identity/index.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
+import { builtinIssuedTokens } from "./builtin-tokens.js";
 import { type ConformanceUser, identityProviderConformance } from "./provider-conformance.js";
 
 const tenant = uniqueName("oidc");
@@ -36,51 +37,13 @@ function oidcProvider(overrides: Partial<ConstructorParameters<typeof OidcIdenti
   });
 }
 
-identityProviderConformance("oidc", () => {
-  let issuer: BuiltinIdentity;
-  const provider = oidcProvider();
-  const token = async (user: ConformanceUser, ttlSeconds?: number) =>
-    (await issuer.issue((await issuer.readUser(user.username))!, ttlSeconds)).token;
-  return {
-    provider,
-    admin,
-    member,
-    passwordLogin: false,
-    async setUp() {
-      issuer = await sharedBuiltinIdentity();
-      for (const user of [admin, member]) {
-        await issuer.createUser({
-          name: user.username,
-          password: user.password,
-          groups: user.groups,
-          tenant: user.tenant,
-          tenantAdmin: user.tenantAdmin,
-        });
-      }
-    },
-    async tearDown() {
-      for (const user of [admin, member]) await issuer.deleteUser(user.username);
-    },
-    tokenFor: (user) => token(user),
-    async expiredToken(user) {
-      const expiring = await token(user, 1);
-      await new Promise((resolve) => setTimeout(resolve, 2100));
-      return expiring;
-    },
-    async forgedToken(user) {
-      const { privateKey } = await generateKeyPair("ES256");
-      const now = Math.floor(Date.now() / 1000);
-      return new SignJWT({ preferred_username: user.username, groups: user.groups, tenant: user.tenant })
-        .setProtectedHeader({ alg: "ES256", kid: issuer.jwks().keys.at(-1)!.kid! })
-        .setIssuer(issuer.issuer)
-        .setAudience(TOKEN_AUDIENCE)
-        .setSubject("someone")
-        .setIssuedAt(now)
-        .setExpirationTime(now + 600)
-        .sign(privateKey);
-    },
-  };
-});
+identityProviderConformance("oidc", () => ({
+  ...builtinIssuedTokens([admin, member]),
+  provider: oidcProvider(),
+  admin,
+  member,
+  passwordLogin: false,
+}));
 
 describe("oidc identity provider", () => {
   it("prefixes usernames and groups when configured, and makes admin groups tenant admins", async () => {
