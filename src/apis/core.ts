@@ -205,6 +205,74 @@ export function LabelSelector(description: string) {
 }
 export type LabelSelector = Static<ReturnType<typeof LabelSelector>>;
 
+/** core/v1 NodeSelectorRequirement: a label (or field) key, an operator and values. */
+const NodeSelectorRequirementSchema = Type.Object(
+  {
+    key: Type.String({
+      description: "Node label key (or field name) the requirement applies to.",
+      minLength: 1,
+      maxLength: 317,
+    }),
+    operator: StringEnum(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"], {
+      description: "How the node's value relates to `values`: In, NotIn, Exists, DoesNotExist, Gt or Lt.",
+    }),
+    values: Type.Optional(
+      Type.Array(Type.String({ description: "A value.", maxLength: 63 }), {
+        description:
+          "Values for In and NotIn (non-empty), one integer for Gt and Lt, none for Exists and DoesNotExist.",
+        maxItems: 64,
+      }),
+    ),
+  },
+  {
+    description: "A node requirement: key, operator and values.",
+    "x-kubernetes-validations": [
+      {
+        rule: "self.operator in ['In', 'NotIn'] ? has(self.values) && size(self.values) > 0 : self.operator in ['Gt', 'Lt'] ? has(self.values) && size(self.values) == 1 : !has(self.values) || size(self.values) == 0",
+        message:
+          "values must be non-empty for In and NotIn, one value for Gt and Lt, and empty for Exists and DoesNotExist",
+        fieldPath: ".values",
+      },
+    ],
+  },
+);
+export type NodeSelectorRequirement = Static<typeof NodeSelectorRequirementSchema>;
+
+/** core/v1 NodeSelectorTerm: requirements over node labels and fields, all of them (ANDed). */
+export const NodeSelectorTermSchema = Type.Object(
+  {
+    matchExpressions: Type.Optional(
+      Type.Array(NodeSelectorRequirementSchema, {
+        description: "Requirements over node labels, all of them (ANDed).",
+        maxItems: 32,
+      }),
+    ),
+    matchFields: Type.Optional(
+      Type.Array(NodeSelectorRequirementSchema, {
+        description: "Requirements over node fields (only `metadata.name`), all of them (ANDed).",
+        maxItems: 8,
+      }),
+    ),
+  },
+  { description: "A node selector term: its requirements are ANDed.", "x-kubernetes-map-type": "atomic" },
+);
+export type NodeSelectorTerm = Static<typeof NodeSelectorTermSchema>;
+
+/** core/v1 NodeSelector, as in a pod's required node affinity: any one term (ORed) may match. */
+export function NodeSelector(description: string) {
+  return Type.Object(
+    {
+      nodeSelectorTerms: Type.Array(NodeSelectorTermSchema, {
+        description: "Node selector terms, any one of them (ORed).",
+        minItems: 1,
+        maxItems: 32,
+      }),
+    },
+    { description, "x-kubernetes-map-type": "atomic" },
+  );
+}
+export type NodeSelector = Static<ReturnType<typeof NodeSelector>>;
+
 /** core/v1 Toleration, as in a pod spec. */
 export const TolerationSchema = Type.Object(
   {

@@ -1,6 +1,30 @@
 /** The multi-cluster capability (cluster identity, peering, virtual nodes): its only public entry. */
 
-export { MULTICLUSTER_CRDS, PEERING_CRD } from "./api/crds.js";
+export {
+  MULTICLUSTER_CRDS,
+  NAMESPACE_MAP_CRD,
+  NAMESPACE_OFFLOADING_CRD,
+  PEERING_CRD,
+} from "./api/crds.js";
+export {
+  type CurrentMapping,
+  MAPPING_PHASES,
+  MAPPING_STRATEGIES,
+  type MappingPhase,
+  NAMESPACE_OFFLOADING_NAME,
+  type NamespaceMap,
+  NamespaceMapSchema,
+  type NamespaceMappingStrategy,
+  type NamespaceOffloading,
+  NamespaceOffloadingSchema,
+  type NamespaceOffloadingSpec,
+  type NamespaceOffloadingStatus,
+  OFFLOADING_PHASES,
+  type OffloadingPhase,
+  POD_OFFLOADING_STRATEGIES,
+  type PodOffloadingStrategy,
+  type RemoteNamespaceCondition,
+} from "./api/offloading.js";
 export {
   MAX_CLUSTER_NAME,
   type Peering,
@@ -43,6 +67,21 @@ export {
   PeeringController,
   type PeeringControllerOptions,
 } from "./peering-controller.js";
+export {
+  CREATED_BY_LABEL_ANNOTATION,
+  OFFLOADING_ENABLED_LABEL,
+  OFFLOADING_ENABLED_VALUE,
+  OFFLOADING_FINALIZER,
+  ORIGIN_CLUSTER_ID_LABEL,
+  ORIGIN_NAMESPACE_LABEL,
+} from "./offloading/labels.js";
+export {
+  acceptedReplica,
+  acceptedReplicas,
+  type NamespaceReplica,
+  peeringOfMap,
+} from "./offloading/replicas.js";
+export { type PeerClient, PeerClients } from "./peer-clients.js";
 export { type ProbeResult, probeReadyz } from "./remote.js";
 export {
   NODE_LEASE_NAMESPACE,

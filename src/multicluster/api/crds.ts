@@ -1,5 +1,6 @@
 import { type CustomResourceDefinition, customResourceDefinition } from "../../apis/index.js";
 import { AGE_COLUMN, CRD_COMMON, READY_COLUMN } from "../../tenants/index.js";
+import { NamespaceMapSchema, NamespaceOffloadingSchema } from "./offloading.js";
 import { PeeringSchema } from "./peering.js";
 
 export const PEERING_CRD: CustomResourceDefinition = customResourceDefinition({
@@ -53,4 +54,71 @@ export const PEERING_CRD: CustomResourceDefinition = customResourceDefinition({
   ],
 });
 
-export const MULTICLUSTER_CRDS: readonly CustomResourceDefinition[] = [PEERING_CRD];
+export const NAMESPACE_OFFLOADING_CRD: CustomResourceDefinition = customResourceDefinition({
+  ...CRD_COMMON,
+  scope: "Namespaced",
+  kind: "NamespaceOffloading",
+  plural: "namespaceoffloadings",
+  singular: "namespaceoffloading",
+  shortNames: ["nsoff"],
+  schema: NamespaceOffloadingSchema,
+  printerColumns: [
+    {
+      name: "Mapping",
+      type: "string",
+      jsonPath: ".spec.namespaceMappingStrategy",
+      description: "How remote namespaces are named.",
+    },
+    {
+      name: "Pods",
+      type: "string",
+      jsonPath: ".spec.podOffloadingStrategy",
+      description: "Where the namespace's pods may run.",
+    },
+    {
+      name: "Phase",
+      type: "string",
+      jsonPath: ".status.offloadingPhase",
+      description: "State of the remote replicas.",
+    },
+    {
+      name: "Remote namespace",
+      type: "string",
+      jsonPath: ".status.remoteNamespaceName",
+      description: "Name of the namespace in the remote clusters.",
+    },
+    AGE_COLUMN,
+    {
+      name: "Message",
+      type: "string",
+      jsonPath: '.status.conditions[?(@.type=="Ready")].message',
+      description: "Which replicas are not ready, and why.",
+      priority: 1,
+    },
+  ],
+});
+
+export const NAMESPACE_MAP_CRD: CustomResourceDefinition = customResourceDefinition({
+  ...CRD_COMMON,
+  scope: "Namespaced",
+  kind: "NamespaceMap",
+  plural: "namespacemaps",
+  singular: "namespacemap",
+  shortNames: ["nsmap"],
+  schema: NamespaceMapSchema,
+  printerColumns: [
+    {
+      name: "Peer",
+      type: "string",
+      jsonPath: ".metadata.labels.tenantry\\.dev/peering",
+      description: "The peered cluster.",
+    },
+    AGE_COLUMN,
+  ],
+});
+
+export const MULTICLUSTER_CRDS: readonly CustomResourceDefinition[] = [
+  PEERING_CRD,
+  NAMESPACE_OFFLOADING_CRD,
+  NAMESPACE_MAP_CRD,
+];
