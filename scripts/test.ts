@@ -10,7 +10,19 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { pino } from "pino";
 import { startEmbeddedTenantry } from "../src/app/embedded.js";
+import { loadClusterClient } from "../src/kube/index.js";
 import { ClusterHarness, defaultClusters } from "../src/localcluster/index.js";
+import { peerClusters } from "../src/multicluster/index.js";
+
+/**
+ * The shared offloading topology: home consumes edge-1 and edge-2 for the whole run. Tests that
+ * peer and unpeer use other pairs (edge-1 → home, edge-1 → edge-2, edge-2 → edge-1).
+ */
+const SHARED_PEERINGS = [
+  { consumer: "home", provider: "edge-1" },
+  { consumer: "home", provider: "edge-2" },
+] as const;
+const SHARED_GRANT = { namespaceQuota: 200, resources: { cpu: "32", memory: "64Gi", pods: "500" } };
 
 const root = join(import.meta.dirname, "..");
 
@@ -71,6 +83,16 @@ async function main(): Promise<number> {
     );
     const failed = started.find((r) => r.status === "rejected");
     if (failed) throw failed.reason;
+    const clientOf = (name: string) =>
+      loadClusterClient(name, states.find((s) => s.name === name)!.kubeconfig);
+    for (const pair of SHARED_PEERINGS) {
+      await peerClusters({
+        consumer: clientOf(pair.consumer),
+        provider: clientOf(pair.provider),
+        ...SHARED_GRANT,
+      });
+      process.stderr.write(`peered ${pair.consumer} → ${pair.provider}\n`);
+    }
     const envFile = join(dir, "test-env.json");
     await writeFile(
       envFile,
@@ -95,6 +117,7 @@ async function main(): Promise<number> {
           logFile: t.logFile,
         })),
         clusters: states.map((s) => ({ name: s.name, kubeconfig: s.kubeconfig, server: s.server })),
+        peerings: SHARED_PEERINGS,
       }),
     );
     code = await run(

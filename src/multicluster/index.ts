@@ -13,8 +13,8 @@ export {
   type MappingPhase,
   NAMESPACE_OFFLOADING_NAME,
   type NamespaceMap,
-  NamespaceMapSchema,
   type NamespaceMappingStrategy,
+  NamespaceMapSchema,
   type NamespaceOffloading,
   NamespaceOffloadingSchema,
   type NamespaceOffloadingSpec,
@@ -42,6 +42,20 @@ export {
   readClusterIdentity,
 } from "./identity.js";
 export {
+  CREATED_BY_LABEL_ANNOTATION,
+  OFFLOADING_ENABLED_LABEL,
+  OFFLOADING_ENABLED_VALUE,
+  OFFLOADING_FINALIZER,
+  ORIGIN_CLUSTER_ID_LABEL,
+  ORIGIN_NAMESPACE_LABEL,
+} from "./offloading/labels.js";
+export {
+  acceptedReplica,
+  acceptedReplicas,
+  type NamespaceReplica,
+  peeringOfMap,
+} from "./offloading/replicas.js";
+export {
   DEFAULT_NAMESPACE,
   PEER_CERTIFICATE_SECONDS,
   PEER_CLUSTER_ID_LABEL,
@@ -61,27 +75,13 @@ export {
   type UnpeerResult,
   unpeerClusters,
 } from "./peer.js";
+export { type PeerClient, PeerClients } from "./peer-clients.js";
 export {
   capacitySummary,
   KUBECONFIG_KEY,
   PeeringController,
   type PeeringControllerOptions,
 } from "./peering-controller.js";
-export {
-  CREATED_BY_LABEL_ANNOTATION,
-  OFFLOADING_ENABLED_LABEL,
-  OFFLOADING_ENABLED_VALUE,
-  OFFLOADING_FINALIZER,
-  ORIGIN_CLUSTER_ID_LABEL,
-  ORIGIN_NAMESPACE_LABEL,
-} from "./offloading/labels.js";
-export {
-  acceptedReplica,
-  acceptedReplicas,
-  type NamespaceReplica,
-  peeringOfMap,
-} from "./offloading/replicas.js";
-export { type PeerClient, PeerClients } from "./peer-clients.js";
 export { type ProbeResult, probeReadyz } from "./remote.js";
 export {
   NODE_LEASE_NAMESPACE,

@@ -24,10 +24,11 @@ import {
   writeTemp,
 } from "./support.js";
 
-const home = adminClient("home");
-const edge1 = adminClient("edge-1");
+/** edge-1 peers with home here: home's own peerings (with edge-1 and edge-2) are the shared offloading topology. */
+const consumer = adminClient("edge-1");
+const provider = adminClient("home");
 
-describe("peering home with edge-1", () => {
+describe("peering edge-1 with home", () => {
   const dir = tempDir("peering");
   let peerConfig: string;
   const other = uniqueName("other");
@@ -38,9 +39,9 @@ describe("peering home with edge-1", () => {
     const result = await tenantry([
       "peer",
       "--consumer",
-      "home",
-      "--provider",
       "edge-1",
+      "--provider",
+      "home",
       "--namespaces",
       "2",
       "--cpu",
@@ -61,14 +62,14 @@ describe("peering home with edge-1", () => {
       seconds: number;
       timingsMs: Record<string, number>;
     };
-    assert.equal(summary.peering, "edge-1");
-    assert.equal(summary.tenant, "peer-home");
-    assert.equal(summary.username, `tenantry-peer:${tenantryOn("home").clusterId}`);
+    assert.equal(summary.peering, "home");
+    assert.equal(summary.tenant, "peer-edge-1");
+    assert.equal(summary.username, `tenantry-peer:${tenantryOn("edge-1").clusterId}`);
     process.stderr.write(
-      `tenantry peer home → edge-1: ${summary.seconds}s in the command (${JSON.stringify(summary.timingsMs)}), ${peerSeconds.toFixed(1)}s with the CLI's start\n`,
+      `tenantry peer edge-1 → home: ${summary.seconds}s in the command (${JSON.stringify(summary.timingsMs)}), ${peerSeconds.toFixed(1)}s with the CLI's start\n`,
     );
-    const secret: V1Secret = await home.core.readNamespacedSecret({
-      name: peerSecretName("edge-1"),
+    const secret: V1Secret = await consumer.core.readNamespacedSecret({
+      name: peerSecretName("home"),
       namespace: "tenantry-system",
     });
     peerConfig = writeTemp(
@@ -76,41 +77,41 @@ describe("peering home with edge-1", () => {
       "peer.kubeconfig",
       Buffer.from(secret.data![KUBECONFIG_KEY]!, "base64").toString(),
     );
-    // Another tenant in edge-1, which the peer must not touch.
-    await edge1.objects.create({
+    // Another tenant in home, which the peer must not touch.
+    await provider.objects.create({
       apiVersion: TENANTS_API_VERSION,
       kind: "Tenant",
       metadata: { name: other },
       spec: { owners: [{ kind: "User", name: `${other}-owner` }], namespaces: [{ name: "app" }] },
     } as never);
-    await eventually(async () => assert.ok(await exists(edge1, "v1", "Namespace", `${other}-app`)));
+    await eventually(async () => assert.ok(await exists(provider, "v1", "Namespace", `${other}-app`)));
   });
 
   after(async () => {
-    await edge1.objects
+    await provider.objects
       .delete({ apiVersion: TENANTS_API_VERSION, kind: "Tenant", metadata: { name: other } })
       .catch(() => {});
     // Left behind only when the unpeer test failed.
-    await tenantry(["unpeer", "--consumer", "home", "--provider", "edge-1"]);
+    await tenantry(["unpeer", "--consumer", "edge-1", "--provider", "home"]);
   });
 
-  test("the Peering is Ready and the virtual node shows edge-1's labels, the granted capacity and the taint", async () => {
-    const peering = await readPeering(home, "edge-1");
+  test("the Peering is Ready and the virtual node shows home's labels, the granted capacity and the taint", async () => {
+    const peering = await readPeering(consumer, "home");
     assert.ok(peering);
     const ready = peering.status?.conditions?.find((c) => c.type === "Ready");
     assert.equal(ready?.status, "True", JSON.stringify(peering.status));
     assert.equal(ready?.observedGeneration, peering.metadata!.generation);
-    assert.equal(peering.spec.remoteClusterId, tenantryOn("edge-1").clusterId);
+    assert.equal(peering.spec.remoteClusterId, tenantryOn("home").clusterId);
     assert.equal(peering.status?.conditions?.find((c) => c.type === "Healthy")?.status, "True");
 
-    const node = await readNode(home, "tenantry-edge-1");
-    assert.ok(node, "virtual node tenantry-edge-1");
+    const node = await readNode(consumer, "tenantry-home");
+    assert.ok(node, "virtual node tenantry-home");
     const labels = node.metadata!.labels!;
-    assert.equal(labels["topology.kubernetes.io/region"], "eu-south");
-    assert.equal(labels["tenantry.dev/provider"], "aws");
-    assert.equal(labels["tenantry.dev/security-policy"], "strict");
+    assert.equal(labels["topology.kubernetes.io/region"], "eu-west");
+    assert.equal(labels["tenantry.dev/provider"], "onprem");
+    assert.equal(labels["tenantry.dev/security-policy"], "standard");
     assert.equal(labels["tenantry.dev/type"], "virtual-node");
-    assert.equal(labels["tenantry.dev/remote-cluster-id"], tenantryOn("edge-1").clusterId);
+    assert.equal(labels["tenantry.dev/remote-cluster-id"], tenantryOn("home").clusterId);
     assert.deepEqual(node.status?.capacity, { cpu: "4", memory: "8Gi", pods: "20" });
     assert.deepEqual(node.status?.allocatable, { cpu: "4", memory: "8Gi", pods: "20" });
     assert.deepEqual(
@@ -123,13 +124,13 @@ describe("peering home with edge-1", () => {
     assert.equal(node.metadata!.ownerReferences?.[0]?.kind, "Peering");
     assert.equal(node.metadata!.ownerReferences?.[0]?.uid, peering.metadata!.uid);
 
-    const nodes = await kubectl(kubeconfigPath("home"), ["get", "nodes"]);
+    const nodes = await kubectl(kubeconfigPath("edge-1"), ["get", "nodes"]);
     assert.equal(nodes.code, 0, nodes.stderr);
-    assert.match(nodes.stdout, /^tenantry-edge-1\s+Ready\s/m);
+    assert.match(nodes.stdout, /^tenantry-home\s+Ready\s/m);
   });
 
   test("KWOK leaves the virtual node alone; its Lease is renewed and its heartbeat stays ours", async () => {
-    const node = await readNode(home, "tenantry-edge-1");
+    const node = await readNode(consumer, "tenantry-home");
     assert.equal(node?.metadata?.annotations?.["kwok.x-k8s.io/node"], undefined);
     // KWOK would add its own conditions (MemoryPressure, DiskPressure …) and addresses.
     assert.deepEqual(
@@ -138,11 +139,11 @@ describe("peering home with edge-1", () => {
     );
     assert.equal(nodeReady(node)?.reason, "PeerReady");
     // Steady state writes little: the Lease every probe, status only on change or every 30 s.
-    const peering0 = (await readPeering(home, "edge-1"))!;
-    const node0 = (await readNode(home, "tenantry-edge-1"))!;
+    const peering0 = (await readPeering(consumer, "home"))!;
+    const node0 = (await readNode(consumer, "tenantry-home"))!;
     await new Promise((resolve) => setTimeout(resolve, 8_000));
-    const peering1 = (await readPeering(home, "edge-1"))!;
-    const node1 = (await readNode(home, "tenantry-edge-1"))!;
+    const peering1 = (await readPeering(consumer, "home"))!;
+    const node1 = (await readNode(consumer, "tenantry-home"))!;
     if (peering1.metadata!.resourceVersion !== peering0.metadata!.resourceVersion) {
       assert.notEqual(
         peering1.status?.lastHeartbeat,
@@ -157,14 +158,14 @@ describe("peering home with edge-1", () => {
         "Node written without news",
       );
     }
-    const first = await home.coordination.readNamespacedLease({
-      name: "tenantry-edge-1",
+    const first = await consumer.coordination.readNamespacedLease({
+      name: "tenantry-home",
       namespace: NODE_LEASE_NAMESPACE,
     });
     await eventually(
       async () => {
-        const lease = await home.coordination.readNamespacedLease({
-          name: "tenantry-edge-1",
+        const lease = await consumer.coordination.readNamespacedLease({
+          name: "tenantry-home",
           namespace: NODE_LEASE_NAMESPACE,
         });
         assert.ok(new Date(lease.spec!.renewTime!).getTime() > new Date(first.spec!.renewTime!).getTime());
@@ -175,20 +176,20 @@ describe("peering home with edge-1", () => {
   });
 
   test("tenantry peer status lists the peering", async () => {
-    const status = await tenantry(["peer", "status", "--consumer", "home"]);
+    const status = await tenantry(["peer", "status", "--consumer", "edge-1"]);
     assert.equal(status.code, 0, status.stderr);
     const [header, ...rows] = status.stdout.trim().split("\n");
     assert.match(header!, /^PEER\s+REMOTE ID\s+LABELS\s+READY\s+CAPACITY\s+LAST HEARTBEAT$/);
-    const row = rows.find((r) => r.startsWith("edge-1 "));
+    const row = rows.find((r) => r.startsWith("home "));
     assert.ok(row, status.stdout);
-    assert.match(row, new RegExp(tenantryOn("edge-1").clusterId));
-    assert.match(row, /tenantry\.dev\/security-policy=strict/);
+    assert.match(row, new RegExp(tenantryOn("home").clusterId));
+    assert.match(row, /tenantry\.dev\/security-policy=standard/);
     assert.match(row, /\sTrue\s/);
     assert.match(row, /cpu=4,memory=8Gi,pods=20/);
     assert.match(row, /\d+s ago$/);
-    const json = await tenantry(["peer", "status", "--consumer", "home", "-o", "json"]);
+    const json = await tenantry(["peer", "status", "--consumer", "edge-1", "-o", "json"]);
     const parsed = JSON.parse(json.stdout) as { name: string; ready: string }[];
-    assert.equal(parsed.find((p) => p.name === "edge-1")?.ready, "True");
+    assert.equal(parsed.find((p) => p.name === "home")?.ready, "True");
   });
 
   test("least privilege: with the stored credentials kubectl may only work inside the peer's own tenant", async () => {
@@ -200,7 +201,7 @@ describe("peering home with edge-1", () => {
       "jsonpath={.status.userInfo.username} {.status.userInfo.groups}",
     ]);
     assert.equal(whoami.code, 0, whoami.stderr);
-    assert.equal(whoami.stdout, `tenantry-peer:${tenantryOn("home").clusterId} ["system:authenticated"]`);
+    assert.equal(whoami.stdout, `tenantry-peer:${tenantryOn("edge-1").clusterId} ["system:authenticated"]`);
 
     const forbidden = async (args: string[], pattern: RegExp) => {
       const result = await as(args);
@@ -227,7 +228,7 @@ describe("peering home with edge-1", () => {
       "jsonpath={.data.clusterName}",
     ]);
     assert.equal(identity.code, 0, identity.stderr);
-    assert.equal(identity.stdout, "edge-1");
+    assert.equal(identity.stdout, "home");
 
     // Namespaces: up to the quota (2), not one more.
     for (const name of mine) {
@@ -283,22 +284,28 @@ stringData: { a: b }
   });
 
   test("unpeer removes everything on both sides", async () => {
-    const result = await tenantry(["unpeer", "--consumer", "home", "--provider", "edge-1"]);
+    const result = await tenantry(["unpeer", "--consumer", "edge-1", "--provider", "home"]);
     assert.equal(result.code, 0, result.stderr);
-    assert.equal(await readPeering(home, "edge-1"), undefined);
-    assert.equal(await readNode(home, "tenantry-edge-1"), undefined);
-    assert.equal(await exists(home, "v1", "Secret", peerSecretName("edge-1"), "tenantry-system"), false);
-    assert.equal(await exists(edge1, TENANTS_API_VERSION, "Tenant", "peer-home"), false);
+    assert.equal(await readPeering(consumer, "home"), undefined);
+    assert.equal(await readNode(consumer, "tenantry-home"), undefined);
+    assert.equal(await exists(consumer, "v1", "Secret", peerSecretName("home"), "tenantry-system"), false);
+    assert.equal(await exists(provider, TENANTS_API_VERSION, "Tenant", "peer-edge-1"), false);
     assert.equal(
-      await exists(edge1, "rbac.authorization.k8s.io/v1", "Role", "tenantry-peer-home", "tenantry-system"),
+      await exists(
+        provider,
+        "rbac.authorization.k8s.io/v1",
+        "Role",
+        "tenantry-peer-edge-1",
+        "tenantry-system",
+      ),
       false,
     );
     assert.equal(
       await exists(
-        edge1,
+        provider,
         "rbac.authorization.k8s.io/v1",
         "RoleBinding",
-        "tenantry-peer-home",
+        "tenantry-peer-edge-1",
         "tenantry-system",
       ),
       false,
@@ -306,25 +313,25 @@ stringData: { a: b }
     await eventually(
       async () => {
         assert.equal(
-          await exists(home, "coordination.k8s.io/v1", "Lease", "tenantry-edge-1", NODE_LEASE_NAMESPACE),
+          await exists(consumer, "coordination.k8s.io/v1", "Lease", "tenantry-home", NODE_LEASE_NAMESPACE),
           false,
         );
         assert.equal(
           await exists(
-            edge1,
+            provider,
             "rbac.authorization.k8s.io/v1",
             "ClusterRoleBinding",
-            "tenantry:owners:peer-home",
+            "tenantry:owners:peer-edge-1",
           ),
           false,
         );
         for (const name of mine)
-          assert.equal(await exists(edge1, "v1", "Namespace", name), false, `namespace ${name}`);
+          assert.equal(await exists(provider, "v1", "Namespace", name), false, `namespace ${name}`);
       },
       { timeoutMs: 90_000, intervalMs: 500 },
     );
-    const again = await tenantry(["unpeer", "--consumer", "home", "--provider", "edge-1"]);
+    const again = await tenantry(["unpeer", "--consumer", "edge-1", "--provider", "home"]);
     assert.equal(again.code, 2);
-    assert.match(again.stderr, /no peering between consumer "home" and provider "edge-1"/);
+    assert.match(again.stderr, /no peering between consumer "edge-1" and provider "home"/);
   });
 });
