@@ -84,6 +84,13 @@ export {
 } from "./peering-controller.js";
 export { type ProbeResult, probeReadyz } from "./remote.js";
 export {
+  andTerms,
+  intersectSelectors,
+  requirementMatches,
+  selectorMatches,
+  termMatches,
+} from "./selectors.js";
+export {
   NODE_LEASE_NAMESPACE,
   NODE_TYPE_LABEL,
   PEERING_LABEL,
