@@ -67,7 +67,10 @@ async function main(): Promise<number> {
     const logFile = join(dir, "tenantry.log");
     tenantry = await startEmbeddedTenantry(
       home,
-      pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
+      pino(
+        { level: process.env.TENANTRY_LOG_LEVEL ?? "info" },
+        pino.destination({ dest: logFile, sync: false }),
+      ),
     );
     const started = await Promise.allSettled(
       states

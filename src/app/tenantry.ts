@@ -17,6 +17,9 @@ import { applyObject, type ClusterClient, LeaderElector, loadClusterClient } fro
 import {
   type ClusterIdentity,
   ensureClusterIdentity,
+  OffloadingInformers,
+  offloadingControllers,
+  offloadingPodWebhook,
   PeeringController,
   type PeeringControllerOptions,
 } from "../multicluster/index.js";
@@ -130,9 +133,12 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     namespaces: informers.tenantNamespaces,
     quotas: informers.quotas,
   });
+  const offloading = new OffloadingInformers(client, namespace);
+  await offloading.start();
   const webhooks: AdmissionWebhook[] = [
     ...tenantWebhooks(informers, { ownNamespace: namespace }),
     quotaAdmission.webhook(),
+    offloadingPodWebhook(offloading),
   ];
 
   const host = options.webhookHost ?? "127.0.0.1";
@@ -246,6 +252,12 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         }),
         new PeeringController({ client, namespace, logger, ...options.multicluster }),
+        ...offloadingControllers({
+          client,
+          informers: offloading,
+          clusterId: clusterIdentity.clusterId,
+          logger,
+        }),
       ];
       for (const controller of controllers) await controller.start();
     },
@@ -278,6 +290,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await providerConfig.stop();
       await authorizer.stop();
       await informers.stop();
+      await offloading.stop();
     },
   };
 }

@@ -3,6 +3,7 @@ import { Command, CommanderError } from "commander";
 import { errorMessage, UserError } from "../common/index.js";
 import { registerDevCommands } from "./dev.js";
 import { registerLoginCommands } from "./login.js";
+import { registerOffloadCommands } from "./offload.js";
 import { registerPeerCommands } from "./peer.js";
 import { registerRunCommand } from "./run.js";
 import { registerTenantCommands } from "./tenant.js";
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   registerLoginCommands(program);
   registerDevCommands(program);
   registerPeerCommands(program);
+  registerOffloadCommands(program);
   return program;
 }
 

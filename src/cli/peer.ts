@@ -136,7 +136,7 @@ export function peeringTable(rows: PeeringSummary[], now = Date.now()): string {
   return [...lines, ...notReady.map((r) => `${r.name}: ${r.message}`)].join("\n");
 }
 
-function timeoutMs(flag: string): number {
+export function timeoutMs(flag: string): number {
   try {
     return parseDuration(flag) * 1000;
   } catch {

@@ -42,13 +42,28 @@ export {
   readClusterIdentity,
 } from "./identity.js";
 export {
+  type OffloadingControllersOptions,
+  offloadingControllers,
+} from "./offloading/index.js";
+export { OffloadingInformers } from "./offloading/informers.js";
+export {
   CREATED_BY_LABEL_ANNOTATION,
+  OFFLOADED_NAMESPACE_LABEL,
   OFFLOADING_ENABLED_LABEL,
   OFFLOADING_ENABLED_VALUE,
   OFFLOADING_FINALIZER,
   ORIGIN_CLUSTER_ID_LABEL,
   ORIGIN_NAMESPACE_LABEL,
 } from "./offloading/labels.js";
+export { MAX_NAMESPACE_NAME, remoteNamespaceName } from "./offloading/names.js";
+export { offloadingStatus } from "./offloading/offloading-status.js";
+export {
+  ALL_VIRTUAL_NODES,
+  clusterSelectorOf,
+  placePod,
+  strategySelector,
+} from "./offloading/pod-placement.js";
+export { offloadingPodWebhook } from "./offloading/pod-webhook.js";
 export {
   acceptedReplica,
   acceptedReplicas,

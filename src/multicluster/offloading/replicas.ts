@@ -36,3 +36,13 @@ export function acceptedReplica(
 ): NamespaceReplica | undefined {
   return acceptedReplicas(maps, localNamespace).find((r) => r.peering === peering);
 }
+
+/** Every local namespace a map mentions, requested or held. */
+export function namespacesOfMap(map: NamespaceMap): string[] {
+  return [
+    ...new Set([
+      ...Object.keys(map.spec?.desiredMapping ?? {}),
+      ...Object.keys(map.status?.currentMapping ?? {}),
+    ]),
+  ];
+}

@@ -8,6 +8,7 @@ import {
   Controller,
   describeError,
   Informer,
+  isConflict,
   isNotFound,
   objectKey,
   type ReconcileContext,
@@ -131,6 +132,17 @@ export class TenantController {
         ? `${object.metadata.namespace}/${object.metadata.name}`
         : object.metadata?.name;
       throw new ObjectFailure(`${object.kind} ${where}: ${describeError(err)}`);
+    }
+  }
+
+  /** A conditional apply (the object carries its resourceVersion); false when it changed or is gone. */
+  private async applyIfUnchanged(object: KubernetesObject): Promise<boolean> {
+    try {
+      await applyObject(this.options.client, object);
+      return true;
+    } catch (err) {
+      if (isConflict(err) || isNotFound(err)) return false;
+      throw new ObjectFailure(`${object.kind} ${object.metadata?.name}: ${describeError(err)}`);
     }
   }
 
@@ -258,10 +270,21 @@ export class TenantController {
       namespace.metadata!.annotations = { [TEMPLATE_OBJECTS_ANNOTATION]: JSON.stringify(templateIds) };
       const current = this.namespaces.get(undefined, ns.name);
       if (current?.metadata?.deletionTimestamp) continue;
+      // An owner's namespace is never created here: with its resourceVersion the apply is a
+      // conditional update, so one deleted since the cache saw it is not brought back.
+      if (ns.origin === "owner") {
+        if (!current) continue;
+        namespace.metadata!.resourceVersion = current.metadata!.resourceVersion!;
+      }
       const previousTemplateIds: string[] = JSON.parse(
         current?.metadata?.annotations?.[TEMPLATE_OBJECTS_ANNOTATION] ?? "[]",
       );
-      await this.apply(namespace);
+      if (ns.origin === "owner") {
+        // Changed or gone since the cache saw it: its watch event brings the tenant back here.
+        if (!(await this.applyIfUnchanged(namespace))) continue;
+      } else {
+        await this.apply(namespace);
+      }
       for (const object of contents) await this.apply(object);
       await this.prune(name, ns.name, contents, previousTemplateIds);
     }
