@@ -1,0 +1,26 @@
+import type { NamespaceMap } from "../api/offloading.js";
+import { type NamespaceReplica, peeringOfMap } from "../offloading/replicas.js";
+
+/** Every accepted replica a peer holds (all local namespaces), from its NamespaceMaps. */
+export function acceptedReplicasOfPeer(maps: readonly NamespaceMap[], peering: string): NamespaceReplica[] {
+  return maps.filter((map) => peeringOfMap(map) === peering).flatMap((map) => acceptedIn(map));
+}
+
+/** Replicas accepted in `current` that were not (or not under that name) in `previous`. */
+export function newlyAccepted(previous: NamespaceMap | undefined, current: NamespaceMap): NamespaceReplica[] {
+  const before = new Map(
+    (previous ? acceptedIn(previous) : []).map((r) => [r.localNamespace, r.remoteNamespace]),
+  );
+  return acceptedIn(current).filter((r) => before.get(r.localNamespace) !== r.remoteNamespace);
+}
+
+function acceptedIn(map: NamespaceMap): NamespaceReplica[] {
+  const peering = peeringOfMap(map);
+  return Object.entries(map.status?.currentMapping ?? {})
+    .filter(([, current]) => current.phase === "Accepted")
+    .map(([localNamespace, current]) => ({
+      peering,
+      localNamespace,
+      remoteNamespace: current.remoteNamespace,
+    }));
+}
