@@ -22,6 +22,7 @@ import {
   offloadingPodWebhook,
   PeeringController,
   type PeeringControllerOptions,
+  ReflectionController,
 } from "../multicluster/index.js";
 import {
   installCrds,
@@ -253,6 +254,12 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         }),
         new PeeringController({ client, namespace, logger, ...options.multicluster }),
         ...offloadingControllers({
+          client,
+          informers: offloading,
+          clusterId: clusterIdentity.clusterId,
+          logger,
+        }),
+        new ReflectionController({
           client,
           informers: offloading,
           clusterId: clusterIdentity.clusterId,

@@ -97,6 +97,28 @@ export {
   PeeringController,
   type PeeringControllerOptions,
 } from "./peering-controller.js";
+export {
+  ORIGIN_UID_ANNOTATION,
+  REFLECTED_CONDITION,
+} from "./reflection/labels.js";
+export {
+  isReflected,
+  REFLECTED_KINDS,
+  type ReflectedKind,
+  reflectedCopy,
+  remoteServiceSpec,
+} from "./reflection/object-translation.js";
+export {
+  pendingStatus,
+  reflectedStatus,
+  remoteNodeAffinity,
+  remotePod,
+  remotePodSpec,
+} from "./reflection/pod-translation.js";
+export {
+  ReflectionController,
+  type ReflectionControllerOptions,
+} from "./reflection/reflection-controller.js";
 export { type ProbeResult, probeReadyz } from "./remote.js";
 export {
   andTerms,

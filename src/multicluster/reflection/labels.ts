@@ -2,7 +2,7 @@
 import { ORIGIN_CLUSTER_ID_LABEL, ORIGIN_NAMESPACE_LABEL } from "../offloading/labels.js";
 
 /** On a reflected pod in the provider: the uid of the local pod it stands for. */
-export const ORIGIN_UID_ANNOTATION = "tenantry.dev/origin-uid";
+export const ORIGIN_UID_ANNOTATION = "offloading.tenantry.dev/origin-uid";
 
 /**
  * Condition tenantry sets on a local pod once its remote pod exists. A pod that has it and whose
