@@ -288,6 +288,7 @@ export class PodReflector {
         !account ||
         account === "default" ||
         (await this.serviceAccountExists(peer, replica.remoteNamespace, account));
+      const startedAt = Date.now();
       await peer.client.core.createNamespacedPod({
         namespace: replica.remoteNamespace,
         body: this.remotePodFor(local, node, replica, accountExists),
@@ -297,6 +298,7 @@ export class PodReflector {
           peering: replica.peering,
           pod: `${replica.localNamespace}/${name}`,
           remoteNamespace: replica.remoteNamespace,
+          createMs: Date.now() - startedAt,
         },
         "pod reflected",
       );
