@@ -300,10 +300,11 @@ export class NamespaceMapController {
       return { phase: "Accepted" };
     } catch (err) {
       if (statusCode(err) === 403) {
-        // The peer may read only its own namespaces: a namespace it cannot read is someone else's.
+        // The peer reads only its own tenant's namespaces, and gets access to a new one a moment
+        // after creating it: unreadable is someone else's namespace, or one not granted yet.
         return {
           phase: "CreationLoopBackOff",
-          message: `namespace ${name} already exists in cluster ${cluster} and is not the replica of ${local}: choose another namespaceMappingStrategy`,
+          message: `namespace ${name} exists in cluster ${cluster} but this cluster may not read it: it is not the replica of ${local} (choose another namespaceMappingStrategy), or the provider has not granted access to it yet`,
         };
       }
       if (isNotFound(err))
