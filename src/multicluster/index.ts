@@ -134,6 +134,13 @@ export {
 } from "./reflection/reflection-controller.js";
 export { type ProbeResult, probeReadyz } from "./remote.js";
 export {
+  BENCHMARK_RUN_LABEL,
+  benchmarkNodes,
+  benchmarkReplication,
+  type ReplicationBenchmarkOptions,
+  type ReplicationBenchmarkResult,
+} from "./replication/benchmark.js";
+export {
   type Combination,
   combinationHash,
   groupNodes,

@@ -23,7 +23,7 @@ import {
   type ReplicatedDeploymentStatus,
 } from "../api/replicated-deployment.js";
 import { NODE_TYPE_LABEL, VIRTUAL_NODE_TYPE } from "../virtual-node.js";
-import { obsoleteDeletable, planReplication, type WantedReplica } from "./plan.js";
+import { deletableObsolete, planReplication, type WantedReplica } from "./plan.js";
 import { type ReplicaOutcome, replicationStatus } from "./status.js";
 
 export interface ReplicationControllerOptions {
@@ -186,16 +186,15 @@ export class ReplicatedDeploymentController {
       this.ensureReplica(wanted, existing.get(wanted.name), others.get(wanted.name), ctx.logger),
     );
     const wantedNames = new Set(plan.wanted.map((w) => w.name));
-    let obsolete = mine.filter((d) => !wantedNames.has(d.metadata!.name!));
+    const obsolete = mine.filter((d) => !wantedNames.has(d.metadata!.name!));
+    const deletable = deletableObsolete(outcomes, obsolete);
     const deleteErrors: Record<string, string> = {};
-    if (obsolete.length && obsoleteDeletable(outcomes)) {
-      await eachLimit(obsolete, this.applyConcurrency, async (d) => {
-        const error = await this.deleteReplica(d, ctx.logger);
-        if (error) deleteErrors[d.metadata!.name!] = error;
-      });
-      obsolete = obsolete.filter((d) => deleteErrors[d.metadata!.name!]);
-    }
-    await this.writeStatus(rd, { ...report, replicas: outcomes, obsolete, deleteErrors });
+    await eachLimit(deletable, this.applyConcurrency, async (d) => {
+      const error = await this.deleteReplica(d, ctx.logger);
+      if (error) deleteErrors[d.metadata!.name!] = error;
+    });
+    const kept = obsolete.filter((d) => !deletable.includes(d) || deleteErrors[d.metadata!.name!]);
+    await this.writeStatus(rd, { ...report, replicas: outcomes, obsolete: kept, deleteErrors });
     const retry = outcomes.filter((o) => o.retry).map((o) => `${o.name}: ${o.error}`);
     const failedDeletes = Object.entries(deleteErrors).map(([n, e]) => `deleting ${n}: ${e}`);
     if (retry.length || failedDeletes.length) throw new Error([...retry, ...failedDeletes].join("; "));

@@ -4,7 +4,7 @@ import type { V1PodSpec } from "@kubernetes/client-node";
 import type { NodeSelector } from "../../apis/index.js";
 import { combinationHash } from "./combinations.js";
 import { EDGE_1, EDGE_2, offloading, PROVIDER, REGION, replicatedDeployment, SECURITY } from "./fixtures.js";
-import { obsoleteDeletable, offloadingBlock, planReplication } from "./plan.js";
+import { deletableObsolete, offloadingBlock, planReplication } from "./plan.js";
 
 const notStrict: NodeSelector = {
   nodeSelectorTerms: [{ matchExpressions: [{ key: SECURITY, operator: "NotIn", values: ["strict"] }] }],
@@ -116,23 +116,31 @@ describe("replication plan", () => {
     assert.equal(plan.wanted.filter((w) => w.deployment).length, 1);
   });
 
-  test("obsolete replicas go only once every wanted replica is Available, or none is wanted", () => {
+  test("obsolete replicas go once every wanted replica is Available (or none is wanted); unavailable ones at once", () => {
     const available = {
-      metadata: { generation: 1 },
+      metadata: { name: "available", generation: 1 },
       status: { observedGeneration: 1, conditions: [{ type: "Available", status: "True" }] },
     };
-    const starting = { metadata: { generation: 1 }, status: { observedGeneration: 1, conditions: [] } };
+    const starting = {
+      metadata: { name: "starting", generation: 1 },
+      status: { observedGeneration: 1, conditions: [{ type: "Available", status: "False" }] },
+    };
     const combination = { hash: "x", values: {}, nodes: [] };
-    assert.equal(obsoleteDeletable([]), true);
-    assert.equal(obsoleteDeletable([{ combination, name: "a", deployment: available }]), true);
-    assert.equal(
-      obsoleteDeletable([
+    const names = (list: { metadata?: { name?: string } }[]) => list.map((d) => d.metadata!.name);
+    const obsolete = [available, starting];
+    assert.deepEqual(names(deletableObsolete([], obsolete)), ["available", "starting"]);
+    assert.deepEqual(
+      names(deletableObsolete([{ combination, name: "a", deployment: available }], obsolete)),
+      ["available", "starting"],
+    );
+    const notYet = [
+      [
         { combination, name: "a", deployment: available },
         { combination, name: "b", deployment: starting },
-      ]),
-      false,
-    );
-    assert.equal(obsoleteDeletable([{ combination, name: "a", deployment: available, error: "x" }]), false);
-    assert.equal(obsoleteDeletable([{ combination, name: "a" }]), false);
+      ],
+      [{ combination, name: "a", deployment: available, error: "quota exceeded" }],
+      [{ combination, name: "a" }],
+    ];
+    for (const wanted of notYet) assert.deepEqual(names(deletableObsolete(wanted, obsolete)), ["starting"]);
   });
 });

@@ -90,9 +90,14 @@ export function planReplication(
 }
 
 /**
- * Whether obsolete replicas may be deleted now: only once every wanted replica is Available (or
- * none is wanted), so replacing one set of replicas by another never leaves the service without one.
+ * Obsolete replicas that may be deleted now: all of them once every wanted replica is Available (or
+ * none is wanted), so replacing one set by another never leaves the service without replicas;
+ * before that, those that are not Available themselves, since they serve nothing.
  */
-export function obsoleteDeletable(wanted: readonly ReplicaOutcome[]): boolean {
-  return wanted.every((r) => !r.error && deploymentAvailable(r.deployment));
+export function deletableObsolete(
+  wanted: readonly ReplicaOutcome[],
+  obsolete: readonly V1Deployment[],
+): V1Deployment[] {
+  const allAvailable = wanted.every((r) => !r.error && deploymentAvailable(r.deployment));
+  return allAvailable ? [...obsolete] : obsolete.filter((d) => !deploymentAvailable(d));
 }
