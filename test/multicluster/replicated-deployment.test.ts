@@ -1,9 +1,17 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
+import {
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Deployment,
+  type V1Node,
+  type V1Pod,
+} from "@kubernetes/client-node";
 import { isNotFound } from "../../src/kube/index.js";
 import {
+  BENCHMARK_RUN_LABEL,
+  benchmarkNodes,
   NAMESPACE_OFFLOADING_NAME,
   PEERING_LABEL,
   REPLICA_LABEL,
@@ -117,9 +125,13 @@ function readyOf(rd: ReplicatedDeployment | undefined) {
 describe("ReplicatedDeployment on the shared topology", () => {
   const namespace = uniqueName("rdeploy");
   const bare = uniqueName("rd-bare");
+  const follow = uniqueName("rd-nodes");
+  const run = follow.replace(/[^a-z0-9]/g, "");
+  const fakeNodes = benchmarkNodes(run, 2);
 
   before(async () => {
-    for (const name of [namespace, bare]) await home.core.createNamespace({ body: { metadata: { name } } });
+    for (const name of [namespace, bare, follow])
+      await home.core.createNamespace({ body: { metadata: { name } } });
     // The offloading controllers fill the maps; replication only reads this spec.
     await home.objects.create({
       apiVersion: TENANTS_API_VERSION,
@@ -136,7 +148,9 @@ describe("ReplicatedDeployment on the shared topology", () => {
   });
 
   after(async () => {
-    for (const ns of [namespace, bare]) {
+    for (const node of fakeNodes)
+      await kubectl(config, ["delete", "node", node.metadata!.name!, "--ignore-not-found"]);
+    for (const ns of [namespace, bare, follow]) {
       // Pods bound to a virtual node only terminate once something runs them there: none here yet.
       await kubectl(config, [
         "delete",
@@ -388,6 +402,68 @@ describe("ReplicatedDeployment on the shared topology", () => {
       assert.equal(readyOf(await readReplicated(bare, "lonely"))?.reason, "LocalOnlyOffloading");
     });
     assert.deepEqual(await replicasOf(bare, "lonely"), []);
+  });
+
+  test("virtual nodes joining, relabelled and leaving re-evaluate the replicas", async () => {
+    const [first, second] = fakeNodes as [V1Node, V1Node];
+    await home.objects.create({
+      apiVersion: TENANTS_API_VERSION,
+      kind: "NamespaceOffloading",
+      metadata: { name: NAMESPACE_OFFLOADING_NAME, namespace: follow },
+      spec: {
+        clusterSelector: {
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: BENCHMARK_RUN_LABEL, operator: "In", values: [run] }] },
+          ],
+        },
+      },
+    });
+    await createReplicated(follow, "follow", { template: template("follow", 0), generationLabels: [REGION] });
+    const regions = async (count: number) =>
+      eventually(async () => {
+        const found = await replicasOf(follow, "follow");
+        assert.equal(found.length, count, found.map((d) => d.metadata!.name).join(", "));
+        return found.map((d) => pinnedValue(d, REGION)).sort();
+      });
+    await eventually(async () => {
+      assert.equal(readyOf(await readReplicated(follow, "follow"))?.reason, "NoClusterSelected");
+    });
+
+    await home.core.createNode({ body: first });
+    assert.deepEqual(await regions(1), ["bench-region-0"]);
+    await home.core.createNode({ body: second });
+    assert.deepEqual(await regions(2), ["bench-region-0", "bench-region-1"]);
+
+    // The second node moves to the first one's region: one replica for both.
+    await home.core.patchNode(
+      {
+        name: second.metadata!.name!,
+        body: { metadata: { labels: { [REGION]: "bench-region-0" } } },
+      },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    assert.deepEqual(await regions(1), ["bench-region-0"]);
+    await eventually(async () => {
+      const rd = await readReplicated(follow, "follow");
+      assert.deepEqual(
+        rd?.status?.deployments?.map((d) => d.virtualNodes),
+        [[first.metadata!.name, second.metadata!.name]],
+      );
+    });
+
+    await home.core.deleteNode({ name: first.metadata!.name! });
+    await eventually(async () => {
+      const rd = await readReplicated(follow, "follow");
+      assert.deepEqual(
+        rd?.status?.deployments?.map((d) => d.virtualNodes),
+        [[second.metadata!.name]],
+      );
+    });
+    await home.core.deleteNode({ name: second.metadata!.name! });
+    assert.deepEqual(await regions(0), []);
+    await eventually(async () => {
+      assert.equal(readyOf(await readReplicated(follow, "follow"))?.reason, "NoClusterSelected");
+    });
   });
 
   test("bad specs are refused, naming the field", async () => {
