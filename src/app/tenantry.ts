@@ -266,7 +266,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           clusterId: clusterIdentity.clusterId,
           logger,
         }),
-        new ReplicatedDeploymentController({ client, logger }),
+        new ReplicatedDeploymentController({ client, informers: offloading, logger }),
       ];
       for (const controller of controllers) await controller.start();
     },

@@ -22,12 +22,14 @@ import {
   type ReplicatedDeployment,
   type ReplicatedDeploymentStatus,
 } from "../api/replicated-deployment.js";
-import { NODE_TYPE_LABEL, VIRTUAL_NODE_TYPE } from "../virtual-node.js";
+import type { OffloadingInformers } from "../offloading/informers.js";
 import { deletableObsolete, planReplication, type WantedReplica } from "./plan.js";
 import { type ReplicaOutcome, replicationStatus } from "./status.js";
 
 export interface ReplicationControllerOptions {
   client: ClusterClient;
+  /** Shared with the offloading controllers, started and stopped by their owner. */
+  informers: Pick<OffloadingInformers, "offloadings" | "virtualNodes">;
   logger: Logger;
   /** ReplicatedDeployments reconciled at once. Default 4. */
   workers?: number;
@@ -76,16 +78,8 @@ export class ReplicatedDeploymentController {
       kind: "Deployment",
       labelSelector: REPLICATED_DEPLOYMENT_LABEL,
     });
-    this.nodes = Informer.forResource<V1Node>(client, {
-      apiVersion: "v1",
-      kind: "Node",
-      labelSelector: `${NODE_TYPE_LABEL}=${VIRTUAL_NODE_TYPE}`,
-    });
-    this.offloadings = Informer.forResource<NamespaceOffloading>(client, {
-      apiVersion: TENANTS_API_VERSION,
-      kind: "NamespaceOffloading",
-      fieldSelector: `metadata.name=${NAMESPACE_OFFLOADING_NAME}`,
-    });
+    this.nodes = options.informers.virtualNodes;
+    this.offloadings = options.informers.offloadings;
     this.controller = new Controller({
       name: "replicated-deployments",
       workers: options.workers ?? 4,
@@ -123,9 +117,7 @@ export class ReplicatedDeploymentController {
   async stop(): Promise<void> {
     this.unsubscribeNodes?.();
     await this.controller.stop();
-    await Promise.all(
-      [this.replicated, this.deployments, this.nodes, this.offloadings].map((informer) => informer.stop()),
-    );
+    await Promise.all([this.replicated.stop(), this.deployments.stop()]);
     this.applied.clear();
   }
 
