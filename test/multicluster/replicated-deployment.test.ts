@@ -234,6 +234,12 @@ describe("ReplicatedDeployment on the shared topology", () => {
       { timeoutMs: 60_000 },
     );
 
+    const explained = await kubectl(config, ["explain", "rdeploy.spec.generationLabels"]);
+    assert.equal(explained.code, 0, explained.stderr);
+    assert.match(
+      explained.stdout.replace(/\s+/g, " "),
+      /one replica per combination of their values over the selected virtual nodes/,
+    );
     const listed = await kubectl(config, ["get", "rdeploy", "web", "-n", namespace]);
     assert.equal(listed.code, 0, listed.stderr);
     assert.match(listed.stdout, /NAME\s+DEPLOYMENTS\s+AVAILABLE\s+READY\s+AGE/);
@@ -402,6 +408,47 @@ describe("ReplicatedDeployment on the shared topology", () => {
       assert.equal(readyOf(await readReplicated(bare, "lonely"))?.reason, "LocalOnlyOffloading");
     });
     assert.deepEqual(await replicasOf(bare, "lonely"), []);
+  });
+
+  test("replicas that cannot be applied are reported by name, with the API server's reason", async () => {
+    // The Deployment's own validation (not the ReplicatedDeployment's schema) refuses the container name.
+    const broken = template("broken", 0);
+    broken.spec.template.spec!.containers[0]!.name = "Not_A_Name";
+    await createReplicated(namespace, "broken", { template: broken, generationLabels: [REGION] });
+    // The template's own affinity excludes eu-south: that replica cannot exist.
+    const picky = template("picky", 0);
+    picky.spec.template.spec!.affinity = {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [{ matchExpressions: [{ key: REGION, operator: "In", values: ["us-east"] }] }],
+        },
+      },
+    };
+    await createReplicated(namespace, "picky", { template: picky, generationLabels: [REGION] });
+    await eventually(async () => {
+      const rd = await readReplicated(namespace, "broken");
+      const ready = readyOf(rd);
+      assert.equal(rd?.status?.observedGeneration, rd?.metadata?.generation);
+      assert.equal(ready?.reason, "ReplicaFailed");
+      assert.match(
+        ready!.message,
+        /broken-\w+ \(topology\.kubernetes\.io\/region=(eu-south|us-east)\): .*spec\.template\.spec\.containers\[0\]\.name/,
+      );
+      assert.equal(rd?.status?.deployments?.filter((d) => d.error).length, 2);
+    });
+    assert.deepEqual(await replicasOf(namespace, "broken"), []);
+    await eventually(async () => {
+      const rd = await readReplicated(namespace, "picky");
+      assert.equal(readyOf(rd)?.reason, "ReplicaFailed");
+      assert.match(
+        readyOf(rd)!.message,
+        /picky-\w+ \(topology\.kubernetes\.io\/region=eu-south\): the template's own required node affinity and selectedClusters exclude every node/,
+      );
+      assert.deepEqual(
+        (await replicasOf(namespace, "picky")).map((d) => pinnedValue(d, REGION)),
+        ["us-east"],
+      );
+    });
   });
 
   test("virtual nodes joining, relabelled and leaving re-evaluate the replicas", async () => {
