@@ -137,24 +137,15 @@ export {
   BENCHMARK_RUN_LABEL,
   benchmarkNodes,
   benchmarkReplication,
+  ReplicatedDeploymentController,
   type ReplicationBenchmarkOptions,
   type ReplicationBenchmarkResult,
-} from "./replication/benchmark.js";
-export {
-  type Combination,
-  combinationHash,
-  groupNodes,
-  replicaName,
-  selectNodes,
-} from "./replication/combinations.js";
-export {
-  ReplicatedDeploymentController,
   type ReplicationControllerOptions,
-} from "./replication/controller.js";
-export { COMBINATION_ANNOTATION, pinningTerm, replicaDeployment } from "./replication/replica.js";
+} from "./replication/index.js";
 export {
   andTerms,
   intersectSelectors,
+  labelSelectorMatches,
   requirementMatches,
   selectorMatches,
   termMatches,

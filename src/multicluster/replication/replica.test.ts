@@ -2,13 +2,12 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { V1NodeSelector, V1PodSpec } from "@kubernetes/client-node";
 import { REPLICA_LABEL, REPLICATED_DEPLOYMENT_LABEL } from "../api/replicated-deployment.js";
-import { selectorMatches } from "../selectors.js";
+import { labelSelectorMatches, selectorMatches } from "../selectors.js";
 import { groupNodes } from "./combinations.js";
 import { EDGE_1, EDGE_2, EDGE_3, PROVIDER, REGION, replicatedDeployment, SECURITY } from "./fixtures.js";
 import {
   COMBINATION_ANNOTATION,
   checkSpec,
-  labelSelectorMatches,
   pinningTerm,
   ReplicaError,
   recordedCombination,
@@ -179,28 +178,6 @@ describe("replica Deployments", () => {
       recordedCombination({ metadata: { annotations: { [COMBINATION_ANNOTATION]: "{garbled" } } }),
       undefined,
     );
-  });
-
-  test("label selectors: matchLabels and every operator of matchExpressions", () => {
-    const labels = { app: "web", tier: "front" };
-    assert.ok(labelSelectorMatches({ matchLabels: { app: "web" } }, labels));
-    assert.ok(!labelSelectorMatches({ matchLabels: { app: "db" } }, labels));
-    assert.ok(
-      labelSelectorMatches(
-        { matchExpressions: [{ key: "tier", operator: "In", values: ["front", "back"] }] },
-        labels,
-      ),
-    );
-    assert.ok(
-      !labelSelectorMatches(
-        { matchExpressions: [{ key: "tier", operator: "NotIn", values: ["front"] }] },
-        labels,
-      ),
-    );
-    assert.ok(
-      labelSelectorMatches({ matchExpressions: [{ key: "zone", operator: "DoesNotExist" }] }, labels),
-    );
-    assert.ok(!labelSelectorMatches({ matchExpressions: [{ key: "zone", operator: "Exists" }] }, labels));
   });
 
   test("bad specs are refused with the field named", () => {

@@ -4,7 +4,6 @@
  */
 import type {
   V1Deployment,
-  V1LabelSelector,
   V1NodeSelector,
   V1NodeSelectorTerm,
   V1OwnerReference,
@@ -16,7 +15,7 @@ import {
   REPLICATED_DEPLOYMENT_LABEL,
   type ReplicatedDeployment,
 } from "../api/replicated-deployment.js";
-import { intersectSelectors, requirementMatches } from "../selectors.js";
+import { intersectSelectors, labelSelectorMatches } from "../selectors.js";
 import { NODE_TYPE_LABEL, VIRTUAL_NODE_TYPE } from "../virtual-node.js";
 import { type Combination, combinationIdentity, replicaName } from "./combinations.js";
 
@@ -79,17 +78,6 @@ export function ownerReference(rd: ReplicatedDeployment): V1OwnerReference {
     // Foreground deletion of the ReplicatedDeployment waits for its replicas.
     blockOwnerDeletion: true,
   };
-}
-
-/** Whether `labels` satisfy a label selector (matchLabels and matchExpressions, ANDed). */
-export function labelSelectorMatches(
-  selector: V1LabelSelector,
-  labels: Readonly<Record<string, string>>,
-): boolean {
-  return (
-    Object.entries(selector.matchLabels ?? {}).every(([key, value]) => labels[key] === value) &&
-    (selector.matchExpressions ?? []).every((r) => requirementMatches(r, labels[r.key]))
-  );
 }
 
 export interface SpecProblem {
