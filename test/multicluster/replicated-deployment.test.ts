@@ -13,6 +13,7 @@ import {
   BENCHMARK_RUN_LABEL,
   benchmarkNodes,
   NAMESPACE_OFFLOADING_NAME,
+  type NamespaceOffloading,
   PEERING_LABEL,
   REPLICA_LABEL,
   REPLICATED_DEPLOYMENT_LABEL,
@@ -40,10 +41,10 @@ const home = adminClient("home");
 const config = kubeconfigPath("home");
 
 /**
- * A Deployment template whose pods tolerate the virtual-node taint themselves, so the scheduler binds
- * them to the virtual node their affinity pins them to whether or not the offloading webhook runs.
+ * A Deployment template. Its pods tolerate the virtual-node taint themselves (the offloading webhook
+ * adds the same toleration), and request `cpu`: more than a virtual node offers keeps them Pending.
  */
-function template(app: string, replicas: number): ReplicatedDeploymentSpec["template"] {
+function template(app: string, replicas: number, cpu = "10m"): ReplicatedDeploymentSpec["template"] {
   return {
     metadata: { labels: { "app.kubernetes.io/part-of": "shop" } },
     spec: {
@@ -52,7 +53,7 @@ function template(app: string, replicas: number): ReplicatedDeploymentSpec["temp
       template: {
         metadata: { labels: { app } },
         spec: {
-          containers: [{ name: app, image: "registry.k8s.io/pause:3.10" }],
+          containers: [{ name: app, image: "registry.k8s.io/pause:3.10", resources: { requests: { cpu } } }],
           tolerations: [{ ...VIRTUAL_NODE_TAINT, operator: "Equal" }],
         },
       },
@@ -145,23 +146,24 @@ describe("ReplicatedDeployment on the shared topology", () => {
         },
       },
     });
+    // Pods run remotely once the namespace's replicas exist in edge-1 and edge-2.
+    await eventually(
+      async () => {
+        const offloading = (await home.objects.read({
+          apiVersion: TENANTS_API_VERSION,
+          kind: "NamespaceOffloading",
+          metadata: { name: NAMESPACE_OFFLOADING_NAME, namespace },
+        })) as NamespaceOffloading;
+        assert.equal(offloading.status?.offloadingPhase, "Ready", JSON.stringify(offloading.status));
+      },
+      { timeoutMs: 60_000 },
+    );
   });
 
   after(async () => {
     for (const node of fakeNodes)
       await kubectl(config, ["delete", "node", node.metadata!.name!, "--ignore-not-found"]);
     for (const ns of [namespace, bare, follow]) {
-      // Pods bound to a virtual node only terminate once something runs them there: none here yet.
-      await kubectl(config, [
-        "delete",
-        "pods",
-        "--all",
-        "-n",
-        ns,
-        "--force",
-        "--grace-period=0",
-        "--wait=false",
-      ]);
       await kubectl(config, [
         "delete",
         "replicateddeployments,namespaceoffloadings",
@@ -174,7 +176,7 @@ describe("ReplicatedDeployment on the shared topology", () => {
     }
   });
 
-  test("region granularity: one Deployment per region, pinned to its virtual node, pods bound there", async () => {
+  test("region granularity: one Deployment per region, pinned to its virtual node, its pods running there", async () => {
     const rd = await createReplicated(namespace, "web", {
       template: template("web", 1),
       generationLabels: [REGION],
@@ -214,7 +216,7 @@ describe("ReplicatedDeployment on the shared topology", () => {
     }
     assert.equal(readyOf({ status } as ReplicatedDeployment)?.observedGeneration, status.observedGeneration);
 
-    // The real scheduler binds each replica's pod to the virtual node of its region.
+    // The scheduler binds each replica's pod to the virtual node of its region; it runs in that provider.
     await eventually(
       async () => {
         const pods = (
@@ -229,7 +231,23 @@ describe("ReplicatedDeployment on the shared topology", () => {
             (d) => d.metadata!.labels![REPLICA_LABEL] === pod.metadata!.labels![REPLICA_LABEL],
           )!;
           assert.equal(pod.spec?.nodeName, NODE_OF_REGION[pinnedValue(replica, REGION)!]);
+          assert.equal(pod.status?.phase, "Running");
         }
+      },
+      { timeoutMs: 90_000 },
+    );
+    await eventually(
+      async () => {
+        const current = await readReplicated(namespace, "web");
+        assert.equal(readyOf(current)?.status, "True", readyOf(current)?.message);
+        assert.equal(current?.status?.availableDeploymentCount, 2);
+        assert.deepEqual(
+          current?.status?.deployments?.map((d) => [d.readyReplicas, d.lastCondition?.type]),
+          [
+            [1, "Available"],
+            [1, "Available"],
+          ],
+        );
       },
       { timeoutMs: 60_000 },
     );
@@ -279,51 +297,52 @@ describe("ReplicatedDeployment on the shared topology", () => {
   });
 
   test("switching generation labels creates the new replicas first and removes the old ones once those are Available", async () => {
-    // No pod: every replica is Available at once.
-    await createReplicated(namespace, "api", { template: template("api", 0), generationLabels: [REGION] });
+    await createReplicated(namespace, "api", { template: template("api", 1), generationLabels: [REGION] });
     const old = await eventually(
       async () => {
         const rd = await readReplicated(namespace, "api");
-        assert.equal(readyOf(rd)?.reason, "AllReplicasAvailable");
+        assert.equal(readyOf(rd)?.reason, "AllReplicasAvailable", readyOf(rd)?.message);
         assert.equal(rd?.status?.availableDeploymentCount, 2);
         return new Set((await replicasOf(namespace, "api")).map((d) => d.metadata!.uid));
       },
-      { timeoutMs: 60_000 },
+      { timeoutMs: 90_000 },
     );
     assert.equal(old.size, 2);
 
-    // New replicas by provider, whose pods never become Available (nothing runs pods on virtual nodes yet).
+    // New replicas by provider, whose pods ask more cpu than a virtual node has: they stay Pending.
     await patchReplicated(namespace, "api", {
-      spec: { generationLabels: [PROVIDER], template: { spec: { replicas: 1 } } },
+      spec: { generationLabels: [PROVIDER], template: template("api", 1, "1000") },
     });
-    await eventually(
-      async () => {
-        const found = await replicasOf(namespace, "api");
-        assert.equal(found.length, 4);
-        const fresh = found.filter((d) => !old.has(d.metadata!.uid));
-        assert.deepEqual(fresh.map((d) => pinnedValue(d, PROVIDER)).sort(), ["aws", "gcp"]);
-        const rd = await readReplicated(namespace, "api");
-        assert.equal(rd?.status?.observedGeneration, rd?.metadata?.generation);
-        assert.equal(readyOf(rd)?.reason, "ReplicasNotAvailable");
-        assert.match(readyOf(rd)!.message, /keeping 2 obsolete replica/);
-        assert.equal(rd?.status?.deployments?.filter((d) => d.obsolete).length, 2);
-      },
-      { timeoutMs: 60_000 },
-    );
+    const stillServing = async () => {
+      const found = await replicasOf(namespace, "api");
+      assert.equal(found.length, 4);
+      const fresh = found.filter((d) => !old.has(d.metadata!.uid));
+      assert.deepEqual(fresh.map((d) => pinnedValue(d, PROVIDER)).sort(), ["aws", "gcp"]);
+      const rd = await readReplicated(namespace, "api");
+      assert.equal(rd?.status?.observedGeneration, rd?.metadata?.generation);
+      assert.equal(readyOf(rd)?.reason, "ReplicasNotAvailable");
+      assert.match(readyOf(rd)!.message, /keeping 2 obsolete replica/);
+      const obsolete = rd?.status?.deployments?.filter((d) => d.obsolete) ?? [];
+      assert.deepEqual(obsolete.map((d) => [d.generationLabelsValues?.[REGION] ?? "", d.available]).sort(), [
+        ["eu-south", true],
+        ["us-east", true],
+      ]);
+    };
+    await eventually(stillServing, { timeoutMs: 60_000 });
     await sleep(3_000);
-    assert.equal((await replicasOf(namespace, "api")).filter((d) => old.has(d.metadata!.uid)).length, 2);
+    await stillServing();
 
-    // The new replicas become Available: only then do the old ones go.
-    await patchReplicated(namespace, "api", { spec: { template: { spec: { replicas: 0 } } } });
+    // The new replicas' pods fit once they ask less: they run, and only then do the old ones go.
+    await patchReplicated(namespace, "api", { spec: { template: template("api", 1) } });
     await eventually(
       async () => {
         const found = await replicasOf(namespace, "api");
         assert.deepEqual(found.map((d) => pinnedValue(d, PROVIDER)).sort(), ["aws", "gcp"]);
         const rd = await readReplicated(namespace, "api");
-        assert.equal(readyOf(rd)?.reason, "AllReplicasAvailable");
+        assert.equal(readyOf(rd)?.reason, "AllReplicasAvailable", readyOf(rd)?.message);
         assert.equal(rd?.status?.deployments?.length, 2);
       },
-      { timeoutMs: 60_000 },
+      { timeoutMs: 90_000 },
     );
   });
 
@@ -345,20 +364,8 @@ describe("ReplicatedDeployment on the shared topology", () => {
   test("deleting the ReplicatedDeployment deletes its replicas, in the foreground or in the background", async () => {
     assert.ok((await replicasOf(namespace, "api")).length > 0);
     assert.equal((await replicasOf(namespace, "web")).length, 1);
-    // Foreground: the ReplicatedDeployment goes only after its replicas, and those after their pods.
-    // api's pods (from when it had replicas: 1) are bound to virtual nodes where nothing runs them
-    // yet, so nothing would ever confirm their end: remove them as the node's kubelet would.
-    const pods = await kubectl(config, [
-      "delete",
-      "pods",
-      "-n",
-      namespace,
-      "-l",
-      `${REPLICATED_DEPLOYMENT_LABEL}=api`,
-      "--force",
-      "--grace-period=0",
-    ]);
-    assert.equal(pods.code, 0, pods.stderr);
+    // Foreground: the ReplicatedDeployment goes only after its replicas, and those after their pods
+    // (whose copies in the providers are deleted first).
     const foreground = await kubectl(config, [
       "delete",
       "rdeploy",

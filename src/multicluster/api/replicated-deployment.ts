@@ -147,7 +147,10 @@ const DeploymentConditionSchema = Type.Object(
       Type.String({ description: "When the status last changed.", format: "date-time" }),
     ),
   },
-  { description: "A condition of a Deployment, as the Deployment reports it." },
+  {
+    description:
+      "The Deployment's last condition that tells its state: its most recently updated failing one (Available or Progressing False, ReplicaFailure True), else Available.",
+  },
 );
 export type DeploymentConditionSummary = Static<typeof DeploymentConditionSchema>;
 

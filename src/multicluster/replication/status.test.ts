@@ -87,7 +87,7 @@ describe("ReplicatedDeployment status", () => {
     assert.equal(deploymentAvailable(undefined), false);
   });
 
-  test("the last condition is the most recently updated one, times in whole seconds", () => {
+  test("the last condition: Available when all is well, else the most recently updated failing one", () => {
     assert.deepEqual(lastCondition(observed()), {
       type: "Available",
       status: "True",
@@ -97,6 +97,17 @@ describe("ReplicatedDeployment status", () => {
       lastTransitionTime: "2030-01-01T10:00:05Z",
     });
     assert.equal(lastCondition({ status: {} }), undefined);
+    const failing = observed(euSouth, false);
+    failing.status!.conditions!.push({
+      type: "ReplicaFailure",
+      status: "True",
+      reason: "FailedCreate",
+      message: 'pods "web-1" is forbidden: exceeded quota',
+      lastUpdateTime: new Date("2030-01-01T10:00:09Z"),
+    });
+    assert.equal(lastCondition(failing)?.reason, "FailedCreate");
+    failing.status!.conditions![2]!.lastUpdateTime = new Date("2030-01-01T10:00:01Z");
+    assert.equal(lastCondition(failing)?.reason, "MinimumReplicasUnavailable");
   });
 
   test("every replica Available: Ready True, counts, one entry per replica with its combination", () => {

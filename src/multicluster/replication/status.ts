@@ -55,12 +55,21 @@ function time(value: Date | string | undefined): number {
   return value === undefined ? 0 : new Date(value).getTime();
 }
 
-/** The Deployment's most recently updated condition (the later one in the list on a tie). */
+function failing(condition: V1DeploymentCondition): boolean {
+  return condition.type === "ReplicaFailure" ? condition.status === "True" : condition.status !== "True";
+}
+
+/**
+ * The Deployment's last condition that tells its state: the most recently updated failing one, else
+ * Available (document 004 shows Available; Progressing is updated last even when all is well).
+ */
 export function lastCondition(deployment: V1Deployment): DeploymentConditionSummary | undefined {
+  const conditions = deployment.status?.conditions ?? [];
   let last: V1DeploymentCondition | undefined;
-  for (const c of deployment.status?.conditions ?? []) {
+  for (const c of conditions.filter(failing)) {
     if (!last || time(c.lastUpdateTime) >= time(last.lastUpdateTime)) last = c;
   }
+  last ??= conditions.find((c) => c.type === "Available") ?? conditions.at(-1);
   if (!last) return undefined;
   return {
     type: last.type,
