@@ -23,6 +23,7 @@ import {
   PeeringController,
   type PeeringControllerOptions,
   ReflectionController,
+  ReplicatedDeploymentController,
 } from "../multicluster/index.js";
 import {
   installCrds,
@@ -265,6 +266,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           clusterId: clusterIdentity.clusterId,
           logger,
         }),
+        new ReplicatedDeploymentController({ client, informers: offloading, logger }),
       ];
       for (const controller of controllers) await controller.start();
     },

@@ -5,6 +5,7 @@ export {
   NAMESPACE_MAP_CRD,
   NAMESPACE_OFFLOADING_CRD,
   PEERING_CRD,
+  REPLICATED_DEPLOYMENT_CRD,
 } from "./api/crds.js";
 export {
   type CurrentMapping,
@@ -32,6 +33,18 @@ export {
   type PeeringSpec,
   type PeeringStatus,
 } from "./api/peering.js";
+export {
+  type DeploymentConditionSummary,
+  MAX_GENERATION_LABELS,
+  MAX_REPLICATED_DEPLOYMENT_NAME,
+  REPLICA_LABEL,
+  REPLICATED_DEPLOYMENT_LABEL,
+  type ReplicaStatus,
+  type ReplicatedDeployment,
+  ReplicatedDeploymentSchema,
+  type ReplicatedDeploymentSpec,
+  type ReplicatedDeploymentStatus,
+} from "./api/replicated-deployment.js";
 export {
   CLUSTER_IDENTITY_CONFIGMAP,
   type ClusterIdentity,
@@ -121,8 +134,18 @@ export {
 } from "./reflection/reflection-controller.js";
 export { type ProbeResult, probeReadyz } from "./remote.js";
 export {
+  BENCHMARK_RUN_LABEL,
+  benchmarkNodes,
+  benchmarkReplication,
+  ReplicatedDeploymentController,
+  type ReplicationBenchmarkOptions,
+  type ReplicationBenchmarkResult,
+  type ReplicationControllerOptions,
+} from "./replication/index.js";
+export {
   andTerms,
   intersectSelectors,
+  labelSelectorMatches,
   requirementMatches,
   selectorMatches,
   termMatches,

@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { V1Node, V1NodeSelectorRequirement } from "@kubernetes/client-node";
-import { intersectSelectors, requirementMatches, selectorMatches, termMatches } from "./selectors.js";
+import {
+  intersectSelectors,
+  labelSelectorMatches,
+  requirementMatches,
+  selectorMatches,
+  termMatches,
+} from "./selectors.js";
 
 const node = (name: string, labels: Record<string, string>): V1Node => ({ metadata: { name, labels } });
 const req = (key: string, operator: string, values?: string[]): V1NodeSelectorRequirement => ({
@@ -77,5 +83,27 @@ describe("node selectors", () => {
       { nodeSelectorTerms: [{ matchExpressions: [req("type", "In", ["virtual-node"])] }] },
     );
     assert.deepEqual(notIn, { nodeSelectorTerms: [] });
+  });
+
+  test("label selectors: matchLabels and every operator of matchExpressions", () => {
+    const labels = { app: "web", tier: "front" };
+    assert.ok(labelSelectorMatches({ matchLabels: { app: "web" } }, labels));
+    assert.ok(!labelSelectorMatches({ matchLabels: { app: "db" } }, labels));
+    assert.ok(
+      labelSelectorMatches(
+        { matchExpressions: [{ key: "tier", operator: "In", values: ["front", "back"] }] },
+        labels,
+      ),
+    );
+    assert.ok(
+      !labelSelectorMatches(
+        { matchExpressions: [{ key: "tier", operator: "NotIn", values: ["front"] }] },
+        labels,
+      ),
+    );
+    assert.ok(
+      labelSelectorMatches({ matchExpressions: [{ key: "zone", operator: "DoesNotExist" }] }, labels),
+    );
+    assert.ok(!labelSelectorMatches({ matchExpressions: [{ key: "zone", operator: "Exists" }] }, labels));
   });
 });

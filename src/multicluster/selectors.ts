@@ -4,6 +4,7 @@
  * (peered clusters) and to build the affinity of offloaded pods.
  */
 import type {
+  V1LabelSelector,
   V1Node,
   V1NodeSelector,
   V1NodeSelectorRequirement,
@@ -115,4 +116,15 @@ function contradicts(requirements: V1NodeSelectorRequirement[]): boolean {
     if (allowed.size === 0) return true;
   }
   return false;
+}
+
+/** Whether `labels` satisfy a label selector (matchLabels and matchExpressions, ANDed; same operators). */
+export function labelSelectorMatches(
+  selector: V1LabelSelector,
+  labels: Readonly<Record<string, string>>,
+): boolean {
+  return (
+    Object.entries(selector.matchLabels ?? {}).every(([key, value]) => labels[key] === value) &&
+    (selector.matchExpressions ?? []).every((r) => requirementMatches(r, labels[r.key]))
+  );
 }

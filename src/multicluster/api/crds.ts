@@ -1,7 +1,20 @@
-import { type CustomResourceDefinition, customResourceDefinition } from "../../apis/index.js";
+import {
+  type CustomResourceDefinition,
+  customResourceDefinition,
+  type PrinterColumn,
+} from "../../apis/index.js";
 import { AGE_COLUMN, CRD_COMMON, READY_COLUMN } from "../../tenants/index.js";
 import { NamespaceMapSchema, NamespaceOffloadingSchema } from "./offloading.js";
 import { PeeringSchema } from "./peering.js";
+import { ReplicatedDeploymentSchema } from "./replicated-deployment.js";
+
+const READY_REASON_COLUMN: PrinterColumn = {
+  name: "Reason",
+  type: "string",
+  jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
+  description: "Reason of the Ready condition.",
+  priority: 1,
+};
 
 export const PEERING_CRD: CustomResourceDefinition = customResourceDefinition({
   ...CRD_COMMON,
@@ -44,13 +57,7 @@ export const PEERING_CRD: CustomResourceDefinition = customResourceDefinition({
       description: "The provider's cluster labels.",
       priority: 1,
     },
-    {
-      name: "Reason",
-      type: "string",
-      jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
-      description: "Reason of the Ready condition.",
-      priority: 1,
-    },
+    READY_REASON_COLUMN,
   ],
 });
 
@@ -117,8 +124,50 @@ export const NAMESPACE_MAP_CRD: CustomResourceDefinition = customResourceDefinit
   ],
 });
 
+export const REPLICATED_DEPLOYMENT_CRD: CustomResourceDefinition = customResourceDefinition({
+  ...CRD_COMMON,
+  scope: "Namespaced",
+  kind: "ReplicatedDeployment",
+  plural: "replicateddeployments",
+  singular: "replicateddeployment",
+  shortNames: ["rdeploy"],
+  schema: ReplicatedDeploymentSchema,
+  printerColumns: [
+    {
+      name: "Deployments",
+      type: "integer",
+      jsonPath: ".status.deploymentCount",
+      description: "Replica Deployments wanted (one per combination).",
+    },
+    {
+      name: "Available",
+      type: "integer",
+      jsonPath: ".status.availableDeploymentCount",
+      description: "Replica Deployments that are Available.",
+    },
+    READY_COLUMN,
+    AGE_COLUMN,
+    {
+      name: "Generation labels",
+      type: "string",
+      jsonPath: ".spec.generationLabels",
+      description: "Label keys whose value combinations get one replica each.",
+      priority: 1,
+    },
+    READY_REASON_COLUMN,
+    {
+      name: "Message",
+      type: "string",
+      jsonPath: '.status.conditions[?(@.type=="Ready")].message',
+      description: "Which replicas are not Available, and why.",
+      priority: 1,
+    },
+  ],
+});
+
 export const MULTICLUSTER_CRDS: readonly CustomResourceDefinition[] = [
   PEERING_CRD,
   NAMESPACE_OFFLOADING_CRD,
   NAMESPACE_MAP_CRD,
+  REPLICATED_DEPLOYMENT_CRD,
 ];

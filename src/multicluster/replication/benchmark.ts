@@ -1,0 +1,141 @@
+/**
+ * Document 004, 8.2.1: time from a ReplicatedDeployment's creation until all its replica
+ * Deployments exist, and until its status lists them, for N virtual nodes at node granularity.
+ * The virtual nodes are plain Node objects labelled like real ones (no peer behind them: the
+ * replication controller only reads their labels). Needs tenantry's controllers running on the cluster.
+ */
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { V1Node } from "@kubernetes/client-node";
+import { type ClusterClient, isNotFound } from "../../kube/index.js";
+import { TENANTS_API_VERSION } from "../../tenants/index.js";
+import { NAMESPACE_OFFLOADING_NAME } from "../api/offloading.js";
+import { REPLICATED_DEPLOYMENT_LABEL, type ReplicatedDeployment } from "../api/replicated-deployment.js";
+import { NODE_TYPE_LABEL, VIRTUAL_NODE_TAINT, VIRTUAL_NODE_TYPE } from "../virtual-node.js";
+
+/** On the benchmark's fake virtual nodes: the run they belong to (they carry no peering label). */
+export const BENCHMARK_RUN_LABEL = "tenantry.dev/benchmark-run";
+
+export interface ReplicationBenchmarkOptions {
+  /** Admin client of a cluster running tenantry's controllers. */
+  client: ClusterClient;
+  /** Fake virtual nodes, hence replicas. */
+  virtualNodes: number;
+  /** Pods per replica Deployment; default 0, which times the controller alone. */
+  podsPerReplica?: number;
+  timeoutMs?: number;
+  /** How often the Deployments and the status are read. Default 50 ms. */
+  pollMs?: number;
+}
+
+export interface ReplicationBenchmarkResult {
+  virtualNodes: number;
+  /** Creation of the ReplicatedDeployment → all N replica Deployments exist. */
+  deploymentsMs: number;
+  /** Creation of the ReplicatedDeployment → its status lists all N replicas. */
+  statusMs: number;
+}
+
+export function benchmarkNodes(run: string, count: number): V1Node[] {
+  return Array.from({ length: count }, (_, i) => ({
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name: `tenantry-bench-${run}-${i}`,
+      labels: {
+        [NODE_TYPE_LABEL]: VIRTUAL_NODE_TYPE,
+        [BENCHMARK_RUN_LABEL]: run,
+        "kubernetes.io/hostname": `tenantry-bench-${run}-${i}`,
+        "topology.kubernetes.io/region": `bench-region-${i}`,
+        "tenantry.dev/provider": `bench-provider-${i % 3}`,
+      },
+    },
+    spec: { taints: [VIRTUAL_NODE_TAINT] },
+  }));
+}
+
+export async function benchmarkReplication(
+  options: ReplicationBenchmarkOptions,
+): Promise<ReplicationBenchmarkResult> {
+  const { client, virtualNodes } = options;
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  const pollMs = options.pollMs ?? 50;
+  const run = randomBytes(4).toString("hex");
+  const namespace = `rd-bench-${run}`;
+  const nodes = benchmarkNodes(run, virtualNodes);
+  try {
+    await client.core.createNamespace({ body: { metadata: { name: namespace } } });
+    // Only this run's nodes: the real virtual nodes (and other runs) stay out of the measure.
+    await client.objects.create({
+      apiVersion: TENANTS_API_VERSION,
+      kind: "NamespaceOffloading",
+      metadata: { name: NAMESPACE_OFFLOADING_NAME, namespace },
+      spec: {
+        podOffloadingStrategy: "Remote",
+        clusterSelector: {
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: BENCHMARK_RUN_LABEL, operator: "In", values: [run] }] },
+          ],
+        },
+      },
+    });
+    await Promise.all(nodes.map((body) => client.core.createNode({ body })));
+    // Let the controller's node watch deliver them before the clock starts.
+    await sleep(1_000);
+
+    const started = performance.now();
+    await client.objects.create({
+      apiVersion: TENANTS_API_VERSION,
+      kind: "ReplicatedDeployment",
+      metadata: { name: "bench", namespace },
+      spec: {
+        template: {
+          spec: {
+            replicas: options.podsPerReplica ?? 0,
+            selector: { matchLabels: { app: "bench" } },
+            template: {
+              metadata: { labels: { app: "bench" } },
+              spec: { containers: [{ name: "bench", image: "registry.k8s.io/pause:3.10" }] },
+            },
+          },
+        },
+      },
+    } as ReplicatedDeployment);
+    let deploymentsMs: number | undefined;
+    let statusMs: number | undefined;
+    while (deploymentsMs === undefined || statusMs === undefined) {
+      if (performance.now() - started > timeoutMs) {
+        throw new Error(`${virtualNodes} replicas not in place after ${timeoutMs} ms`);
+      }
+      if (deploymentsMs === undefined) {
+        const list = await client.apps.listNamespacedDeployment({
+          namespace,
+          labelSelector: `${REPLICATED_DEPLOYMENT_LABEL}=bench`,
+        });
+        if (list.items.length === virtualNodes) deploymentsMs = performance.now() - started;
+      }
+      if (statusMs === undefined) {
+        const rd = (await client.objects.read({
+          apiVersion: TENANTS_API_VERSION,
+          kind: "ReplicatedDeployment",
+          metadata: { name: "bench", namespace },
+        })) as ReplicatedDeployment;
+        if (rd.status?.deployments?.length === virtualNodes) statusMs = performance.now() - started;
+      }
+      if (deploymentsMs === undefined || statusMs === undefined) await sleep(pollMs);
+    }
+    return { virtualNodes, deploymentsMs, statusMs };
+  } finally {
+    // The namespace first: with the nodes gone first, the controller would delete every replica itself.
+    await client.core.deleteNamespace({ name: namespace }).catch((err) => {
+      if (!isNotFound(err)) throw err;
+    });
+    await Promise.all(
+      nodes.map((node) =>
+        client.core.deleteNode({ name: node.metadata!.name! }).catch((err) => {
+          if (!isNotFound(err)) throw err;
+        }),
+      ),
+    );
+  }
+}

@@ -1,0 +1,323 @@
+import { createHash } from "node:crypto";
+import type { V1Deployment, V1Node } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import {
+  applyObject,
+  applyStatus,
+  type ClusterClient,
+  type Condition,
+  Controller,
+  describeError,
+  Informer,
+  isNotFound,
+  objectKey,
+  type ReconcileContext,
+  type ReconcileResult,
+  reconcileDone,
+} from "../../kube/index.js";
+import { TENANTS_API_VERSION } from "../../tenants/index.js";
+import { NAMESPACE_OFFLOADING_NAME, type NamespaceOffloading } from "../api/offloading.js";
+import {
+  REPLICATED_DEPLOYMENT_LABEL,
+  type ReplicatedDeployment,
+  type ReplicatedDeploymentStatus,
+} from "../api/replicated-deployment.js";
+import type { OffloadingInformers } from "../offloading/informers.js";
+import { deletableObsolete, planReplication, type WantedReplica } from "./plan.js";
+import { type ReplicaOutcome, replicationStatus } from "./status.js";
+
+export interface ReplicationControllerOptions {
+  client: ClusterClient;
+  /** Shared with the offloading controllers, started and stopped by their owner. */
+  informers: Pick<OffloadingInformers, "offloadings" | "virtualNodes">;
+  logger: Logger;
+  /** ReplicatedDeployments reconciled at once. Default 4. */
+  workers?: number;
+  /** Replica Deployments applied at once within one reconcile. Default 8. */
+  applyConcurrency?: number;
+}
+
+/** What this controller last applied to a replica, so an unchanged replica is not applied again. */
+interface AppliedReplica {
+  specHash: string;
+  uid: string;
+  generation: number;
+}
+
+/** A replica outcome, and whether its failure may go away by retrying (an API error). */
+type Outcome = ReplicaOutcome & { retry?: boolean };
+
+/**
+ * Keeps one Deployment per combination of generation-label values over the virtual nodes a
+ * ReplicatedDeployment may use (document 004, chapter 7): re-evaluated whenever the
+ * ReplicatedDeployment, one of its Deployments, a virtual node or the namespace's NamespaceOffloading
+ * changes. New replicas are created before obsolete ones are deleted, and those only once the new
+ * ones are Available. Deleting the ReplicatedDeployment deletes its replicas (owner references).
+ */
+export class ReplicatedDeploymentController {
+  readonly replicated: Informer<ReplicatedDeployment>;
+  private readonly deployments: Informer<V1Deployment>;
+  private readonly nodes: Informer<V1Node>;
+  private readonly offloadings: Informer<NamespaceOffloading>;
+  private readonly controller: Controller;
+  private readonly applied = new Map<string, AppliedReplica>();
+  private readonly cluster: string;
+  private readonly applyConcurrency: number;
+  private unsubscribeNodes?: () => void;
+
+  constructor(private readonly options: ReplicationControllerOptions) {
+    const { client } = options;
+    this.cluster = client.name;
+    this.applyConcurrency = Math.max(1, options.applyConcurrency ?? 8);
+    this.replicated = Informer.forResource<ReplicatedDeployment>(client, {
+      apiVersion: TENANTS_API_VERSION,
+      kind: "ReplicatedDeployment",
+    });
+    this.deployments = Informer.forResource<V1Deployment>(client, {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      labelSelector: REPLICATED_DEPLOYMENT_LABEL,
+    });
+    this.nodes = options.informers.virtualNodes;
+    this.offloadings = options.informers.offloadings;
+    this.controller = new Controller({
+      name: "replicated-deployments",
+      workers: options.workers ?? 4,
+      logger: options.logger,
+      reconcile: (_key, ctx) => this.reconcile(ctx),
+    });
+    this.controller.watch(this.replicated);
+    this.controller.watch(this.deployments, (d) => {
+      const owner = d.metadata?.labels?.[REPLICATED_DEPLOYMENT_LABEL];
+      return owner ? [this.key(d.metadata!.namespace!, owner)] : [];
+    });
+    this.controller.watch(this.offloadings, (o) => this.keysIn(o.metadata?.namespace));
+  }
+
+  async start(): Promise<void> {
+    // Nodes change status every heartbeat: only joins, departures and label changes matter (7.1.2).
+    this.unsubscribeNodes = this.nodes.addHandler({
+      onAdd: () => this.enqueueAll(),
+      onDelete: () => this.enqueueAll(),
+      onUpdate: (before, after) => {
+        if (
+          JSON.stringify(before.metadata?.labels ?? {}) !== JSON.stringify(after.metadata?.labels ?? {}) ||
+          Boolean(before.metadata?.deletionTimestamp) !== Boolean(after.metadata?.deletionTimestamp)
+        ) {
+          this.enqueueAll();
+        }
+      },
+    });
+    for (const informer of [this.replicated, this.deployments, this.nodes, this.offloadings])
+      informer.start();
+    await this.nodes.waitForSync();
+    await this.controller.start();
+  }
+
+  async stop(): Promise<void> {
+    this.unsubscribeNodes?.();
+    await this.controller.stop();
+    await Promise.all([this.replicated.stop(), this.deployments.stop()]);
+    this.applied.clear();
+  }
+
+  private key(namespace: string, name: string): string {
+    return objectKey(this.cluster, namespace, name);
+  }
+
+  private keysIn(namespace: string | undefined): string[] {
+    return this.replicated
+      .list()
+      .filter((rd) => namespace === undefined || rd.metadata?.namespace === namespace)
+      .map((rd) => this.key(rd.metadata!.namespace!, rd.metadata!.name!));
+  }
+
+  private enqueueAll(): void {
+    for (const key of this.keysIn(undefined)) this.controller.enqueue(key);
+  }
+
+  private async reconcile(ctx: ReconcileContext): Promise<ReconcileResult> {
+    const namespace = ctx.ref.namespace!;
+    const name = ctx.ref.name;
+    const rd = this.replicated.get(namespace, name);
+    if (!rd || rd.metadata?.deletionTimestamp) {
+      // Its replicas go with it (owner references); nothing may recreate them meanwhile.
+      for (const key of this.applied.keys())
+        if (key.startsWith(`${namespace}/${name}-`)) this.applied.delete(key);
+      return reconcileDone();
+    }
+    const labelled = this.deployments
+      .list()
+      .filter(
+        (d) =>
+          d.metadata?.namespace === namespace && d.metadata?.labels?.[REPLICATED_DEPLOYMENT_LABEL] === name,
+      );
+    const mine = labelled.filter((d) => controllerUid(d) === rd.metadata!.uid);
+    const others = new Map(labelled.filter((d) => !mine.includes(d)).map((d) => [d.metadata!.name!, d]));
+    const existing = new Map(mine.map((d) => [d.metadata!.name!, d]));
+
+    const plan = planReplication(
+      rd,
+      this.offloadings.get(namespace, NAMESPACE_OFFLOADING_NAME),
+      this.nodes.list(),
+    );
+    const report = {
+      generation: rd.metadata?.generation,
+      generationLabels: rd.spec.generationLabels ?? [],
+      selectedNodes: plan.selectedNodes,
+      unlabelled: plan.unlabelled,
+      ...(plan.blocked ? { blocked: plan.blocked } : {}),
+    };
+    if (plan.blocked?.reason === "InvalidSpec") {
+      // A typo in the spec must not take the running replicas down: they stay as they are.
+      await this.writeStatus(rd, { ...report, replicas: [], obsolete: [], untouched: mine });
+      return reconcileDone();
+    }
+
+    const outcomes = await eachLimit(plan.wanted, this.applyConcurrency, (wanted) =>
+      this.ensureReplica(wanted, existing.get(wanted.name), others.get(wanted.name), ctx.logger),
+    );
+    const wantedNames = new Set(plan.wanted.map((w) => w.name));
+    const obsolete = mine.filter((d) => !wantedNames.has(d.metadata!.name!));
+    const deletable = deletableObsolete(outcomes, obsolete);
+    const deleteErrors: Record<string, string> = {};
+    await eachLimit(deletable, this.applyConcurrency, async (d) => {
+      const error = await this.deleteReplica(d, ctx.logger);
+      if (error) deleteErrors[d.metadata!.name!] = error;
+    });
+    const kept = obsolete.filter((d) => !deletable.includes(d) || deleteErrors[d.metadata!.name!]);
+    await this.writeStatus(rd, { ...report, replicas: outcomes, obsolete: kept, deleteErrors });
+    const retry = outcomes.filter((o) => o.retry).map((o) => `${o.name}: ${o.error}`);
+    const failedDeletes = Object.entries(deleteErrors).map(([n, e]) => `deleting ${n}: ${e}`);
+    if (retry.length || failedDeletes.length) throw new Error([...retry, ...failedDeletes].join("; "));
+    return reconcileDone();
+  }
+
+  /** Applies the replica's Deployment unless this controller already did and nobody changed its spec since. */
+  private async ensureReplica(
+    wanted: WantedReplica,
+    current: V1Deployment | undefined,
+    foreign: V1Deployment | undefined,
+    logger: Logger,
+  ): Promise<Outcome> {
+    const base = { combination: wanted.combination, name: wanted.name };
+    if (!wanted.deployment) return { ...base, ...(wanted.error ? { error: wanted.error } : {}) };
+    if (foreign) {
+      // An earlier ReplicatedDeployment of the same name: the garbage collector is removing it.
+      return {
+        ...base,
+        error: `Deployment ${wanted.name} still belongs to an earlier ReplicatedDeployment of the same name; created once it is gone`,
+      };
+    }
+    if (current?.metadata?.deletionTimestamp) {
+      return {
+        ...base,
+        deployment: current,
+        error: `Deployment ${wanted.name} is being deleted; created again once it is gone`,
+      };
+    }
+    const key = `${wanted.deployment.metadata!.namespace}/${wanted.name}`;
+    const specHash = createHash("sha256").update(JSON.stringify(wanted.deployment)).digest("hex");
+    const last = this.applied.get(key);
+    if (
+      current &&
+      last?.specHash === specHash &&
+      last.uid === current.metadata?.uid &&
+      last.generation === current.metadata?.generation
+    ) {
+      return { ...base, deployment: current };
+    }
+    try {
+      const applied = await applyObject(this.options.client, wanted.deployment);
+      this.applied.set(key, {
+        specHash,
+        uid: applied.metadata!.uid!,
+        generation: applied.metadata!.generation ?? 0,
+      });
+      if (!current) logger.info({ deployment: key, nodes: wanted.combination.nodes }, "replica created");
+      return { ...base, deployment: applied };
+    } catch (err) {
+      const error = describeError(err);
+      if (current && selectorChanged(current, wanted.deployment)) {
+        // A Deployment's selector cannot change: replace it (the user changed the template's selector).
+        const deleteError = await this.deleteReplica(current, logger);
+        return {
+          ...base,
+          deployment: current,
+          error: deleteError
+            ? `the selector changed and the Deployment could not be deleted to recreate it: ${deleteError}`
+            : "the selector changed: the Deployment is deleted and created again",
+          retry: true,
+        };
+      }
+      return { ...base, ...(current ? { deployment: current } : {}), error, retry: true };
+    }
+  }
+
+  /** Deletes a replica (only that very object: uid precondition); returns the error, if any. */
+  private async deleteReplica(deployment: V1Deployment, logger: Logger): Promise<string | undefined> {
+    const { name, namespace, uid } = deployment.metadata!;
+    try {
+      await this.options.client.apps.deleteNamespacedDeployment({
+        name: name!,
+        namespace: namespace!,
+        body: { preconditions: { uid: uid! }, propagationPolicy: "Background" },
+      });
+      this.applied.delete(`${namespace}/${name}`);
+      logger.info({ deployment: `${namespace}/${name}` }, "replica deleted");
+      return undefined;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      return describeError(err);
+    }
+  }
+
+  private async writeStatus(
+    rd: ReplicatedDeployment,
+    report: Parameters<typeof replicationStatus>[0],
+  ): Promise<void> {
+    const status = replicationStatus(report, rd.status?.conditions as Condition[] | undefined, new Date());
+    if (rd.status && canonicalJson(rd.status) === canonicalJson(status)) return;
+    await applyStatus(this.options.client, {
+      apiVersion: TENANTS_API_VERSION,
+      kind: "ReplicatedDeployment",
+      metadata: { name: rd.metadata!.name!, namespace: rd.metadata!.namespace! },
+      status: status satisfies ReplicatedDeploymentStatus,
+    });
+  }
+}
+
+function controllerUid(deployment: V1Deployment): string | undefined {
+  return deployment.metadata?.ownerReferences?.find((r) => r.controller)?.uid;
+}
+
+function selectorChanged(current: V1Deployment, wanted: V1Deployment): boolean {
+  return canonicalJson(current.spec?.selector ?? {}) !== canonicalJson(wanted.spec?.selector ?? {});
+}
+
+/** JSON with object keys sorted, so equal values compare equal whatever their field order. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)))
+      : v,
+  );
+}
+
+/** `fn` over `items`, at most `limit` at a time, results in the items' order. */
+export async function eachLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
