@@ -322,7 +322,9 @@ describe("namespace offloading on the shared topology", () => {
       const collided = await phaseOf(taken, "AllFailed");
       assert.match(
         collided.status!.remoteNamespacesConditions!["edge-2"]![0]!.message ?? "",
-        new RegExp(`namespace ${taken} exists in cluster edge-2 but this cluster may not read it: it is not the replica of ${taken} \\(choose another namespaceMappingStrategy\\)`),
+        new RegExp(
+          `namespace ${taken} exists in cluster edge-2 but this cluster may not read it: it is not the replica of ${taken} \\(choose another namespaceMappingStrategy\\)`,
+        ),
       );
       const still = await edge2.core.readNamespace({ name: taken });
       assert.equal(
