@@ -16,18 +16,35 @@ import { startEmbeddedTenantry } from "../src/app/embedded.js";
 import type { RunningTenantry } from "../src/app/tenantry.js";
 import { type ClusterClient, loadClusterClient } from "../src/kube/index.js";
 import { ClusterHarness, REGION_LABEL } from "../src/localcluster/index.js";
-import { type NamespaceMap, type NamespaceOffloading, peerClusters } from "../src/multicluster/index.js";
+import {
+  benchmarkReplication,
+  type NamespaceMap,
+  type NamespaceOffloading,
+  peerClusters,
+} from "../src/multicluster/index.js";
 import { TENANTS_API_VERSION } from "../src/tenants/index.js";
 
 const program = new Command()
   .option("--providers <n>", "provider clusters to start (the largest cluster count measured)", "8")
   .option("--namespaces <list>", "namespace counts for the single-cluster table", "10,25,50,100")
   .option("--virtual-nodes <list>", "virtual-node counts for the map-filling table", "10,25,50,100")
+  .option("--replicas <list>", "replica counts for the deployment-replication table", "10,30,100")
   .parse();
-const flags = program.opts<{ providers: string; namespaces: string; virtualNodes: string }>();
+const flags = program.opts<{
+  providers: string;
+  namespaces: string;
+  virtualNodes: string;
+  replicas: string;
+}>();
 const providerCount = Number(flags.providers);
-const namespaceCounts = flags.namespaces.split(",").map(Number);
-const nodeCounts = flags.virtualNodes.split(",").map(Number);
+const counts = (list: string) =>
+  list
+    .split(",")
+    .map(Number)
+    .filter((n) => n > 0);
+const namespaceCounts = counts(flags.namespaces);
+const nodeCounts = counts(flags.virtualNodes);
+const replicaCounts = counts(flags.replicas);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const seconds = (ms: number) => (ms / 1000).toFixed(2);
@@ -228,6 +245,27 @@ async function main(): Promise<void> {
       "filling NamespaceMaps (one NamespaceOffloading selecting v virtual nodes; until every map holds the request)",
       ["virtual nodes", "total s", "ms / map", "thesis (fig. 8.4)"],
       fillRows,
+    );
+    // 4. Deployment replication (8.2.1): N fake virtual nodes, one replica per node; with 0 and
+    // with 3 pods per replica, to see the share replication adds to pod start-up.
+    const replicaRows: (string | number)[][] = [];
+    await benchmarkReplication({ client: consumer, virtualNodes: 2 });
+    for (const n of replicaCounts) {
+      const alone = await benchmarkReplication({ client: consumer, virtualNodes: n });
+      const withPods = await benchmarkReplication({ client: consumer, virtualNodes: n, podsPerReplica: 3 });
+      replicaRows.push([
+        n,
+        seconds(alone.deploymentsMs),
+        seconds(alone.statusMs),
+        seconds(withPods.statusMs),
+        "grows linearly; small next to pod start-up",
+      ]);
+      process.stderr.write(`  ${n} replicas: ${seconds(alone.statusMs)} s\n`);
+    }
+    table(
+      "deployment replication (one ReplicatedDeployment, node granularity, N virtual nodes)",
+      ["replicas", "deployments s", "status s", "status s (3 pods each)", "thesis (fig. 8.6)"],
+      replicaRows,
     );
     await cleanUp(true);
   } catch (err) {

@@ -244,7 +244,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     logger,
     onStartedLeading: async () => {
       logger.info("leading: starting controllers");
-      controllers = [
+      const mine = [
         new TenantController({ client, informers, logger }),
         new QuotaController({
           client,
@@ -268,7 +268,12 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         }),
         new ReplicatedDeploymentController({ client, informers: offloading, logger }),
       ];
-      for (const controller of controllers) await controller.start();
+      controllers = mine;
+      for (const controller of mine) {
+        // Leadership lost while starting (a slow informer sync): these were stopped, start no more.
+        if (controllers !== mine) return;
+        await controller.start();
+      }
     },
     onStoppedLeading: async () => {
       logger.info("no longer leading: stopping controllers");

@@ -30,7 +30,7 @@ import {
   type ReflectedKind,
   reflectedCopy,
 } from "./object-translation.js";
-import { newlyAccepted } from "./replicas.js";
+import { newlyAccepted, REMOTE_RATE_LIMITER } from "./replicas.js";
 
 /** Not a valid object name: the key that prunes a replica namespace. */
 const PRUNE = "*";
@@ -68,6 +68,7 @@ export class ObjectReflector {
     );
     this.controller = new Controller({
       name: `reflect-${this.kind.toLowerCase()}s`,
+      rateLimiter: REMOTE_RATE_LIMITER(),
       workers: options.workers ?? 4,
       logger: options.logger,
       reconcile: (_key, ctx) => this.reconcile(ctx),

@@ -2,6 +2,7 @@
  * The kubelet of the virtual nodes: a local pod bound to one runs as a pod in the provider's
  * replica namespace, its status comes back, and deletion goes both ways.
  */
+
 import { PatchStrategy, type V1Node, type V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
@@ -35,7 +36,7 @@ import {
   statusShows,
   wasReflected,
 } from "./pod-translation.js";
-import { acceptedReplicasOfPeer } from "./replicas.js";
+import { acceptedReplicasOfPeer, REMOTE_RATE_LIMITER } from "./replicas.js";
 
 export interface PodReflectorOptions {
   client: ClusterClient;
@@ -68,6 +69,7 @@ export class PodReflector {
     this.logger = options.logger.child({ component: "pod-reflection" });
     this.pods = new Controller({
       name: "reflect-pods",
+      rateLimiter: REMOTE_RATE_LIMITER(),
       workers: options.workers ?? 8,
       logger: options.logger,
       reconcile: (_key, ctx) => this.reconcilePod(ctx),

@@ -1,3 +1,4 @@
+import { defaultControllerRateLimiter } from "../../kube/index.js";
 import type { NamespaceMap } from "../api/offloading.js";
 import { type NamespaceReplica, peeringOfMap } from "../offloading/replicas.js";
 
@@ -24,3 +25,11 @@ function acceptedIn(map: NamespaceMap): NamespaceReplica[] {
       remoteNamespace: current.remoteNamespace,
     }));
 }
+
+/**
+ * Backoff for work in the providers: a replica namespace is usable a moment after it is Accepted
+ * (the provider grants access), and a peer may be down; retrying from 5 ms would flood it, and
+ * waiting up to 1000 s would leave pods Pending long after it recovered.
+ */
+export const REMOTE_RATE_LIMITER = () =>
+  defaultControllerRateLimiter({ baseDelayMs: 200, maxDelayMs: 60_000, qps: 100, burst: 500 });
