@@ -126,7 +126,17 @@ export async function benchmarkReplication(
     }
     return { virtualNodes, deploymentsMs, statusMs };
   } finally {
-    // The namespace first: with the nodes gone first, the controller would delete every replica itself.
+    // The ReplicatedDeployment, then the namespace, then the nodes: in another order the controller
+    // would recreate replicas the namespace's deletion removes, or delete them itself.
+    await client.objects
+      .delete({
+        apiVersion: TENANTS_API_VERSION,
+        kind: "ReplicatedDeployment",
+        metadata: { name: "bench", namespace },
+      })
+      .catch((err) => {
+        if (!isNotFound(err)) throw err;
+      });
     await client.core.deleteNamespace({ name: namespace }).catch((err) => {
       if (!isNotFound(err)) throw err;
     });

@@ -14,6 +14,7 @@ import {
   type ReconcileContext,
   type ReconcileResult,
   reconcileDone,
+  requeueAfter,
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
 import { NAMESPACE_OFFLOADING_NAME, type NamespaceOffloading } from "../api/offloading.js";
@@ -24,7 +25,7 @@ import {
 } from "../api/replicated-deployment.js";
 import type { OffloadingInformers } from "../offloading/informers.js";
 import { deletableObsolete, planReplication, type WantedReplica } from "./plan.js";
-import { type ReplicaOutcome, replicationStatus } from "./status.js";
+import { canonicalJson, type ReplicaOutcome, replicationStatus, statusShapeChanged } from "./status.js";
 
 export interface ReplicationControllerOptions {
   client: ClusterClient;
@@ -35,6 +36,8 @@ export interface ReplicationControllerOptions {
   workers?: number;
   /** Replica Deployments applied at once within one reconcile. Default 8. */
   applyConcurrency?: number;
+  /** Shortest time between two status writes that only change replica states. Default 1 s. */
+  statusIntervalMs?: number;
 }
 
 /** What this controller last applied to a replica, so an unchanged replica is not applied again. */
@@ -61,6 +64,9 @@ export class ReplicatedDeploymentController {
   private readonly offloadings: Informer<NamespaceOffloading>;
   private readonly controller: Controller;
   private readonly applied = new Map<string, AppliedReplica>();
+  /** When each ReplicatedDeployment's status was last written (namespace/name → ms). */
+  private readonly statusWrites = new Map<string, number>();
+  private readonly statusIntervalMs: number;
   private readonly cluster: string;
   private readonly applyConcurrency: number;
   private unsubscribeNodes?: () => void;
@@ -69,6 +75,7 @@ export class ReplicatedDeploymentController {
     const { client } = options;
     this.cluster = client.name;
     this.applyConcurrency = Math.max(1, options.applyConcurrency ?? 8);
+    this.statusIntervalMs = options.statusIntervalMs ?? 1_000;
     this.replicated = Informer.forResource<ReplicatedDeployment>(client, {
       apiVersion: TENANTS_API_VERSION,
       kind: "ReplicatedDeployment",
@@ -119,6 +126,7 @@ export class ReplicatedDeploymentController {
     await this.controller.stop();
     await Promise.all([this.replicated.stop(), this.deployments.stop()]);
     this.applied.clear();
+    this.statusWrites.clear();
   }
 
   private key(namespace: string, name: string): string {
@@ -170,8 +178,8 @@ export class ReplicatedDeploymentController {
     };
     if (plan.blocked?.reason === "InvalidSpec") {
       // A typo in the spec must not take the running replicas down: they stay as they are.
-      await this.writeStatus(rd, { ...report, replicas: [], obsolete: [], untouched: mine });
-      return reconcileDone();
+      const wait = await this.writeStatus(rd, { ...report, replicas: [], obsolete: [], untouched: mine });
+      return wait ? requeueAfter(wait) : reconcileDone();
     }
 
     const outcomes = await eachLimit(plan.wanted, this.applyConcurrency, (wanted) =>
@@ -186,11 +194,11 @@ export class ReplicatedDeploymentController {
       if (error) deleteErrors[d.metadata!.name!] = error;
     });
     const kept = obsolete.filter((d) => !deletable.includes(d) || deleteErrors[d.metadata!.name!]);
-    await this.writeStatus(rd, { ...report, replicas: outcomes, obsolete: kept, deleteErrors });
+    const wait = await this.writeStatus(rd, { ...report, replicas: outcomes, obsolete: kept, deleteErrors });
     const retry = outcomes.filter((o) => o.retry).map((o) => `${o.name}: ${o.error}`);
     const failedDeletes = Object.entries(deleteErrors).map(([n, e]) => `deleting ${n}: ${e}`);
     if (retry.length || failedDeletes.length) throw new Error([...retry, ...failedDeletes].join("; "));
-    return reconcileDone();
+    return wait ? requeueAfter(wait) : reconcileDone();
   }
 
   /** Applies the replica's Deployment unless this controller already did and nobody changed its spec since. */
@@ -272,18 +280,31 @@ export class ReplicatedDeploymentController {
     }
   }
 
+  /**
+   * Writes the status if it says something new. While replicas only change state (a Deployment
+   * becoming Available, its ready count), at most one write per status interval: the status of a
+   * ReplicatedDeployment with many replicas is large, and each of their updates would rewrite it.
+   * Returns how long to wait before the postponed write, if one was postponed.
+   */
   private async writeStatus(
     rd: ReplicatedDeployment,
     report: Parameters<typeof replicationStatus>[0],
-  ): Promise<void> {
+  ): Promise<number | undefined> {
     const status = replicationStatus(report, rd.status?.conditions as Condition[] | undefined, new Date());
-    if (rd.status && canonicalJson(rd.status) === canonicalJson(status)) return;
-    await applyStatus(this.options.client, {
-      apiVersion: TENANTS_API_VERSION,
-      kind: "ReplicatedDeployment",
-      metadata: { name: rd.metadata!.name!, namespace: rd.metadata!.namespace! },
-      status: status satisfies ReplicatedDeploymentStatus,
-    });
+    if (rd.status && canonicalJson(rd.status) === canonicalJson(status)) return undefined;
+    const key = `${rd.metadata!.namespace}/${rd.metadata!.name}`;
+    const sinceLast = Date.now() - (this.statusWrites.get(key) ?? 0);
+    if (!rd.status || statusShapeChanged(rd.status, status) || sinceLast >= this.statusIntervalMs) {
+      await applyStatus(this.options.client, {
+        apiVersion: TENANTS_API_VERSION,
+        kind: "ReplicatedDeployment",
+        metadata: { name: rd.metadata!.name!, namespace: rd.metadata!.namespace! },
+        status: status satisfies ReplicatedDeploymentStatus,
+      });
+      this.statusWrites.set(key, Date.now());
+      return undefined;
+    }
+    return this.statusIntervalMs - sinceLast;
   }
 }
 
@@ -293,15 +314,6 @@ function controllerUid(deployment: V1Deployment): string | undefined {
 
 function selectorChanged(current: V1Deployment, wanted: V1Deployment): boolean {
   return canonicalJson(current.spec?.selector ?? {}) !== canonicalJson(wanted.spec?.selector ?? {});
-}
-
-/** JSON with object keys sorted, so equal values compare equal whatever their field order. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)))
-      : v,
-  );
 }
 
 /** `fn` over `items`, at most `limit` at a time, results in the items' order. */

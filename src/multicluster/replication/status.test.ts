@@ -11,6 +11,7 @@ import {
   type ReplicationReport,
   readyCondition,
   replicationStatus,
+  statusShapeChanged,
 } from "./status.js";
 
 const [euSouth, usEast] = groupNodes([EDGE_1, EDGE_2], [REGION]).combinations.sort((a, b) =>
@@ -221,5 +222,43 @@ describe("ReplicatedDeployment status", () => {
     );
     assert.equal(status.deployments!.find((d) => d.obsolete)!.error, "forbidden");
     assert.match(status.conditions![0]!.message, /^deleting obsolete web-\w+: forbidden/);
+  });
+
+  test("a replica becoming Available changes the status but not its shape; a new replica, an error or Ready's reason do", () => {
+    const now = new Date();
+    const starting = replicationStatus(
+      report({ replicas: [outcome(euSouth, observed(euSouth, false)), outcome(usEast, observed(usEast))] }),
+      undefined,
+      now,
+    );
+    const oneMore = replicationStatus(
+      report({
+        replicas: [outcome(euSouth, observed(euSouth, false)), outcome(usEast, observed(usEast, false))],
+      }),
+      starting.conditions,
+      now,
+    );
+    assert.notDeepEqual(oneMore, starting);
+    assert.equal(statusShapeChanged(starting, oneMore), false);
+    const allReady = replicationStatus(
+      report({ replicas: [outcome(euSouth, observed(euSouth)), outcome(usEast, observed(usEast))] }),
+      starting.conditions,
+      now,
+    );
+    assert.equal(statusShapeChanged(starting, allReady), true, "Ready becomes True");
+    const failed = replicationStatus(
+      report({
+        replicas: [outcome(euSouth, observed(euSouth, false)), outcome(usEast, undefined, "forbidden")],
+      }),
+      starting.conditions,
+      now,
+    );
+    assert.equal(statusShapeChanged(starting, failed), true);
+    const fewer = replicationStatus(
+      report({ replicas: [outcome(euSouth, observed(euSouth, false))] }),
+      starting.conditions,
+      now,
+    );
+    assert.equal(statusShapeChanged(starting, fewer), true);
   });
 });

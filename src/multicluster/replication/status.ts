@@ -216,3 +216,26 @@ export function replicationStatus(
     deployments: entries,
   };
 }
+
+/** JSON with object keys sorted, so equal values compare equal whatever their field order. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)))
+      : v,
+  );
+}
+
+/** Whether a new status changes more than replica states: generation, Ready's status or reason, which replicas, errors. */
+export function statusShapeChanged(
+  current: ReplicatedDeploymentStatus,
+  next: ReplicatedDeploymentStatus,
+): boolean {
+  const shape = (s: ReplicatedDeploymentStatus) =>
+    canonicalJson({
+      generation: s.observedGeneration,
+      ready: s.conditions?.filter((c) => c.type === "Ready").map((c) => [c.status, c.reason]),
+      replicas: (s.deployments ?? []).map((d) => [d.name, d.obsolete ?? false, d.error ?? ""]),
+    });
+  return shape(current) !== shape(next);
+}
