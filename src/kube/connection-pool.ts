@@ -33,8 +33,10 @@ export function withConnectionPool(kubeConfig: KubeConfig): KubeConfig {
     const key = hash.digest("hex");
     let agent = agents.get(key);
     if (!agent) {
-      // As many idle connections kept as may be open: a burst must not end in fresh TLS handshakes.
-      agent = new Agent({ ...options, keepAlive: true, maxSockets: 64, maxFreeSockets: 64 });
+      // Every watch holds a connection for its whole life, and informers multiply with peers and
+      // offloaded namespaces: a low cap would queue requests (and Lease renewals) behind them.
+      // Idle connections kept: enough for a burst not to end in fresh TLS handshakes.
+      agent = new Agent({ ...options, keepAlive: true, maxSockets: 1024, maxFreeSockets: 64 });
       agents.set(key, agent);
     }
     return agent;

@@ -45,7 +45,8 @@ export function isRunning(pid: number, binary?: string): boolean {
     // A zombie has exited; only its parent has not collected it yet.
     if (/\) Z /.test(stat)) return false;
     const argv0 = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0] ?? "";
-    return argv0 === binary;
+    // An exiting process has its command line cleared before it becomes a zombie: still ours.
+    return argv0 === binary || argv0 === "";
   } catch {
     return false;
   }
@@ -72,7 +73,8 @@ export async function stopProcess(
   } catch {
     return;
   }
-  while (isRunning(proc.pid, proc.binary)) await sleep(20);
+  const killDeadline = Date.now() + 10_000;
+  while (isRunning(proc.pid, proc.binary) && Date.now() < killDeadline) await sleep(20);
 }
 
 export function logTail(logFile: string, lines = 8): string {
