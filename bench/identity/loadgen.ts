@@ -8,8 +8,9 @@
  * Request i sends bodies[i % bodies.length]. Writes `load:start` and `load:end` lines on stderr
  * around the sending, so the parent can measure other processes over the same span.
  */
+
 import { Agent } from "node:https";
-import { performance } from "node:perf_hooks";
+import { openLoop } from "../support/open-loop.js";
 import { postJson } from "../support/post.js";
 
 export interface PostPlan {
@@ -85,38 +86,22 @@ async function run(plan: PostPlan): Promise<PostResult> {
   };
 
   const total = Math.round((plan.rate * plan.durationMs) / 1000);
-  const interval = 1000 / plan.rate;
-  const inflight: Promise<void>[] = [];
+  result.due = total;
   // The parent samples other processes' CPU between these two lines.
   process.stderr.write("load:start\n");
   const cpuBefore = process.cpuUsage();
-  const start = performance.now();
-  let next = 0;
-  await new Promise<void>((resolve) => {
-    const tick = () => {
-      const now = performance.now();
-      while (next < total && start + next * interval <= now) {
-        const due = start + next * interval;
-        const index = next++;
-        result.due++;
-        inflight.push(
-          one(index, due + plan.timeoutMs).then(
-            (outcome) => {
-              result.completed++;
-              result.latencies.push(performance.now() - due);
-              result.outcomes[outcome] = (result.outcomes[outcome] ?? 0) + 1;
-            },
-            (err: Error) => fail(err.message),
-          ),
-        );
-      }
-      if (next >= total) resolve();
-      else setTimeout(tick, Math.max(0, Math.min(interval, start + next * interval - performance.now())));
-    };
-    tick();
+  result.elapsedMs = await openLoop({
+    total,
+    intervalMs: 1000 / plan.rate,
+    timeoutMs: plan.timeoutMs,
+    send: one,
+    onAnswer: (outcome, latency) => {
+      result.completed++;
+      result.latencies.push(latency);
+      result.outcomes[outcome] = (result.outcomes[outcome] ?? 0) + 1;
+    },
+    onError: (err) => fail(err.message),
   });
-  await Promise.all(inflight);
-  result.elapsedMs = performance.now() - start;
   const cpu = process.cpuUsage(cpuBefore);
   process.stderr.write("load:end\n");
   result.cpuSeconds = (cpu.user + cpu.system) / 1e6;

@@ -6,9 +6,11 @@
  * Open loop: request i is due at start + i/rate whatever happened to earlier ones, and its latency
  * counts from when it was due, so a slow server cannot hide its queueing by slowing the sender.
  */
+
 import { randomUUID } from "node:crypto";
 import { Agent } from "node:https";
 import { performance } from "node:perf_hooks";
+import { openLoop } from "../support/open-loop.js";
 import { postJson } from "../support/post.js";
 
 export interface WebhookTarget {
@@ -206,42 +208,25 @@ async function run(plan: LoadPlan): Promise<LoadResult> {
 
   const one = plan.webhooks ? admit : create;
   const total = plan.burst ?? Math.round((plan.rate * plan.durationMs) / 1000);
-  const interval = plan.burst ? 0 : 1000 / plan.rate;
-  const inflight: Promise<void>[] = [];
-  const start = performance.now();
-  let next = 0;
-  await new Promise<void>((resolve) => {
-    const tick = () => {
-      const now = performance.now();
-      while (next < total && start + next * interval <= now) {
-        const due = start + next * interval;
-        const index = next++;
-        result.due++;
-        inflight.push(
-          one(index, due + plan.timeoutMs).then(
-            (allowed) => {
-              const latency = performance.now() - due;
-              result.completed++;
-              result.latencies.push(latency);
-              if (allowed) {
-                result.allowed++;
-                result.allowedLatencies.push(latency);
-              } else {
-                result.denied++;
-                result.deniedLatencies.push(latency);
-              }
-            },
-            (err: Error) => fail(err.message),
-          ),
-        );
+  result.due = total;
+  result.elapsedMs = await openLoop({
+    total,
+    intervalMs: plan.burst ? 0 : 1000 / plan.rate,
+    timeoutMs: plan.timeoutMs,
+    send: one,
+    onAnswer: (allowed, latency) => {
+      result.completed++;
+      result.latencies.push(latency);
+      if (allowed) {
+        result.allowed++;
+        result.allowedLatencies.push(latency);
+      } else {
+        result.denied++;
+        result.deniedLatencies.push(latency);
       }
-      if (next >= total) resolve();
-      else setTimeout(tick, Math.max(0, Math.min(interval, start + next * interval - performance.now())));
-    };
-    tick();
+    },
+    onError: (err) => fail(err.message),
   });
-  await Promise.all(inflight);
-  result.elapsedMs = performance.now() - start;
   webhookAgent.destroy();
   for (const agent of userAgents) agent.destroy();
   return result;

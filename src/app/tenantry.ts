@@ -17,7 +17,7 @@ import { applyObject, type ClusterClient, LeaderElector, loadClusterClient } fro
 import {
   type ClusterIdentity,
   ensureClusterIdentity,
-  OffloadingInformers,
+  MulticlusterInformers,
   offloadingControllers,
   offloadingPodWebhook,
   PeeringController,
@@ -135,7 +135,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     namespaces: informers.tenantNamespaces,
     quotas: informers.quotas,
   });
-  const offloading = new OffloadingInformers(client, namespace);
+  const offloading = new MulticlusterInformers(client, namespace);
   await offloading.start();
   const webhooks: AdmissionWebhook[] = [
     ...tenantWebhooks(informers, { ownNamespace: namespace }),
@@ -253,7 +253,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           quotas: informers.quotas,
           logger,
         }),
-        new PeeringController({ client, namespace, logger, ...options.multicluster }),
+        new PeeringController({ client, namespace, informers: offloading, logger, ...options.multicluster }),
         ...offloadingControllers({
           client,
           informers: offloading,

@@ -17,7 +17,7 @@ import {
 } from "../multicluster/index.js";
 import { TENANTS_API_VERSION } from "../tenants/index.js";
 import { parseClusterSelector } from "./cluster-selector.js";
-import { type OutputFormat, printResult } from "./output.js";
+import { columns, type OutputFormat, printResult } from "./output.js";
 import { peeringTable, resolveCluster, timeoutMs } from "./peer.js";
 
 interface OffloadFlags {
@@ -269,13 +269,7 @@ export function registerOffloadCommands(program: Command): void {
             o.clusters.join(",") || "-",
           ]),
         ];
-        const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-        const table = rows.map((r) =>
-          r
-            .map((c, i) => c.padEnd(widths[i]!))
-            .join("  ")
-            .trimEnd(),
-        );
+        const table = columns(rows);
         return [
           "Peerings",
           peeringTable(peerings),

@@ -18,3 +18,14 @@ export function printResult(value: unknown, format: OutputFormat, text: () => st
       throw new UserError(`--output must be text, json or yaml, got "${format}"`);
   }
 }
+
+/** Rows as left-aligned columns two spaces apart, as kubectl prints tables. */
+export function columns(rows: readonly (readonly string[])[]): string[] {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((row) => row[i]?.length ?? 0))) ?? [];
+  return rows.map((row) =>
+    row
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd(),
+  );
+}

@@ -18,7 +18,7 @@ import {
   peeringSummaries,
   unpeerClusters,
 } from "../multicluster/index.js";
-import { type OutputFormat, printResult } from "./output.js";
+import { columns, type OutputFormat, printResult } from "./output.js";
 
 interface PeerFlags {
   consumer?: string;
@@ -125,13 +125,7 @@ export function peeringTable(rows: PeeringSummary[], now = Date.now()): string {
       formatAge(r.lastHeartbeat, now),
     ]),
   ];
-  const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-  const lines = table.map((row) =>
-    row
-      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
-      .join("  ")
-      .trimEnd(),
-  );
+  const lines = columns(table);
   const notReady = rows.filter((r) => r.ready !== "True" && r.message);
   return [...lines, ...notReady.map((r) => `${r.name}: ${r.message}`)].join("\n");
 }

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { pino } from "pino";
 import { TENANTRY_NAMESPACE } from "../app/tenantry.js";
 import { UserError } from "../common/index.js";
-import { BuiltinIdentity, type User } from "../identity/index.js";
+import { BuiltinIdentity } from "../identity/index.js";
 import { loadClusterClient } from "../kube/index.js";
 import { resolveKubeconfig } from "./kube-context.js";
 import { type OutputFormat, printResult } from "./output.js";

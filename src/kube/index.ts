@@ -47,6 +47,8 @@ export {
   type InformerOptions,
   type InformerStats,
   type SnapshotDiff,
+  startInformers,
+  stopInformers,
   WatchEventError,
 } from "./informer.js";
 export {

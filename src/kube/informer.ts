@@ -420,3 +420,16 @@ export class Informer<T extends KubernetesObject> {
     }
   }
 }
+
+/** Starts informers together and resolves once every one has listed (or rejects after `timeoutMs`). */
+export async function startInformers(
+  informers: readonly Informer<KubernetesObject>[],
+  timeoutMs = 60_000,
+): Promise<void> {
+  for (const informer of informers) informer.start();
+  await Promise.all(informers.map((i) => i.waitForSync({ timeoutMs })));
+}
+
+export async function stopInformers(informers: readonly Informer<KubernetesObject>[]): Promise<void> {
+  await Promise.all(informers.map((i) => i.stop()));
+}

@@ -54,11 +54,11 @@ export {
   parseClusterIdentity,
   readClusterIdentity,
 } from "./identity.js";
+export { MulticlusterInformers } from "./informers.js";
 export {
   type OffloadingControllersOptions,
   offloadingControllers,
 } from "./offloading/index.js";
-export { OffloadingInformers } from "./offloading/informers.js";
 export {
   CREATED_BY_LABEL_ANNOTATION,
   OFFLOADED_NAMESPACE_LABEL,

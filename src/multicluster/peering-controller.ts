@@ -9,7 +9,7 @@ import {
   type ConditionUpdate,
   Controller,
   describeError,
-  Informer,
+  type Informer,
   isAlreadyExists,
   isNotFound,
   objectKey,
@@ -22,6 +22,7 @@ import {
 } from "../kube/index.js";
 import { TENANTS_API_VERSION } from "../tenants/index.js";
 import type { Peering, PeeringStatus } from "./api/peering.js";
+import type { MulticlusterInformers } from "./informers.js";
 import {
   checkRemoteIdentity,
   type IdentityCheck,
@@ -33,14 +34,12 @@ import {
 import {
   addTaintPatch,
   hasVirtualNodeTaint,
-  NODE_TYPE_LABEL,
   type NodeReadiness,
   newVirtualNode,
   nodeCapacity,
   nodeLease,
   nodeStatusStale,
   PEERING_LABEL,
-  VIRTUAL_NODE_TYPE,
   virtualNodeMetadata,
   virtualNodeName,
   virtualNodeStatus,
@@ -51,6 +50,8 @@ export const KUBECONFIG_KEY = "kubeconfig";
 
 export interface PeeringControllerOptions {
   client: ClusterClient;
+  /** Peerings, virtual nodes and credentials Secrets, shared with the other multi-cluster controllers. */
+  informers: Pick<MulticlusterInformers, "peerings" | "virtualNodes" | "peerSecrets">;
   /** tenantry's namespace here (the credentials Secrets) and in the providers (their identity). */
   namespace: string;
   logger: Logger;
@@ -102,21 +103,9 @@ export class PeeringController {
     this.probeTimeoutMs = options.probeTimeoutMs ?? Math.min(3_000, this.probeIntervalMs);
     this.heartbeatMs = options.statusHeartbeatMs ?? 30_000;
     this.identityRecheckMs = options.identityRecheckMs ?? 60_000;
-    this.peerings = Informer.forResource<Peering>(client, {
-      apiVersion: TENANTS_API_VERSION,
-      kind: "Peering",
-    });
-    this.nodes = Informer.forResource<V1Node>(client, {
-      apiVersion: "v1",
-      kind: "Node",
-      labelSelector: `${NODE_TYPE_LABEL}=${VIRTUAL_NODE_TYPE}`,
-    });
-    this.secrets = Informer.forResource<V1Secret>(client, {
-      apiVersion: "v1",
-      kind: "Secret",
-      namespace: options.namespace,
-      labelSelector: PEERING_LABEL,
-    });
+    this.peerings = options.informers.peerings;
+    this.nodes = options.informers.virtualNodes;
+    this.secrets = options.informers.peerSecrets;
     this.controller = new Controller({
       name: "peerings",
       workers: 4,
@@ -138,14 +127,12 @@ export class PeeringController {
     ]);
   }
 
-  async start(): Promise<void> {
-    for (const informer of [this.peerings, this.nodes, this.secrets]) informer.start();
-    await this.controller.start();
+  start(): Promise<void> {
+    return this.controller.start();
   }
 
   async stop(): Promise<void> {
     await this.controller.stop();
-    await Promise.all([this.peerings.stop(), this.nodes.stop(), this.secrets.stop()]);
     this.states.clear();
   }
 

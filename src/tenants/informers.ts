@@ -1,5 +1,5 @@
 import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
-import { type ClusterClient, Informer } from "../kube/index.js";
+import { type ClusterClient, Informer, startInformers, stopInformers } from "../kube/index.js";
 import { TENANTS_API_VERSION } from "./api/group.js";
 import type { NamespaceTemplate } from "./api/namespace-template.js";
 import type { Tenant } from "./api/tenant.js";
@@ -43,13 +43,12 @@ export class TenantInformers {
     ] as unknown as Informer<KubernetesObject>[];
   }
 
-  async start(timeoutMs = 60_000): Promise<void> {
-    for (const informer of this.all) informer.start();
-    await Promise.all(this.all.map((i) => i.waitForSync({ timeoutMs })));
+  start(timeoutMs = 60_000): Promise<void> {
+    return startInformers(this.all, timeoutMs);
   }
 
-  async stop(): Promise<void> {
-    await Promise.all(this.all.map((i) => i.stop()));
+  stop(): Promise<void> {
+    return stopInformers(this.all);
   }
 
   /** The tenant a namespace belongs to, from the cache. */

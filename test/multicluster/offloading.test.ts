@@ -55,6 +55,20 @@ async function createPod(request: { namespace: string; body: V1Pod }): Promise<V
   return JSON.parse(JSON.stringify(await home.core.createNamespacedPod(request))) as V1Pod;
 }
 
+/** `kubectl patch --type=merge` of a namespace's offloading spec, as a user would. */
+function kubectlPatch(namespace: string, spec: Record<string, unknown>) {
+  return kubectl(kubeconfigPath("home"), [
+    "-n",
+    namespace,
+    "patch",
+    "namespaceoffloading",
+    "offloading",
+    "--type=merge",
+    "-p",
+    JSON.stringify({ spec }),
+  ]);
+}
+
 async function mapOf(peering: string): Promise<NamespaceMap> {
   return (await home.objects.read({
     apiVersion: TENANTS_API_VERSION,
@@ -279,17 +293,17 @@ describe("namespace offloading on the shared topology", () => {
       body: { metadata: { name: "p" }, spec: { containers: [{ name: "c", image: "nginx" }] } },
     });
     assert.equal(pod.spec?.nodeName, undefined);
-    const kc = kubeconfigPath("home");
-    const edit = await kubectl(kc, [
-      "-n",
-      ns,
-      "patch",
-      "namespaceoffloading",
-      "offloading",
-      "--type=merge",
-      "-p",
-      '{"spec":{"clusterSelector":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"topology.kubernetes.io/region","operator":"In","values":["mars","us-east"]}]}]}}}',
-    ]);
+    const edit = await kubectlPatch(ns, {
+      clusterSelector: {
+        nodeSelectorTerms: [
+          {
+            matchExpressions: [
+              { key: "topology.kubernetes.io/region", operator: "In", values: ["mars", "us-east"] },
+            ],
+          },
+        ],
+      },
+    });
     assert.equal(edit.code, 0, edit.stderr);
     const ready = await phaseOf(ns, "Ready");
     assert.deepEqual(Object.keys(ready.status!.remoteNamespacesConditions!), ["edge-2"]);
@@ -333,16 +347,7 @@ describe("namespace offloading on the shared topology", () => {
         "the other namespace is untouched",
       );
 
-      const change = await kubectl(kubeconfigPath("home"), [
-        "-n",
-        taken,
-        "patch",
-        "namespaceoffloading",
-        "offloading",
-        "--type=merge",
-        "-p",
-        '{"spec":{"namespaceMappingStrategy":"DefaultName"}}',
-      ]);
+      const change = await kubectlPatch(taken, { namespaceMappingStrategy: "DefaultName" });
       assert.notEqual(change.code, 0);
       assert.match(
         change.stderr,

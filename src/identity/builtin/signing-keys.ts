@@ -99,7 +99,7 @@ export class SigningKeys {
       privateJwk: await exportJWK(privateKey),
     };
     // A key stops signing when its successor is created; it verifies for retainMs after that.
-    const kept = stored.filter((key, i) => {
+    const kept = stored.filter((_key, i) => {
       const successor = stored[i + 1];
       const retiredAt = successor ? Date.parse(successor.createdAt) : now;
       return now - retiredAt < this.options.retainMs;

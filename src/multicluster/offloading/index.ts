@@ -1,14 +1,14 @@
 /** Namespace offloading (document 004, chapters 4 and 6): controllers, informers, pod webhook. */
 import type { Logger } from "pino";
 import type { ClusterClient } from "../../kube/index.js";
-import type { OffloadingInformers } from "./informers.js";
+import type { MulticlusterInformers } from "../informers.js";
 import { NamespaceMapController } from "./namespace-map-controller.js";
 import { OffloadingController } from "./offloading-controller.js";
 import { OffloadingStatusController } from "./status-controller.js";
 
 export interface OffloadingControllersOptions {
   client: ClusterClient;
-  informers: OffloadingInformers;
+  informers: MulticlusterInformers;
   clusterId: string;
   logger: Logger;
   /** How often the NamespaceMap controller checks existing replicas. */

@@ -27,13 +27,13 @@ import {
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
 import type { CurrentMapping, MappingPhase, NamespaceMap } from "../api/offloading.js";
 import type { Peering } from "../api/peering.js";
+import { type MulticlusterInformers, offloadingController } from "../informers.js";
 import { PEERING_LABEL, peeringOwnerReference } from "../virtual-node.js";
-import { type OffloadingInformers, offloadingController } from "./informers.js";
 import { ORIGIN_CLUSTER_ID_LABEL, ORIGIN_NAMESPACE_LABEL } from "./labels.js";
 
 export interface NamespaceMapControllerOptions {
   client: ClusterClient;
-  informers: OffloadingInformers;
+  informers: MulticlusterInformers;
   clusterId: string;
   logger: Logger;
   /** How often existing replicas are checked in the provider. Default 10 s. */

@@ -19,9 +19,9 @@ import {
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
 import { NAMESPACE_OFFLOADING_NAME, type NamespaceMap, type NamespaceOffloading } from "../api/offloading.js";
+import { type MulticlusterInformers, offloadingController } from "../informers.js";
 import { selectorMatches } from "../selectors.js";
 import { PEERING_LABEL } from "../virtual-node.js";
-import { type OffloadingInformers, offloadingController } from "./informers.js";
 import {
   CREATED_BY_LABEL_ANNOTATION,
   OFFLOADED_NAMESPACE_LABEL,
@@ -35,7 +35,7 @@ import { namespacesOfMap, peeringOfMap } from "./replicas.js";
 
 export interface OffloadingControllerOptions {
   client: ClusterClient;
-  informers: OffloadingInformers;
+  informers: MulticlusterInformers;
   clusterId: string;
   logger: Logger;
   workers?: number;
@@ -44,7 +44,7 @@ export interface OffloadingControllerOptions {
 /** Peerings whose virtual node the offloading's clusterSelector selects. */
 export function selectedPeerings(
   offloading: NamespaceOffloading,
-  informers: OffloadingInformers,
+  informers: MulticlusterInformers,
 ): Set<string> {
   const selector = clusterSelectorOf(offloading.spec);
   const selected = new Set<string>();

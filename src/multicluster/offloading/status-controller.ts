@@ -17,14 +17,14 @@ import {
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
 import { NAMESPACE_OFFLOADING_NAME } from "../api/offloading.js";
-import { type OffloadingInformers, offloadingController } from "./informers.js";
+import { type MulticlusterInformers, offloadingController } from "../informers.js";
 import { remoteNamespaceName } from "./names.js";
 import { offloadingStatus } from "./offloading-status.js";
 import { namespacesOfMap } from "./replicas.js";
 
 export interface OffloadingStatusControllerOptions {
   client: ClusterClient;
-  informers: OffloadingInformers;
+  informers: MulticlusterInformers;
   clusterId: string;
   logger: Logger;
   workers?: number;

@@ -6,7 +6,7 @@
  */
 import type { Logger } from "pino";
 import type { ClusterClient } from "../../kube/index.js";
-import type { OffloadingInformers } from "../offloading/informers.js";
+import type { MulticlusterInformers } from "../informers.js";
 import { ObjectReflector } from "./object-reflector.js";
 import { REFLECTED_KINDS } from "./object-translation.js";
 import { PodReflector } from "./pod-reflector.js";
@@ -17,7 +17,7 @@ export interface ReflectionControllerOptions {
   /** This cluster's id: it marks every reflected object. */
   clusterId: string;
   /** NamespaceMaps, virtual nodes and the peer clients, shared with the offloading controllers. */
-  informers: OffloadingInformers;
+  informers: MulticlusterInformers;
   /** How often replica namespaces are pruned of copies without a source, besides deletions. */
   pruneIntervalMs?: number;
 }

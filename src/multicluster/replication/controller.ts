@@ -23,14 +23,14 @@ import {
   type ReplicatedDeployment,
   type ReplicatedDeploymentStatus,
 } from "../api/replicated-deployment.js";
-import type { OffloadingInformers } from "../offloading/informers.js";
+import type { MulticlusterInformers } from "../informers.js";
 import { deletableObsolete, planReplication, type WantedReplica } from "./plan.js";
 import { canonicalJson, type ReplicaOutcome, replicationStatus, statusShapeChanged } from "./status.js";
 
 export interface ReplicationControllerOptions {
   client: ClusterClient;
   /** Shared with the offloading controllers, started and stopped by their owner. */
-  informers: Pick<OffloadingInformers, "offloadings" | "virtualNodes">;
+  informers: Pick<MulticlusterInformers, "offloadings" | "virtualNodes">;
   logger: Logger;
   /** ReplicatedDeployments reconciled at once. Default 4. */
   workers?: number;

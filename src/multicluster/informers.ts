@@ -1,5 +1,6 @@
 /**
- * The caches the offloading controllers and the pod webhook share: NamespaceOffloadings,
+ * The caches the multi-cluster controllers (peering, offloading, reflection, replication) and the
+ * pod webhook share: NamespaceOffloadings,
  * NamespaceMaps, virtual nodes, Peerings and their credentials Secrets, and the namespaces that
  * ask for offloading by label. Started on every replica (the webhook needs them).
  */
@@ -12,15 +13,17 @@ import {
   Informer,
   type ReconcileContext,
   type ReconcileResult,
-} from "../../kube/index.js";
-import { TENANTS_API_VERSION } from "../../tenants/index.js";
-import type { NamespaceMap, NamespaceOffloading } from "../api/offloading.js";
-import type { Peering } from "../api/peering.js";
-import { PeerClients } from "../peer-clients.js";
-import { NODE_TYPE_LABEL, PEERING_LABEL, VIRTUAL_NODE_TYPE } from "../virtual-node.js";
-import { OFFLOADED_NAMESPACE_LABEL, OFFLOADING_ENABLED_LABEL } from "./labels.js";
+  startInformers,
+  stopInformers,
+} from "../kube/index.js";
+import { TENANTS_API_VERSION } from "../tenants/index.js";
+import type { NamespaceMap, NamespaceOffloading } from "./api/offloading.js";
+import type { Peering } from "./api/peering.js";
+import { OFFLOADED_NAMESPACE_LABEL, OFFLOADING_ENABLED_LABEL } from "./offloading/labels.js";
+import { PeerClients } from "./peer-clients.js";
+import { NODE_TYPE_LABEL, PEERING_LABEL, VIRTUAL_NODE_TYPE } from "./virtual-node.js";
 
-export class OffloadingInformers {
+export class MulticlusterInformers {
   readonly offloadings: Informer<NamespaceOffloading>;
   readonly maps: Informer<NamespaceMap>;
   readonly virtualNodes: Informer<V1Node>;
@@ -76,13 +79,12 @@ export class OffloadingInformers {
     ] as unknown as Informer<KubernetesObject>[];
   }
 
-  async start(timeoutMs = 60_000): Promise<void> {
-    for (const informer of this.all) informer.start();
-    await Promise.all(this.all.map((i) => i.waitForSync({ timeoutMs })));
+  start(timeoutMs = 60_000): Promise<void> {
+    return startInformers(this.all, timeoutMs);
   }
 
-  async stop(): Promise<void> {
-    await Promise.all(this.all.map((i) => i.stop()));
+  stop(): Promise<void> {
+    return stopInformers(this.all);
   }
 
   /** The offloading of a namespace, if it has one. */
