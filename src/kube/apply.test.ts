@@ -1,7 +1,16 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { KubeConfig } from "@kubernetes/client-node";
-import { applyObject, applyStatus, FIELD_MANAGER } from "./apply.js";
+import { KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import {
+  APPLIED_DIGEST_ANNOTATION,
+  applyIfChanged,
+  applyObject,
+  applyStatus,
+  FIELD_MANAGER,
+  holdsFields,
+  isApplied,
+  withAppliedDigest,
+} from "./apply.js";
 import { ClusterClient } from "./clients.js";
 
 /**
@@ -50,5 +59,65 @@ describe("server-side apply input checks", () => {
       applyStatus(client, { kind: "Namespace", metadata: { name: "x" }, status: {} }),
       /needs apiVersion and kind/,
     );
+  });
+});
+
+describe("apply only what changed", () => {
+  const desired: KubernetesObject & { spec: Record<string, unknown> } = {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: "p", namespace: "a", labels: { x: "1" } },
+    spec: { podSelector: {}, ingress: [{ from: [{ namespaceSelector: { matchLabels: { t: "a" } } }] }] },
+  };
+
+  test("the digest ignores key order and the resourceVersion precondition", () => {
+    const reordered = {
+      kind: desired.kind,
+      spec: desired.spec,
+      metadata: desired.metadata,
+      apiVersion: desired.apiVersion,
+    };
+    const withVersion = { ...desired, metadata: { ...desired.metadata, resourceVersion: "42" } };
+    const digest = (o: typeof desired) =>
+      withAppliedDigest(o).metadata?.annotations?.[APPLIED_DIGEST_ANNOTATION];
+    assert.equal(digest(reordered), digest(desired));
+    assert.equal(digest(withVersion), digest(desired));
+    assert.notEqual(digest({ ...desired, metadata: { ...desired.metadata, labels: {} } }), digest(desired));
+  });
+
+  test("a stored object with server defaults and bookkeeping still holds what was applied", () => {
+    const stamped = withAppliedDigest(desired);
+    const stored = {
+      ...stamped,
+      metadata: { ...stamped.metadata, uid: "u", resourceVersion: "7", managedFields: [] },
+      spec: { ...stamped.spec, policyTypes: ["Ingress"] },
+    };
+    assert.ok(isApplied(stored, stamped));
+  });
+
+  test("a changed value, a dropped list item or a removed wanted field is not applied yet", () => {
+    const stamped = withAppliedDigest(desired);
+    const changed = { ...stamped, metadata: { ...stamped.metadata, labels: { x: "2" } } };
+    assert.equal(isApplied(changed, stamped), false);
+    const fewer = { ...stamped, spec: { ...stamped.spec, ingress: [] } };
+    assert.equal(isApplied(fewer, stamped), false);
+    // tenantry now wants the label gone: the stored object still matches field by field, the digest does not.
+    const wantedLess = withAppliedDigest({ ...desired, metadata: { ...desired.metadata, labels: {} } });
+    assert.equal(isApplied(stamped, wantedLess), false);
+    assert.equal(isApplied(undefined, stamped), false);
+  });
+
+  test("fields are compared as values: lists item by item, objects may hold more", () => {
+    assert.ok(holdsFields({ a: 1, b: [1, { c: 2, d: 3 }] }, { a: 1, b: [1, { c: 2 }] }));
+    assert.equal(holdsFields({ a: [1, 2] }, { a: [1] }), false);
+    assert.equal(holdsFields({ a: "1" }, { a: 1 }), false);
+    assert.equal(holdsFields({ a: null }, { a: {} }), false);
+  });
+
+  test("applyIfChanged sends nothing when the cached object holds the desired one", async () => {
+    const stamped = withAppliedDigest(desired);
+    // The client cannot reach any server: a request would fail.
+    assert.equal(await applyIfChanged(unreachableClient(), desired, stamped), false);
+    await assert.rejects(applyIfChanged(unreachableClient(), desired, undefined));
   });
 });

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
 import type { ClusterClient } from "./clients.js";
 
@@ -67,4 +68,85 @@ export async function applyStatus<T extends KubernetesObject & { status?: unknow
     force: options.force ?? true,
     ...(options.dryRun ? { dryRun: true } : {}),
   });
+}
+
+/**
+ * Annotation holding a digest of what tenantry last applied to an object. Comparing fields alone
+ * cannot tell that the desired object dropped a field (the stored one still has it); the digest can.
+ */
+export const APPLIED_DIGEST_ANNOTATION = "tenantry.dev/applied-digest";
+
+/** JSON with object keys sorted, so equal objects give equal text whatever their key order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** `desired` with its digest annotation; metadata.resourceVersion (a precondition, not content) is left out of the digest. */
+export function withAppliedDigest<T extends KubernetesObject>(desired: T): T {
+  const { resourceVersion: _resourceVersion, ...metadata } = desired.metadata ?? {};
+  const { [APPLIED_DIGEST_ANNOTATION]: _previous, ...annotations } = metadata.annotations ?? {};
+  const content = { ...desired, metadata: { ...metadata, annotations } };
+  const digest = createHash("sha256").update(canonicalJson(content)).digest("base64url").slice(0, 22);
+  return {
+    ...desired,
+    metadata: { ...desired.metadata, annotations: { ...annotations, [APPLIED_DIGEST_ANNOTATION]: digest } },
+  };
+}
+
+/**
+ * Whether `current` holds every field of `desired` with the same value (objects may carry more
+ * fields, such as server defaults; lists must match item by item).
+ */
+export function holdsFields(current: unknown, desired: unknown): boolean {
+  if (Array.isArray(desired)) {
+    return (
+      Array.isArray(current) &&
+      current.length === desired.length &&
+      desired.every((item, i) => holdsFields(current[i], item))
+    );
+  }
+  if (desired && typeof desired === "object") {
+    if (!current || typeof current !== "object" || Array.isArray(current)) return false;
+    return Object.entries(desired as Record<string, unknown>).every(
+      ([key, value]) => value === undefined || holdsFields((current as Record<string, unknown>)[key], value),
+    );
+  }
+  return current === desired;
+}
+
+/**
+ * Whether applying `stamped` (from {@link withAppliedDigest}) to the object now stored as `current`
+ * would change nothing: same digest (nothing was added to or removed from what tenantry wants) and
+ * every wanted field still in place (nobody else changed it since).
+ */
+export function isApplied(current: KubernetesObject | undefined, stamped: KubernetesObject): boolean {
+  if (!current) return false;
+  const digest = stamped.metadata?.annotations?.[APPLIED_DIGEST_ANNOTATION];
+  if (!digest || current.metadata?.annotations?.[APPLIED_DIGEST_ANNOTATION] !== digest) return false;
+  const { resourceVersion: _resourceVersion, ...metadata } = stamped.metadata ?? {};
+  return holdsFields(current, { ...stamped, metadata });
+}
+
+/**
+ * Server-side applies `desired` unless `current` (usually from an informer's cache) already holds
+ * it. Saves the request, not just the write, so a controller that looks at many unchanged objects
+ * costs the API server nothing. Returns whether a request was sent.
+ */
+export async function applyIfChanged(
+  client: ClusterClient,
+  desired: KubernetesObject,
+  current: KubernetesObject | undefined,
+  options: ApplyOptions = {},
+): Promise<boolean> {
+  const stamped = withAppliedDigest(desired);
+  if (isApplied(current, stamped)) return false;
+  await applyObject(client, stamped, options);
+  return true;
 }

@@ -1,4 +1,14 @@
-export { type ApplyOptions, applyObject, applyStatus, FIELD_MANAGER } from "./apply.js";
+export {
+  APPLIED_DIGEST_ANNOTATION,
+  type ApplyOptions,
+  applyIfChanged,
+  applyObject,
+  applyStatus,
+  FIELD_MANAGER,
+  holdsFields,
+  isApplied,
+  withAppliedDigest,
+} from "./apply.js";
 export { DEFAULT_RECONNECT_BACKOFF, type JitteredBackoffOptions, jitteredBackoffDelay } from "./backoff.js";
 export { ClusterClient, loadClusterClient, qualifyUserNames } from "./clients.js";
 export { type CancelTimer, type Clock, flushAsync, ManualClock, sleep, systemClock } from "./clock.js";
