@@ -128,6 +128,10 @@ describe("tenant controller", () => {
       owners.subjects?.map((s) => `${s.kind}/${s.name}`),
       ["User/alice", "Group/acme-admins"],
     );
+    // The objects of a namespace are applied one after another: wait for the last of them.
+    const limits = await eventually(() =>
+      core.readNamespacedLimitRange({ name: "tenantry-defaults", namespace: ns }),
+    );
     const roles = await rbac.listNamespacedRole({
       namespace: ns,
       labelSelector: `tenantry.dev/tenant=${tenant}`,
@@ -142,7 +146,6 @@ describe("tenant controller", () => {
     assert.deepEqual(policy.spec?.ingress?.[0]?._from?.[0]?.namespaceSelector?.matchLabels, {
       "tenantry.dev/tenant": tenant,
     });
-    const limits = await core.readNamespacedLimitRange({ name: "tenantry-defaults", namespace: ns });
     assert.equal(limits.spec?.limits[0]?.defaultRequest?.cpu, "100m");
   });
 

@@ -1,21 +1,17 @@
+import { isDeepStrictEqual } from "node:util";
 import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
-  applyObject,
   applyStatus,
   type ClusterClient,
   type Condition,
   Controller,
-  describeError,
   Informer,
-  isConflict,
-  isNotFound,
   objectKey,
   type ReconcileContext,
   reconcileDone,
   setCondition,
 } from "../../kube/index.js";
-import { EXEMPT_NAMESPACES } from "../../webhooks/index.js";
 import { TENANTS_API_VERSION } from "../api/group.js";
 import type { NamespaceTemplate } from "../api/namespace-template.js";
 import { formatOwnerSummary, formatUsageSummary } from "../api/summary.js";
@@ -23,34 +19,11 @@ import type { Tenant, TenantStatus } from "../api/tenant.js";
 import type { TenantResourceQuota } from "../api/tenant-resource-quota.js";
 import type { TenantInformers } from "../informers.js";
 import { MANAGED_BY, MANAGED_BY_LABEL, NAMESPACE_ORIGIN_LABEL, TENANT_LABEL } from "./labels.js";
+import { NamespaceFailures, TenantNamespaceController, usesTemplate } from "./namespace-controller.js";
+import { declaredNamespaces, planNamespace, SYSTEM_NAMESPACES } from "./namespace-plan.js";
 import { tenantQuotas } from "./quotas.js";
-import {
-  declaredNamespaceName,
-  namespaceContents,
-  namespaceObject,
-  ownersProvisionerBinding,
-  TemplateError,
-} from "./render.js";
-
-/** Kinds the controller writes in every tenant namespace and watches for drift. */
-const MANAGED_KINDS = [
-  { apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding" },
-  { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role" },
-  { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy" },
-  { apiVersion: "v1", kind: "LimitRange" },
-] as const;
-
-/** Objects rendered from templates, remembered on the namespace so that removed ones are deleted. */
-const TEMPLATE_OBJECTS_ANNOTATION = "tenantry.dev/template-objects";
-
-/** Never part of a tenant: the cluster's own namespaces and tenantry's. */
-const SYSTEM_NAMESPACES = new Set([...EXEMPT_NAMESPACES, "default", "tenantry-system"]);
-
-class ObjectFailure extends Error {}
-
-function objectId(o: KubernetesObject): string {
-  return `${o.apiVersion}/${o.kind}/${o.metadata?.name}`;
-}
+import { ownersProvisionerBinding, TemplateError } from "./render.js";
+import { applyManaged, removeManaged } from "./writes.js";
 
 export interface TenantControllerOptions {
   client: ClusterClient;
@@ -60,17 +33,21 @@ export interface TenantControllerOptions {
 }
 
 /**
- * Keeps each Tenant's namespaces and everything inside them (owner and user RBAC, isolation
- * policy, limit ranges, template objects, quotas) as the Tenant says, and reports what it found in
- * the Tenant's status, even when reconciling fails.
+ * Keeps each Tenant's tenant-wide objects (its declared namespaces, quotas, the owners' right to
+ * create namespaces) as the Tenant says, and reports what it found in the Tenant's status, even
+ * when reconciling fails. What is inside each namespace is the {@link TenantNamespaceController}'s,
+ * run alongside, whose failures this status names too.
  */
 export class TenantController {
   private readonly tenants: Informer<Tenant>;
   private readonly templates: Informer<NamespaceTemplate>;
   private readonly namespaces: Informer<V1Namespace>;
   private readonly quotas: Informer<TenantResourceQuota>;
-  private readonly managed: Informer<KubernetesObject>[];
+  /** The owners' ClusterRoleBindings to the namespace provisioner role. */
+  private readonly clusterBindings: Informer<KubernetesObject>;
   private readonly controller: Controller;
+  private readonly namespaceController: TenantNamespaceController;
+  private readonly failures: NamespaceFailures;
   private readonly cluster: string;
 
   constructor(private readonly options: TenantControllerOptions) {
@@ -81,258 +58,182 @@ export class TenantController {
     this.templates = options.informers.templates;
     this.namespaces = options.informers.tenantNamespaces;
     this.quotas = options.informers.quotas;
-    this.managed = MANAGED_KINDS.map((k) =>
-      Informer.forResource<KubernetesObject>(client, {
-        ...k,
-        labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}`,
-      }),
-    );
+    this.clusterBindings = Informer.forResource<KubernetesObject>(client, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY},${TENANT_LABEL}`,
+    });
     this.controller = new Controller({
       name: "tenants",
       workers: options.workers ?? 4,
       logger: options.logger,
       reconcile: (_key, ctx) => this.reconcile(ctx),
     });
+    this.failures = new NamespaceFailures((tenant) => this.controller.enqueue(this.keyOf(tenant)));
+    this.namespaceController = new TenantNamespaceController({
+      client,
+      informers: options.informers,
+      failures: this.failures,
+      logger: options.logger,
+      ...(options.workers ? { workers: options.workers } : {}),
+    });
     const byTenantLabel = (o: KubernetesObject) => {
       const tenant = o.metadata?.labels?.[TENANT_LABEL];
-      return tenant ? [objectKey(this.cluster, undefined, tenant)] : [];
+      return tenant ? [this.keyOf(tenant)] : [];
     };
     this.controller.watch(this.tenants);
     this.controller.watch(this.namespaces, byTenantLabel);
-    this.controller.watch(this.quotas, (q) => [objectKey(this.cluster, undefined, q.spec.tenant)]);
-    for (const informer of this.managed) this.controller.watch(informer, byTenantLabel);
+    this.controller.watch(this.quotas, (q) => [this.keyOf(q.spec.tenant)]);
+    this.controller.watch(this.clusterBindings, byTenantLabel);
+    // A declared namespace whose template appears can now be created.
     this.controller.watch(this.templates, (template) =>
       this.tenants
         .list()
         .filter((t) => usesTemplate(t, template.metadata!.name!))
-        .map((t) => objectKey(this.cluster, undefined, t.metadata!.name!)),
+        .map((t) => this.keyOf(t.metadata!.name!)),
     );
   }
 
-  /** Starts the controller's own informers (managed objects); the shared ones run already. */
+  private keyOf(tenant: string): string {
+    return objectKey(this.cluster, undefined, tenant);
+  }
+
+  /** Starts the controllers' own informers; the shared ones run already. */
   async start(): Promise<void> {
-    for (const informer of this.managed) informer.start();
-    await this.controller.start();
+    this.clusterBindings.start();
+    await Promise.all([this.controller.start(), this.namespaceController.start()]);
   }
 
   async stop(): Promise<void> {
-    await this.controller.stop();
-    await Promise.all(this.managed.map((i) => i.stop()));
+    await Promise.all([this.controller.stop(), this.namespaceController.stop()]);
+    await this.clusterBindings.stop();
   }
 
   stats() {
-    return this.controller.stats();
-  }
-
-  private async apply(object: KubernetesObject): Promise<void> {
-    try {
-      await applyObject(this.options.client, object);
-    } catch (err) {
-      const where = object.metadata?.namespace
-        ? `${object.metadata.namespace}/${object.metadata.name}`
-        : object.metadata?.name;
-      throw new ObjectFailure(`${object.kind} ${where}: ${describeError(err)}`);
-    }
-  }
-
-  /** A conditional apply (the object carries its resourceVersion); false when it changed or is gone. */
-  private async applyIfUnchanged(object: KubernetesObject): Promise<boolean> {
-    try {
-      await applyObject(this.options.client, object);
-      return true;
-    } catch (err) {
-      if (isConflict(err) || isNotFound(err)) return false;
-      throw new ObjectFailure(`${object.kind} ${object.metadata?.name}: ${describeError(err)}`);
-    }
-  }
-
-  private async remove(object: KubernetesObject): Promise<void> {
-    try {
-      await this.options.client.objects.delete(
-        object,
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        "Background",
-      );
-    } catch (err) {
-      if (!isNotFound(err))
-        throw new ObjectFailure(
-          `deleting ${object.kind} ${object.metadata?.namespace}/${object.metadata?.name}: ${describeError(err)}`,
-        );
-    }
+    const tenants = this.controller.stats();
+    const namespaces = this.namespaceController.stats();
+    return Object.fromEntries(
+      Object.entries(tenants).map(([k, v]) => [k, v + namespaces[k as keyof typeof namespaces]]),
+    ) as typeof tenants;
   }
 
   private async reconcile(ctx: ReconcileContext) {
     const tenant = this.tenants.get(undefined, ctx.ref.name);
     if (!tenant || tenant.metadata?.deletionTimestamp) return reconcileDone();
-    const name = tenant.metadata!.name!;
     const status: TenantStatus = { ownerSummary: formatOwnerSummary(tenant.spec.owners) };
     let failure: Error | undefined;
     try {
       status.namespaces = await this.reconcileNamespaces(tenant);
-      status.namespaceCount = status.namespaces.length;
-      for (const quota of tenantQuotas(tenant)) await this.apply(quota);
+      for (const quota of tenantQuotas(tenant))
+        await applyManaged(this.options.client, quota, this.quotas.get(undefined, quota.metadata!.name!));
       await this.reconcileProvisionerBinding(tenant);
       await this.pruneQuotas(tenant);
     } catch (err) {
       failure = err as Error;
     } finally {
-      // Status is written whatever happened, so `kubectl get tenant` tells the truth.
-      const quota = this.quotas.get(undefined, tenant.spec.quota?.quotaRef?.name ?? name);
-      if (quota?.status) {
-        status.usage = { hard: quota.status.hard ?? quota.spec.hard, used: quota.status.used ?? {} };
-        status.usage.summary = formatUsageSummary(status.usage.hard, status.usage.used);
-      }
-      status.namespaces ??= this.namespacesOf(name)
-        .map((n) => n.metadata!.name!)
-        .sort();
-      status.namespaceCount = status.namespaces.length;
-      status.observedGeneration = tenant.metadata!.generation;
-      const ready: Omit<Condition, "lastTransitionTime"> = failure
-        ? {
-            type: "Ready",
-            status: "False",
-            reason: failure instanceof TemplateError ? "TemplateInvalid" : "ReconcileFailed",
-            message: failure.message.slice(0, 1000),
-            observedGeneration: tenant.metadata!.generation,
-          }
-        : {
-            type: "Ready",
-            status: "True",
-            reason: "Reconciled",
-            message: `${status.namespaceCount} namespaces in place`,
-            observedGeneration: tenant.metadata!.generation,
-          };
-      status.conditions = setCondition(
-        tenant.status?.conditions as Condition[] | undefined,
-        ready,
-        new Date(),
-      );
-      await applyStatus(this.options.client, {
-        apiVersion: TENANTS_API_VERSION,
-        kind: "Tenant",
-        metadata: { name },
-        status,
-      });
+      await this.writeStatus(tenant, status, failure);
     }
     // A broken template is the user's to fix: retrying sooner changes nothing, a template change re-queues.
     if (failure && !(failure instanceof TemplateError)) throw failure;
     return reconcileDone();
   }
 
+  /** Status is written whatever happened, so `kubectl get tenant` tells the truth; unchanged, it is not written at all. */
+  private async writeStatus(tenant: Tenant, status: TenantStatus, failure: Error | undefined) {
+    const name = tenant.metadata!.name!;
+    const quota = this.quotas.get(undefined, tenant.spec.quota?.quotaRef?.name ?? name);
+    if (quota?.status) {
+      status.usage = { hard: quota.status.hard ?? quota.spec.hard, used: quota.status.used ?? {} };
+      status.usage.summary = formatUsageSummary(status.usage.hard, status.usage.used);
+    }
+    status.namespaces ??= this.namespacesOf(name)
+      .map((n) => n.metadata!.name!)
+      .sort();
+    status.namespaceCount = status.namespaces.length;
+    status.observedGeneration = tenant.metadata!.generation;
+    // The tenant's own failure first, else the first failing namespace's.
+    const namespaceFailure = failure ? undefined : this.failures.firstOf(name);
+    const failed = failure
+      ? { message: failure.message, template: failure instanceof TemplateError }
+      : namespaceFailure;
+    const ready: Omit<Condition, "lastTransitionTime"> = failed
+      ? {
+          type: "Ready",
+          status: "False",
+          reason: failed.template ? "TemplateInvalid" : "ReconcileFailed",
+          message: failed.message.slice(0, 1000),
+          observedGeneration: tenant.metadata!.generation,
+        }
+      : {
+          type: "Ready",
+          status: "True",
+          reason: "Reconciled",
+          message: `${status.namespaceCount} namespaces in place`,
+          observedGeneration: tenant.metadata!.generation,
+        };
+    status.conditions = setCondition(tenant.status?.conditions as Condition[] | undefined, ready, new Date());
+    const comparable = (s: unknown) => JSON.parse(JSON.stringify(s ?? {}));
+    if (isDeepStrictEqual(comparable(tenant.status), comparable(status))) return;
+    await applyStatus(this.options.client, {
+      apiVersion: TENANTS_API_VERSION,
+      kind: "Tenant",
+      metadata: { name },
+      status,
+    });
+  }
+
   private namespacesOf(tenant: string): V1Namespace[] {
     return this.namespaces.list().filter((n) => n.metadata?.labels?.[TENANT_LABEL] === tenant);
   }
 
+  /**
+   * Creates the declared namespaces that are missing and deletes those the spec dropped; returns
+   * every namespace of the tenant. Existing namespaces are the namespace controller's.
+   */
   private async reconcileNamespaces(tenant: Tenant): Promise<string[]> {
     const name = tenant.metadata!.name!;
     const templates = new Map(this.templates.list().map((t) => [t.metadata!.name!, t]));
-    const declared = new Map(
-      (tenant.spec.namespaces ?? []).map((ns) => [declaredNamespaceName(name, ns.name), ns]),
-    );
-    const existing = this.namespacesOf(name);
-    // Namespaces the owners created joined the tenant through admission; they stay until deleted.
-    // System namespaces are never adopted, whatever labels they carry: the webhooks exempt them,
-    // so a label there was not checked, and binding owners as admin there would hand over the cluster.
-    const ownerCreated = existing.filter(
-      (n) =>
-        n.metadata?.labels?.[NAMESPACE_ORIGIN_LABEL] !== "declared" &&
-        !declared.has(n.metadata!.name!) &&
-        !SYSTEM_NAMESPACES.has(n.metadata!.name!),
-    );
-    const all: {
-      name: string;
-      origin: "declared" | "owner";
-      templates: { name: string; parameters?: Record<string, string> }[];
-      labels?: Record<string, string>;
-    }[] = [
-      ...[...declared].map(([nsName, ns]) => ({
-        name: nsName,
-        origin: "declared" as const,
-        templates: [...(tenant.spec.templates ?? []), ...(ns.templates ?? [])],
-        labels: ns.labels,
-      })),
-      ...ownerCreated.map((n) => ({
-        name: n.metadata!.name!,
-        origin: "owner" as const,
-        templates: tenant.spec.templates ?? [],
-      })),
-    ];
-    for (const ns of all) {
-      const contents = namespaceContents(tenant, ns.name, ns.templates, templates);
-      const templateIds = contents
-        .filter((o) => o.metadata?.labels?.["tenantry.dev/template"])
-        .map(objectId)
-        .sort();
-      const namespace = namespaceObject(tenant, ns.name, ns.origin, ns.labels);
-      namespace.metadata!.annotations = { [TEMPLATE_OBJECTS_ANNOTATION]: JSON.stringify(templateIds) };
-      const current = this.namespaces.get(undefined, ns.name);
-      if (current?.metadata?.deletionTimestamp) continue;
-      // An owner's namespace is never created here: with its resourceVersion the apply is a
-      // conditional update, so one deleted since the cache saw it is not brought back.
-      if (ns.origin === "owner") {
-        if (!current) continue;
-        namespace.metadata!.resourceVersion = current.metadata!.resourceVersion!;
-      }
-      const previousTemplateIds: string[] = JSON.parse(
-        current?.metadata?.annotations?.[TEMPLATE_OBJECTS_ANNOTATION] ?? "[]",
-      );
-      if (ns.origin === "owner") {
-        // Changed or gone since the cache saw it: its watch event brings the tenant back here.
-        if (!(await this.applyIfUnchanged(namespace))) continue;
-      } else {
-        await this.apply(namespace);
-      }
-      for (const object of contents) await this.apply(object);
-      await this.prune(name, ns.name, contents, previousTemplateIds);
+    const declared = declaredNamespaces(tenant);
+    for (const nsName of declared.keys()) {
+      if (this.namespaces.get(undefined, nsName)) continue;
+      const plan = planNamespace(tenant, nsName, undefined, templates);
+      if (plan) await applyManaged(this.options.client, plan.namespace, undefined);
     }
-    // Declared namespaces dropped from the spec go away with their contents.
+    const existing = this.namespacesOf(name);
     for (const n of existing) {
       if (
         n.metadata?.labels?.[NAMESPACE_ORIGIN_LABEL] === "declared" &&
         !declared.has(n.metadata!.name!) &&
         !n.metadata?.deletionTimestamp
       ) {
-        await this.remove({ apiVersion: "v1", kind: "Namespace", metadata: { name: n.metadata!.name! } });
+        await removeManaged(this.options.client, {
+          apiVersion: "v1",
+          kind: "Namespace",
+          metadata: { name: n.metadata!.name! },
+        });
       }
     }
-    return all.map((n) => n.name).sort();
-  }
-
-  private async prune(
-    tenant: string,
-    namespace: string,
-    desired: KubernetesObject[],
-    previousTemplateIds: string[],
-  ) {
-    const wanted = new Set(desired.map(objectId));
-    for (const informer of this.managed) {
-      for (const object of informer.list()) {
-        if (object.metadata?.namespace !== namespace || object.metadata?.labels?.[TENANT_LABEL] !== tenant)
-          continue;
-        if (!wanted.has(objectId(object))) await this.remove(object);
-      }
-    }
-    for (const id of previousTemplateIds) {
-      if (wanted.has(id)) continue;
-      const [group, version, kind, objectName] =
-        id.split("/").length === 4 ? id.split("/") : ["", ...id.split("/")];
-      const apiVersion = group ? `${group}/${version}` : version!;
-      await this.remove({ apiVersion, kind: kind!, metadata: { name: objectName!, namespace } });
-    }
+    const ownerCreated = existing
+      .filter(
+        (n) =>
+          n.metadata?.labels?.[NAMESPACE_ORIGIN_LABEL] !== "declared" &&
+          !declared.has(n.metadata!.name!) &&
+          !SYSTEM_NAMESPACES.has(n.metadata!.name!),
+      )
+      .map((n) => n.metadata!.name!);
+    return [...declared.keys(), ...ownerCreated].sort();
   }
 
   /** Cluster-scoped, so not covered by the per-namespace pruning. */
   private async reconcileProvisionerBinding(tenant: Tenant) {
     const binding = ownersProvisionerBinding(tenant);
-    if (binding) await this.apply(binding);
-    else {
-      await this.remove({
+    const name = `tenantry:owners:${tenant.metadata!.name}`;
+    if (binding) await applyManaged(this.options.client, binding, this.clusterBindings.get(undefined, name));
+    else if (this.clusterBindings.get(undefined, name)) {
+      await removeManaged(this.options.client, {
         apiVersion: "rbac.authorization.k8s.io/v1",
         kind: "ClusterRoleBinding",
-        metadata: { name: `tenantry:owners:${tenant.metadata!.name}` },
+        metadata: { name },
       });
     }
   }
@@ -346,15 +247,8 @@ export class TenantController {
         labels[MANAGED_BY_LABEL] === MANAGED_BY &&
         !wanted.has(quota.metadata!.name!)
       ) {
-        await this.remove(quota as KubernetesObject);
+        await removeManaged(this.options.client, quota as KubernetesObject);
       }
     }
   }
-}
-
-function usesTemplate(tenant: Tenant, template: string): boolean {
-  return [
-    ...(tenant.spec.templates ?? []),
-    ...(tenant.spec.namespaces ?? []).flatMap((n) => n.templates ?? []),
-  ].some((ref) => ref.name === template);
 }
