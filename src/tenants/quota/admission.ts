@@ -13,7 +13,7 @@ import type { TenantResourceQuota } from "../api/tenant-resource-quota.js";
 import { IN_TENANT_NAMESPACES, TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
 import { GroupCommitter } from "./batcher.js";
 import { admit, describeExceeded, type Reservation } from "./reservations.js";
-import type { QuotaStore } from "./store.js";
+import { type QuotaStore, READ_FRESH } from "./store.js";
 import { matchesScopes, objectUsage, tracked } from "./usage.js";
 
 export interface QuotaAdmissionOptions {
@@ -67,12 +67,12 @@ export class QuotaAdmission {
    */
   private async commit(name: string, requests: QuotaRequest[]): Promise<(string | undefined)[]> {
     let decisions: (string | undefined)[] = [];
-    await this.options.store.updateStatus(name, (fresh) => {
-      let reservations: Reservation[] = fresh.status?.reservations ?? [];
-      const used = fresh.status?.used ?? {};
+    await this.options.store.updateStatus(name, (quota, fresh) => {
+      let reservations: Reservation[] = quota.status?.reservations ?? [];
+      const used = quota.status?.used ?? {};
       decisions = requests.map((request) => {
         const result = admit(
-          { hard: fresh.spec.hard, used, reservations },
+          { hard: quota.spec.hard, used, reservations },
           request.reservation,
           new Date(),
           this.options.reservationTtlMs ?? 30_000,
@@ -81,8 +81,10 @@ export class QuotaAdmission {
         reservations = result.reservations;
         return undefined;
       });
+      // Admissions are safe on any copy (the write fails if it is not current); refusals are not.
+      if (!fresh && decisions.some((d) => d !== undefined)) return READ_FRESH;
       if (decisions.every((d) => d !== undefined)) return undefined;
-      return { ...fresh.status, reservations };
+      return { ...quota.status, reservations };
     });
     return decisions;
   }
@@ -135,9 +137,9 @@ export class QuotaAdmission {
   private async release(quotaNames: string[], id: string): Promise<void> {
     for (const name of quotaNames) {
       await this.options.store
-        .updateStatus(name, (fresh) => ({
-          ...fresh.status,
-          reservations: (fresh.status?.reservations ?? []).filter((r) => r.id !== id),
+        .updateStatus(name, (quota) => ({
+          ...quota.status,
+          reservations: (quota.status?.reservations ?? []).filter((r) => r.id !== id),
         }))
         .catch(() => {
           // The reservation expires on its own.

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { addAmounts, type ResourceAmounts, toAmounts, toResourceList } from "../../common/index.js";
@@ -109,7 +110,10 @@ export class QuotaController {
 
   private async reconcile(ctx: ReconcileContext) {
     const quota = this.options.quotas.get(undefined, ctx.ref.name);
-    if (!quota || quota.metadata?.deletionTimestamp) return reconcileDone();
+    if (!quota || quota.metadata?.deletionTimestamp) {
+      this.options.store.forget(ctx.ref.name);
+      return reconcileDone();
+    }
     const name = quota.metadata!.name!;
     const tenant = quota.spec.tenant;
     const namespaces = new Set(
@@ -165,9 +169,9 @@ export class QuotaController {
     }
 
     const now = new Date();
-    const written = await this.options.store.updateStatus(name, (fresh) => {
+    const statusFor = (base: TenantResourceQuota): TenantResourceQuotaStatus => {
       const reservations = settle(
-        fresh.status?.reservations ?? [],
+        base.status?.reservations ?? [],
         (r) => observed.has(`${r.resource}/${r.namespace}/${r.name}`),
         now,
       );
@@ -177,23 +181,26 @@ export class QuotaController {
         status: "True",
         reason: "UsageCounted",
         message: `usage counted over ${namespaces.size} namespaces`,
-        observedGeneration: fresh.metadata?.generation,
+        observedGeneration: base.metadata?.generation,
       };
-      const status: TenantResourceQuotaStatus = {
-        ...fresh.status,
-        observedGeneration: fresh.metadata?.generation,
-        hard: fresh.spec.hard,
+      return {
+        ...base.status,
+        observedGeneration: base.metadata?.generation,
+        hard: base.spec.hard,
         used: usedList,
         reserved: toResourceList(reservedTotal(reservations)),
         reservations,
         namespaces: [...perNamespace]
           .sort(([a], [b]) => a.localeCompare(b))
           .map(([namespace, amounts]) => ({ namespace, used: toResourceList(amounts) })),
-        summary: formatUsageSummary(fresh.spec.hard, usedList),
-        conditions: setCondition(fresh.status?.conditions as Condition[] | undefined, condition, now),
+        summary: formatUsageSummary(base.spec.hard, usedList),
+        conditions: setCondition(base.status?.conditions as Condition[] | undefined, condition, now),
       };
-      return status;
-    });
+    };
+    // Every admission writes the quota and so wakes this controller: when the cached copy already
+    // says what it would write, there is nothing to do (a newer copy brings it back here anyway).
+    const unchanged = isDeepStrictEqual(comparable(statusFor(quota)), comparable(quota.status));
+    const written = unchanged ? quota : await this.options.store.updateStatus(name, statusFor);
     // Reservations whose objects never appear must be released when they expire.
     const pending = written?.status?.reservations ?? [];
     if (pending.length > 0) {
@@ -203,4 +210,9 @@ export class QuotaController {
     }
     return reconcileDone();
   }
+}
+
+/** A status as plain JSON (no undefined fields), for comparing what is stored with what would be written. */
+function comparable(status: unknown): unknown {
+  return JSON.parse(JSON.stringify(status ?? {}));
 }

@@ -5,48 +5,81 @@ import type { TenantResourceQuota } from "../api/tenant-resource-quota.js";
 
 const coordinates = { group: TENANTRY_GROUP, version: TENANTS_VERSION, plural: "tenantresourcequotas" };
 
+/** What a status change may answer: the status to write, nothing to write, or "decide again on a fresh read". */
+export const READ_FRESH = Symbol("read fresh");
+export type StatusChange = (
+  quota: TenantResourceQuota,
+  /** Whether `quota` was just read from the API server, rather than the copy this store last wrote. */
+  fresh: boolean,
+) => TenantResourceQuota["status"] | undefined | typeof READ_FRESH;
+
 /**
- * Reads and writes TenantResourceQuotas straight from the API server (never a cache), and writes
- * status with the resourceVersion it read: a compare-and-swap that fails with 409 if anyone wrote
- * in between, which is what keeps concurrent admissions from overrunning the quota.
+ * Writes TenantResourceQuota status as a compare-and-swap: with the resourceVersion of the copy the
+ * change was decided on, so the write fails with 409 if anyone wrote in between. That is what keeps
+ * concurrent admissions from overrunning the quota. The change starts from the copy this store last
+ * wrote (saving a read per write while it is the only writer, the common case) and from a fresh
+ * read after a conflict; a change that refuses something asks for a fresh read first, so a refusal
+ * is never based on an old copy.
  */
 export class QuotaStore {
   private readonly api: CustomObjectsApi;
+  /** The copy of each quota as this store last wrote or read it. */
+  private readonly latest = new Map<string, TenantResourceQuota>();
 
   constructor(client: ClusterClient) {
     this.api = client.kubeConfig.makeApiClient(CustomObjectsApi);
   }
 
   async get(name: string): Promise<TenantResourceQuota> {
-    return (await this.api.getClusterCustomObject({ ...coordinates, name })) as TenantResourceQuota;
+    const quota = (await this.api.getClusterCustomObject({ ...coordinates, name })) as TenantResourceQuota;
+    this.latest.set(name, quota);
+    return quota;
   }
 
-  /** Reads, lets `change` compute the new status, writes it back; retries on conflict. */
+  /** Forgets the copies of quotas that are gone. */
+  forget(name: string): void {
+    this.latest.delete(name);
+  }
+
+  /** Lets `change` compute the new status and writes it back; on conflict, reads and decides again. */
   async updateStatus(
     name: string,
-    change: (quota: TenantResourceQuota) => TenantResourceQuota["status"] | undefined,
+    change: StatusChange,
     attempts = 50,
   ): Promise<TenantResourceQuota | undefined> {
+    let quota = this.latest.get(name);
+    let fresh = false;
     for (let attempt = 1; ; attempt++) {
-      let quota: TenantResourceQuota;
-      try {
-        quota = await this.get(name);
-      } catch (err) {
-        if (!isTransient(err) || attempt >= attempts) throw err;
+      if (!quota) {
+        try {
+          quota = await this.get(name);
+          fresh = true;
+        } catch (err) {
+          if (!isTransient(err) || attempt >= attempts) throw err;
+          continue;
+        }
+      }
+      const status = change(quota, fresh);
+      if (status === READ_FRESH) {
+        if (fresh) throw new Error(`quota ${name}: a change asked for a fresh read of a fresh copy`);
+        quota = undefined;
         continue;
       }
-      const status = change(quota);
       if (status === undefined) return undefined;
       try {
-        return (await this.api.replaceClusterCustomObjectStatus({
+        const written = (await this.api.replaceClusterCustomObjectStatus({
           ...coordinates,
           name,
           body: { ...quota, status },
         })) as TenantResourceQuota;
+        this.latest.set(name, written);
+        return written;
       } catch (err) {
         if (!(isConflict(err) || isTransient(err)) || attempt >= attempts) throw err;
+        this.latest.delete(name);
+        quota = undefined;
         // Back off a little with jitter so that racing writers spread out.
-        await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 5)));
+        if (attempt > 1) await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 5)));
       }
     }
   }
