@@ -1,11 +1,16 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Node, V1NodeCondition } from "@kubernetes/client-node";
+import { parse, stringify } from "yaml";
 import { type ClusterClient, isNotFound, loadClusterClient } from "../../src/kube/index.js";
+import { freePort } from "../../src/localcluster/index.js";
 import type { Peering } from "../../src/multicluster/index.js";
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { testEnvironment } from "../support/clusters.js";
+import { eventually } from "../support/eventually.js";
 import { type CommandResult, tenantryCli } from "../support/kubectl.js";
 
 /** What scripts/test.ts adds to the test environment: tenantry on every cluster. */
@@ -73,6 +78,23 @@ export function nodeReady(node: V1Node | undefined): V1NodeCondition | undefined
   return node?.status?.conditions?.find((c) => c.type === "Ready");
 }
 
+/** Waits, polling closely (for timings), until node `name`'s Ready condition has `status`; returns it. */
+export function nodeReadyBecomes(
+  client: ClusterClient,
+  name: string,
+  status: "True" | "False",
+  timeoutMs: number,
+): Promise<V1NodeCondition> {
+  return eventually(
+    async () => {
+      const ready = nodeReady(await readNode(client, name));
+      assert.equal(ready?.status, status, `node ${name}: ${JSON.stringify(ready)}`);
+      return ready!;
+    },
+    { timeoutMs, intervalMs: 100 },
+  );
+}
+
 export async function exists(
   client: ClusterClient,
   apiVersion: string,
@@ -87,4 +109,64 @@ export async function exists(
     if (isNotFound(err)) return false;
     throw err;
   }
+}
+
+/**
+ * A TCP relay in front of a kube-apiserver: closing it makes that cluster unreachable for whoever
+ * connects through it (a peering made with relayedKubeconfig), while everyone else still reaches it.
+ */
+export class Relay {
+  private server?: Server;
+  private readonly sockets = new Set<Socket>();
+
+  constructor(
+    readonly port: number,
+    private readonly target: { host: string; port: number },
+  ) {}
+
+  async open(): Promise<void> {
+    if (this.server) return;
+    this.server = createServer((client) => {
+      const upstream = connect(this.target.port, this.target.host);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on("close", () => this.sockets.delete(s));
+        s.on("error", () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once("error", reject);
+      this.server!.listen(this.port, "127.0.0.1", () => resolve());
+    });
+  }
+
+  async close(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+/**
+ * Opens a relay in front of the kube-apiserver of admin kubeconfig `kubeconfig` and writes that
+ * kubeconfig, through the relay, as `name` in `dir` (the API server's certificate names 127.0.0.1,
+ * whatever the port).
+ */
+export async function relayedKubeconfig(
+  kubeconfig: string,
+  dir: string,
+  name: string,
+): Promise<{ relay: Relay; kubeconfig: string }> {
+  const admin = parse(readFileSync(kubeconfig, "utf8")) as { clusters: { cluster: { server: string } }[] };
+  const upstream = new URL(admin.clusters[0]!.cluster.server);
+  const relay = new Relay(await freePort(), { host: upstream.hostname, port: Number(upstream.port) });
+  await relay.open();
+  for (const entry of admin.clusters) entry.cluster.server = `https://127.0.0.1:${relay.port}`;
+  return { relay, kubeconfig: writeTemp(dir, name, stringify(admin)) };
 }
