@@ -37,6 +37,7 @@ export {
   toOpenApiSchema,
 } from "./crd.js";
 export {
+  AtomicList,
   celString,
   DNS1123_LABEL,
   DNS1123_SUBDOMAIN,

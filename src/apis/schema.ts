@@ -114,6 +114,18 @@ export function ListMap<T extends TSchema>(
   });
 }
 
+/**
+ * A list written whole by one writer (`x-kubernetes-list-type: atomic`): the API server tracks it
+ * as one field, so a write costs it the same whatever the list holds. For status lists that only
+ * tenantry writes and that change on every write (quota reservations, usage per namespace).
+ */
+export function AtomicList<T extends TSchema>(
+  items: T,
+  options: FieldOptions & { maxItems: number },
+): TArray<T> {
+  return Type.Array(items, { ...options, "x-kubernetes-list-type": "atomic" });
+}
+
 /** A list of unique scalars (`x-kubernetes-list-type: set`). */
 export function ListSet<T extends TSchema>(
   items: T,

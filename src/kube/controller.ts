@@ -146,6 +146,11 @@ export class Controller {
     this.queue.add(key);
   }
 
+  /** Reconciles `key` once `ms` have passed (for what no watch will signal, such as an expiry). */
+  enqueueAfter(key: string, ms: number): void {
+    this.queue.addAfter(key, ms);
+  }
+
   /**
    * Waits until every watched informer has synced (so reconcilers never act on a partial
    * cache, e.g. mistaking a not-yet-listed object for a deleted one), then starts the workers.

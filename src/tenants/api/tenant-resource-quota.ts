@@ -4,6 +4,7 @@
  */
 import { type Static, Type } from "@sinclair/typebox";
 import {
+  AtomicList,
   ConditionList,
   DNS1123_SUBDOMAIN,
   DnsLabel,
@@ -127,13 +128,13 @@ export const TenantResourceQuotaStatusSchema = Type.Object(
       ),
     ),
     reservations: Type.Optional(
-      ListMap(ReservationSchema, ["id"], {
-        description: "The admitted creations behind reserved, one per admission request.",
+      AtomicList(ReservationSchema, {
+        description: "The admitted creations behind reserved, one per admission request (ids are unique).",
         maxItems: 2000,
       }),
     ),
     namespaces: Type.Optional(
-      ListMap(
+      AtomicList(
         Type.Object(
           {
             namespace: DnsLabel({ description: "A namespace of the tenant." }),
@@ -141,7 +142,6 @@ export const TenantResourceQuotaStatusSchema = Type.Object(
           },
           { description: "Usage of one namespace." },
         ),
-        ["namespace"],
         { description: "Usage per namespace.", maxItems: 10000 },
       ),
     ),

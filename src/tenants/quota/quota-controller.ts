@@ -19,7 +19,7 @@ import { formatUsageSummary } from "../api/summary.js";
 import type { TenantResourceQuota, TenantResourceQuotaStatus } from "../api/tenant-resource-quota.js";
 import { managedMetadata, TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
 import { KindResolver, type ResourceKind, resourceForQuotaName } from "./discovery.js";
-import { reservedTotal, settle } from "./reservations.js";
+import { type Reservation, reservedTotal, settle } from "./reservations.js";
 import type { QuotaStore } from "./store.js";
 import { matchesScopes, objectUsage, tracked } from "./usage.js";
 
@@ -44,6 +44,8 @@ export class QuotaController {
     { kind: ResourceKind; informer: Informer<KubernetesObject> }
   >();
   private readonly cluster: string;
+  /** Quotas (by uid) this controller has been told of: the first event of each is always reconciled. */
+  private readonly seen = new Set<string>();
   private started = false;
 
   constructor(private readonly options: QuotaControllerOptions) {
@@ -55,10 +57,39 @@ export class QuotaController {
       logger: options.logger,
       reconcile: (_key, ctx) => this.reconcile(ctx),
     });
-    this.controller.watch(options.quotas);
+    this.controller.watch(options.quotas, (quota) => this.keysForQuotaEvent(quota));
     this.controller.watch(options.namespaces, (ns) =>
       this.quotasOfTenant(ns.metadata?.labels?.[TENANT_LABEL]),
     );
+  }
+
+  /**
+   * Admission writes a quota's status on every creation it admits. The controller has work then
+   * only when a reservation's object is already counted (to settle it); an expiry is a timer, and
+   * everything else (a new quota, a spec change, a restart) is a new generation or a first sight.
+   */
+  private keysForQuotaEvent(quota: TenantResourceQuota): string[] {
+    const key = objectKey(this.cluster, undefined, quota.metadata!.name!);
+    const uid = quota.metadata!.uid!;
+    const firstSight = !this.seen.has(uid);
+    this.seen.add(uid);
+    if (firstSight || quota.metadata?.deletionTimestamp) return [key];
+    if (quota.status?.observedGeneration !== quota.metadata?.generation) return [key];
+    const reservations = quota.status?.reservations ?? [];
+    if (reservations.some((r) => this.isCounted(r))) return [key];
+    if (reservations.length > 0) {
+      const earliest = Math.min(...reservations.map((r) => Date.parse(r.expiresAt)));
+      this.controller.enqueueAfter(key, Math.max(earliest - Date.now(), 0) + 100);
+    }
+    return [];
+  }
+
+  /** Whether the object a reservation was made for is in the caches, hence counted at the next reconcile. */
+  private isCounted(reservation: Reservation): boolean {
+    // Informers are keyed `<resource>.<group>`; a reservation names core resources without the dot.
+    const resource = reservation.resource;
+    const key = resource.includes(".") ? resource : `${resource}.`;
+    return !!this.objectInformers.get(key)?.informer.get(reservation.namespace, reservation.name);
   }
 
   private quotasOfTenant(tenant: string | undefined): string[] {

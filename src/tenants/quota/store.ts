@@ -67,10 +67,12 @@ export class QuotaStore {
       }
       if (status === undefined) return undefined;
       try {
+        // Without managedFields the API server keeps its own, and has less to read and check.
+        const { managedFields: _managedFields, ...metadata } = quota.metadata ?? {};
         const written = (await this.api.replaceClusterCustomObjectStatus({
           ...coordinates,
           name,
-          body: { ...quota, status },
+          body: { ...quota, metadata, status },
         })) as TenantResourceQuota;
         this.latest.set(name, written);
         return written;
