@@ -4,7 +4,7 @@
  * tenantry in this process (side by side: in a process of its own, like Capsule), prints one table
  * per measurement, and removes everything it started.
  *
- * Run: npm run bench:tenants [-- --tenants N] [--compare-tenants T] [--skip-capsule] [--keep]
+ * Run: npm run bench:tenants [-- --tenants N] [--compare-tenants T] [--webhook-connections C] [--skip-capsule] [--keep]
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -55,14 +55,23 @@ const { values: args } = parseArgs({
     tenants: { type: "string", default: "1000" },
     "compare-tenants": { type: "string" },
     "skip-capsule": { type: "boolean", default: false },
+    "webhook-connections": { type: "string", default: "128" },
     keep: { type: "boolean", default: false },
   },
 });
 const TENANTS = Number(args.tenants);
 const COMPARE_TENANTS = Number(args["compare-tenants"] ?? Math.min(TENANTS, 100));
-if (!Number.isInteger(TENANTS) || TENANTS < 1 || !Number.isInteger(COMPARE_TENANTS) || COMPARE_TENANTS < 1) {
+const WEBHOOK_CONNECTIONS = Number(args["webhook-connections"]);
+if (
+  !Number.isInteger(TENANTS) ||
+  TENANTS < 1 ||
+  !Number.isInteger(COMPARE_TENANTS) ||
+  COMPARE_TENANTS < 1 ||
+  !Number.isInteger(WEBHOOK_CONNECTIONS) ||
+  WEBHOOK_CONNECTIONS < 1
+) {
   process.stderr.write(
-    "usage: bench/tenants.ts [--tenants N] [--compare-tenants T] [--skip-capsule] [--keep]\n",
+    "usage: bench/tenants.ts [--tenants N] [--compare-tenants T] [--webhook-connections C] [--skip-capsule] [--keep]\n",
   );
   process.exit(2);
 }
@@ -221,7 +230,7 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
       const rows: Cell[][] = [];
       for (const rate of [20, 200, 1000]) {
         progress(`admission: ${rate} requests/s for 10 s`);
-        const r = await webhookLoad(chain, targets, rate, 10_000);
+        const r = await webhookLoad(chain, targets, rate, 10_000, WEBHOOK_CONNECTIONS);
         const drainedMs = await drain(chain, targets[0]!);
         rows.push([...loadRow("webhook server, direct", rate, r), seconds(drainedMs)]);
         for (const [name, samples] of Object.entries(r.perWebhook)) {
@@ -277,7 +286,8 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
           "webhook server, open loop for 10 s, from a separate process; each pod goes through every webhook tenantry registers for",
           "pod CREATE, mutating in order (patches applied) then validating in parallel, as the API server calls them; indented",
           `rows are single calls. Requests cycle over all ${targets.length} tenant namespaces. Webhooks: ${chainNames.join(", ") || "none"}.`,
-          "At most 128 connections, as a client pool would; latency counts from when a request was due, so queueing shows.",
+          `At most ${WEBHOOK_CONNECTIONS} connections (--webhook-connections; kube-apiserver's own webhook client sets no limit);`,
+          "latency counts from when a request was due, so queueing shows.",
           "Errors: no answer within 10 s (the webhook's timeoutSeconds) or not HTTP 200. Drained after: time until a probe was",
           "answered within 1 s again (the server keeps working on requests already given up on); the next step waits for it.",
           `API server row: real pod creates (kubectl-equivalent) by 20 owners with client certificates, ${E2E_RATE}/s for 10 s, open loop.`,

@@ -56,12 +56,13 @@ export function webhookLoad(
   targets: { namespace: string; username: string }[],
   rate: number,
   durationMs: number,
+  connections = 128,
 ): Promise<LoadResult> {
   const plan: LoadPlan = {
     rate,
     durationMs,
     timeoutMs: 10_000,
-    connections: 128,
+    connections,
     caPem: chain.caPem,
     webhooks: { mutating: chain.mutating, validating: chain.validating, targets },
   };
