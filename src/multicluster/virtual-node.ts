@@ -148,6 +148,11 @@ export function readyCondition(
   };
 }
 
+/** A node's Ready condition: what the virtual node says of its provider's health. */
+export function nodeReadyCondition(node: V1Node | undefined): V1NodeCondition | undefined {
+  return node?.status?.conditions?.find((c) => c.type === "Ready");
+}
+
 /** Status fields the controller owns: capacity, allocatable and the Ready condition. */
 export function virtualNodeStatus(
   peering: Peering,
@@ -156,7 +161,7 @@ export function virtualNodeStatus(
   now: Date,
 ): V1Node {
   const capacity = nodeCapacity(peering.spec.resources);
-  const previousReady = previous?.status?.conditions?.find((c) => c.type === "Ready");
+  const previousReady = nodeReadyCondition(previous);
   const ready = readyCondition(readiness, previousReady, now);
   return {
     apiVersion: "v1",
@@ -187,7 +192,7 @@ export function nodeStatusStale(
   now: Date,
   heartbeatMs: number,
 ): boolean {
-  const ready = node.status?.conditions?.find((c) => c.type === "Ready");
+  const ready = nodeReadyCondition(node);
   if (!ready) return true;
   if (ready.status !== (readiness.ready ? "True" : "False")) return true;
   if (ready.reason !== readiness.reason || ready.message !== readiness.message) return true;

@@ -12,7 +12,7 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { V1Deployment, V1Pod } from "@kubernetes/client-node";
+import { DiscoveryV1Api, type V1Deployment, type V1Pod } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { startEmbeddedTenantry } from "../../src/app/embedded.js";
 import type { RunningTenantry } from "../../src/app/tenantry.js";
@@ -209,6 +209,17 @@ describe("document 004, 7.2: an application over three providers survives losing
     return count;
   }
 
+  /** The Service's endpoints, ready and not, from its EndpointSlices. */
+  async function serviceEndpoints(): Promise<{ ready: number; notReady: number }> {
+    const slices = await consumer.kubeConfig.makeApiClient(DiscoveryV1Api).listNamespacedEndpointSlice({
+      namespace: ns,
+      labelSelector: `kubernetes.io/service-name=${SERVICE}`,
+    });
+    const endpoints = slices.items.flatMap((slice) => slice.endpoints ?? []);
+    const ready = endpoints.filter((e) => e.conditions?.ready === true).length;
+    return { ready, notReady: endpoints.length - ready };
+  }
+
   /** Replicas with a pod that may run on `node`, and the others. */
   function replicasBy(node: string): { on: ReplicaStatus[]; off: ReplicaStatus[] } {
     const all = [...deployed.values()].flat();
@@ -358,6 +369,31 @@ describe("document 004, 7.2: an application over three providers survives losing
     );
     assert.equal(perCluster[LOST]!.find((c) => c.type === "Ready")?.reason, "CreationLoopBackOff");
 
+    // As for any node that stops reporting, its pods stay Running but not Ready, so the Service
+    // stops sending them traffic; the other pods stay Ready endpoints.
+    const strandedPods = stranded.reduce((n, r) => n + (r.replicas ?? 0), 0);
+    await eventually(
+      async () => {
+        const onLost = (await Promise.all(APP_NAMES.map(podsOf)))
+          .flat()
+          .filter((p) => p.spec?.nodeName === lostNode);
+        assert.equal(onLost.length, strandedPods);
+        for (const pod of onLost) {
+          const podReady = pod.status?.conditions?.find((c) => c.type === "Ready");
+          assert.equal(pod.status?.phase, "Running", pod.metadata!.name);
+          assert.equal(podReady?.status, "False", pod.metadata!.name);
+          assert.equal(podReady?.reason, "NodeNotReady", pod.metadata!.name);
+        }
+        const endpoints = await serviceEndpoints();
+        assert.equal(endpoints.ready, ALL_PODS - strandedPods);
+        assert.equal(endpoints.notReady, strandedPods);
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
+    process.stderr.write(
+      `cluster-loss: ${strandedPods} pods in ${LOST} not Ready (no longer Service endpoints) after ${seconds(lostAt)}s\n`,
+    );
+
     // The application keeps running on the others, now and a while later; nothing of edge-1's is deleted.
     const survivors = PROVIDERS.filter((p) => p !== LOST).map(virtualNodeName);
     for (const pause of [0, 10_000]) {
@@ -406,7 +442,7 @@ describe("document 004, 7.2: an application over three providers survives losing
       ),
       ["True", "True", "True"],
     );
-    // While edge-1 was away its pods kept their last reflected status: they must show Running still.
+    // While edge-1 was away its pods were Running but not Ready: they are Ready again, endpoints too.
     const expected = replicasBy(lostNode).on.reduce((n, r) => n + (r.replicas ?? 0), 0);
     assert.equal(
       await eventually(() => podsRunningOn([lostNode]), { timeoutMs: 60_000, intervalMs: 500 }),

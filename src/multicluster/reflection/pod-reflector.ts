@@ -24,7 +24,7 @@ import type { NamespaceMap } from "../api/offloading.js";
 import { ORIGIN_NAMESPACE_LABEL } from "../offloading/labels.js";
 import { acceptedReplica, type NamespaceReplica } from "../offloading/replicas.js";
 import type { PeerClient, PeerClients } from "../peer-clients.js";
-import { PEERING_LABEL } from "../virtual-node.js";
+import { nodeReadyCondition, PEERING_LABEL } from "../virtual-node.js";
 import { InformerPool } from "./informer-pool.js";
 import { ORIGIN_UID_ANNOTATION, originSelector } from "./labels.js";
 import {
@@ -34,6 +34,7 @@ import {
   remotePod,
   remotePodDrift,
   statusShows,
+  unreachableStatus,
   wasReflected,
 } from "./pod-translation.js";
 import { acceptedReplicasOfPeer, REMOTE_RATE_LIMITER } from "./replicas.js";
@@ -96,7 +97,11 @@ export class PodReflector {
     this.unsubscribe.push(
       options.nodes.addHandler({
         onAdd: (node) => this.watchNode(node),
-        onUpdate: (_old, node) => this.watchNode(node),
+        onUpdate: (old, node) => {
+          this.watchNode(node);
+          // A node turning Ready or not changes what its pods should say.
+          if (nodeReadyCondition(old)?.status !== nodeReadyCondition(node)?.status) this.enqueuePodsOf(node);
+        },
         onDelete: (node) => void this.localPods.remove(node.metadata!.name!),
       }),
     );
@@ -125,6 +130,12 @@ export class PodReflector {
         { logger: this.logger },
       ),
     );
+  }
+
+  private enqueuePodsOf(node: V1Node): void {
+    for (const pod of this.localPods.get(node.metadata!.name!)?.list() ?? []) {
+      this.pods.enqueue(this.podKey(pod.metadata!.namespace!, pod.metadata!.name!));
+    }
   }
 
   /** One remote pod informer per accepted replica of `peering`; none for replicas gone. */
@@ -205,6 +216,16 @@ export class PodReflector {
           ),
         );
       }
+      return reconcileDone();
+    }
+    const ready = nodeReadyCondition(node);
+    if (ready?.status !== "True" && wasReflected(local) && !local.metadata?.deletionTimestamp) {
+      // The provider does not answer (the node says why): what it last said may no longer hold.
+      const why = ready?.message ? `: ${ready.message}` : "";
+      await this.writeStatus(
+        local,
+        unreachableStatus(local, `virtual node ${node.metadata!.name} is not ready${why}`, new Date()),
+      );
       return reconcileDone();
     }
     const informer = this.remotePods.get(`${peering}/${replica.remoteNamespace}`);

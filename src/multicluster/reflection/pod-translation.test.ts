@@ -8,6 +8,7 @@ import {
   remotePod,
   remotePodDrift,
   statusShows,
+  unreachableStatus,
   wasReflected,
 } from "./pod-translation.js";
 
@@ -399,6 +400,29 @@ describe("pendingStatus", () => {
       statusShows(localPod({}, status), pendingStatus(localPod(), "ProviderUnavailable", "down", now)),
       false,
     );
+  });
+});
+
+describe("unreachableStatus", () => {
+  test("a reflected pod keeps what was last reflected but is not Ready while its provider does not answer", () => {
+    const running = localPod({}, reflectedStatus(remoteRunning, localPod(), where, now));
+    const later = new Date("2026-01-01T10:05:00Z");
+    const status = unreachableStatus(running, "virtual node tenantry-edge-1 is not ready: no answer", later);
+    assert.equal(status.phase, "Running");
+    assert.equal(status.podIP, "10.244.3.7");
+    assert.deepEqual(status.containerStatuses, running.status?.containerStatuses);
+    const ready = status.conditions?.find((c) => c.type === "Ready");
+    assert.equal(ready?.status, "False");
+    assert.equal(ready?.reason, "NodeNotReady");
+    assert.equal(String(ready?.lastTransitionTime), "2026-01-01T10:05:00Z");
+    assert.ok(wasReflected(localPod({}, status)), "still known to run in the provider");
+    assert.equal(statusShows(running, status), false);
+    // Written once: the same outage a minute later changes nothing.
+    const written = localPod({}, status);
+    const again = unreachableStatus(written, ready!.message!, new Date("2026-01-01T10:06:00Z"));
+    assert.equal(statusShows(written, again), true);
+    // Back: the provider's own status replaces it.
+    assert.equal(statusShows(written, reflectedStatus(remoteRunning, written, where, later)), false);
   });
 });
 

@@ -214,6 +214,25 @@ export function reflectedStatus(
 }
 
 /**
+ * The local status of a reflected pod whose provider does not answer: what was last reflected,
+ * but not Ready, as Kubernetes marks the pods of a node that stopped reporting, so that Services
+ * stop sending traffic to it until the provider is back.
+ */
+export function unreachableStatus(local: V1Pod, message: string, now: Date): OwnedPodStatus {
+  const status: OwnedPodStatus = {};
+  const source = withoutNulls(local.status ?? {}) as V1PodStatus;
+  // Every field tenantry owns is sent again: an apply that left one out would remove it.
+  for (const field of REMOTE_STATUS_FIELDS) {
+    if (source[field] !== undefined) (status as Record<string, unknown>)[field] = source[field];
+  }
+  status.conditions = [
+    ...(source.conditions ?? []).filter((c) => c.type !== "Ready"),
+    ownCondition(local, { type: "Ready", status: "False", reason: "NodeNotReady", message }, now),
+  ];
+  return status;
+}
+
+/**
  * The local status of a pod that does not run in the provider yet: Pending, Ready False with the
  * reason (e.g. the provider refused it: its message, so `kubectl describe` tells the user why).
  */
