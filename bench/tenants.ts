@@ -82,8 +82,8 @@ if (
  */
 const APISERVER_FLAGS = [
   "--enable-priority-and-fairness=false",
-  "--max-requests-inflight=2000",
-  "--max-mutating-requests-inflight=1000",
+  "--max-requests-inflight=4000",
+  "--max-mutating-requests-inflight=3000",
 ];
 
 /** Pod creates through the API server: well below the webhook rates, for context. */

@@ -82,6 +82,13 @@ export async function contention(options: {
     for (const namespace of namespaces) await core.listNamespacedPod({ namespace, limit: 1 });
     return true;
   });
+  // Pods are refused until kube-controller-manager gives each new namespace its default
+  // ServiceAccount, which after a thousand new tenants can come later than the tenant's Ready.
+  await until("default service accounts", 300_000, async () => {
+    for (const namespace of namespaces)
+      await client.core.readNamespacedServiceAccount({ name: "default", namespace });
+    return true;
+  });
 
   // Sent from a separate process, so that a thousand TLS handshakes do not compete with tenantry here.
   const load = await apiserverLoad({
