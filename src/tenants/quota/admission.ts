@@ -12,7 +12,7 @@ import { userLabelValue } from "../admission/identity.js";
 import type { TenantResourceQuota } from "../api/tenant-resource-quota.js";
 import { IN_TENANT_NAMESPACES, TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
 import { GroupCommitter } from "./batcher.js";
-import { admit, describeExceeded, type Reservation } from "./reservations.js";
+import { admit, describeExceeded, type Reservation, reservedTotal } from "./reservations.js";
 import { type QuotaStore, READ_FRESH } from "./store.js";
 import { matchesScopes, objectUsage, tracked } from "./usage.js";
 
@@ -84,7 +84,7 @@ export class QuotaAdmission {
       // Admissions are safe on any copy (the write fails if it is not current); refusals are not.
       if (!fresh && decisions.some((d) => d !== undefined)) return READ_FRESH;
       if (decisions.every((d) => d !== undefined)) return undefined;
-      return { ...quota.status, reservations };
+      return withReservations(quota.status, reservations);
     });
     return decisions;
   }
@@ -137,10 +137,12 @@ export class QuotaAdmission {
   private async release(quotaNames: string[], id: string): Promise<void> {
     for (const name of quotaNames) {
       await this.options.store
-        .updateStatus(name, (quota) => ({
-          ...quota.status,
-          reservations: (quota.status?.reservations ?? []).filter((r) => r.id !== id),
-        }))
+        .updateStatus(name, (quota) =>
+          withReservations(
+            quota.status,
+            (quota.status?.reservations ?? []).filter((r) => r.id !== id),
+          ),
+        )
         .catch(() => {
           // The reservation expires on its own.
         });
@@ -151,4 +153,12 @@ export class QuotaAdmission {
 interface QuotaRequest {
   tenant: string;
   reservation: Omit<Reservation, "expiresAt">;
+}
+
+/** A quota status with new reservations, and the total they reserve to match. */
+function withReservations(
+  status: TenantResourceQuota["status"],
+  reservations: Reservation[],
+): TenantResourceQuota["status"] {
+  return { ...status, reservations, reserved: toResourceList(reservedTotal(reservations)) };
 }

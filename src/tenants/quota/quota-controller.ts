@@ -44,8 +44,8 @@ export class QuotaController {
     { kind: ResourceKind; informer: Informer<KubernetesObject> }
   >();
   private readonly cluster: string;
-  /** Quotas (by uid) this controller has been told of: the first event of each is always reconciled. */
-  private readonly seen = new Set<string>();
+  /** What each quota's status said, in the parts this controller owns, after its last reconcile. */
+  private readonly lastOutcome = new Map<string, unknown>();
   private started = false;
 
   constructor(private readonly options: QuotaControllerOptions) {
@@ -64,17 +64,17 @@ export class QuotaController {
   }
 
   /**
-   * Admission writes a quota's status on every creation it admits. The controller has work then
-   * only when a reservation's object is already counted (to settle it); an expiry is a timer, and
-   * everything else (a new quota, a spec change, a restart) is a new generation or a first sight.
+   * Admission writes a quota's status on every creation it admits, changing only its reservations.
+   * The controller has work then only when a reservation's object is already counted (to settle
+   * it); an expiry is a timer. Any other change (a new quota, a spec change, a status someone else
+   * wrote, a restart) differs from what the controller last made of the quota, and is reconciled.
    */
   private keysForQuotaEvent(quota: TenantResourceQuota): string[] {
-    const key = objectKey(this.cluster, undefined, quota.metadata!.name!);
-    const uid = quota.metadata!.uid!;
-    const firstSight = !this.seen.has(uid);
-    this.seen.add(uid);
-    if (firstSight || quota.metadata?.deletionTimestamp) return [key];
+    const name = quota.metadata!.name!;
+    const key = objectKey(this.cluster, undefined, name);
+    if (quota.metadata?.deletionTimestamp) return [key];
     if (quota.status?.observedGeneration !== quota.metadata?.generation) return [key];
+    if (!isDeepStrictEqual(this.lastOutcome.get(name), controllerOwned(quota.status))) return [key];
     const reservations = quota.status?.reservations ?? [];
     if (reservations.some((r) => this.isCounted(r))) return [key];
     if (reservations.length > 0) {
@@ -143,6 +143,7 @@ export class QuotaController {
     const quota = this.options.quotas.get(undefined, ctx.ref.name);
     if (!quota || quota.metadata?.deletionTimestamp) {
       this.options.store.forget(ctx.ref.name);
+      this.lastOutcome.delete(ctx.ref.name);
       return reconcileDone();
     }
     const name = quota.metadata!.name!;
@@ -232,6 +233,7 @@ export class QuotaController {
     // says what it would write, there is nothing to do (a newer copy brings it back here anyway).
     const unchanged = isDeepStrictEqual(comparable(statusFor(quota)), comparable(quota.status));
     const written = unchanged ? quota : await this.options.store.updateStatus(name, statusFor);
+    this.lastOutcome.set(name, controllerOwned(written?.status));
     // Reservations whose objects never appear must be released when they expire.
     const pending = written?.status?.reservations ?? [];
     if (pending.length > 0) {
@@ -246,4 +248,10 @@ export class QuotaController {
 /** A status as plain JSON (no undefined fields), for comparing what is stored with what would be written. */
 function comparable(status: unknown): unknown {
   return JSON.parse(JSON.stringify(status ?? {}));
+}
+
+/** The parts of a quota's status that the controller computes (admission writes the reservations). */
+function controllerOwned(status: TenantResourceQuotaStatus | undefined): unknown {
+  const { reservations: _reservations, reserved: _reserved, ...owned } = status ?? {};
+  return comparable(owned);
 }
