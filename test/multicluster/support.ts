@@ -124,9 +124,28 @@ export class Relay {
     private readonly target: { host: string; port: number },
   ) {}
 
+  /** While true, connections are accepted and then left unanswered, as behind a network partition. */
+  private dropping = false;
+
+  private readonly pairs = new Set<[Socket, Socket]>();
+
   async open(): Promise<void> {
+    if (this.dropping) {
+      // Healed: what was held goes, and callers connect again.
+      this.dropping = false;
+      for (const s of this.sockets) s.destroy();
+      this.sockets.clear();
+      this.pairs.clear();
+    }
     if (this.server) return;
     this.server = createServer((client) => {
+      if (this.dropping) {
+        // Held open and never answered: the caller waits for its own deadline.
+        this.sockets.add(client);
+        client.on("close", () => this.sockets.delete(client));
+        client.on("error", () => client.destroy());
+        return;
+      }
       const upstream = connect(this.target.port, this.target.host);
       for (const s of [client, upstream]) {
         this.sockets.add(s);
@@ -136,12 +155,29 @@ export class Relay {
           upstream.destroy();
         });
       }
+      const pair: [Socket, Socket] = [client, upstream];
+      this.pairs.add(pair);
+      client.on("close", () => this.pairs.delete(pair));
       client.pipe(upstream).pipe(client);
     });
     await new Promise<void>((resolve, reject) => {
       this.server!.once("error", reject);
       this.server!.listen(this.port, "127.0.0.1", () => resolve());
     });
+  }
+
+  /**
+   * A partition: open connections stop carrying anything and new ones hang unanswered, so callers
+   * learn of it only through their own deadlines (unlike close(), which refuses them at once).
+   */
+  partition(): void {
+    this.dropping = true;
+    for (const [client, upstream] of this.pairs) {
+      client.unpipe(upstream);
+      upstream.unpipe(client);
+      client.pause();
+      upstream.pause();
+    }
   }
 
   async close(): Promise<void> {

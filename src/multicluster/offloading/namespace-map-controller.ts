@@ -44,6 +44,22 @@ export interface NamespaceMapControllerOptions {
 }
 
 /** Runs `task` over `items` with at most `limit` in flight. */
+/** How long one replica's requests to the provider may take before it counts as not answering. */
+const REMOTE_DEADLINE_MS = 10_000;
+
+/** `work`'s result, or `fallback` if it has not settled within `ms` (the work itself goes on). */
+async function withDeadline<T>(work: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), ms);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function forEachLimited<T>(
   items: readonly T[],
   limit: number,
@@ -121,25 +137,33 @@ export class NamespaceMapController {
     const now = Date.now();
     const probeDue = now - (this.lastProbe.get(name) ?? 0) >= this.probeIntervalMs;
 
+    const cluster = peering.spec.remoteClusterName;
     let remote: ClusterClient | undefined;
     let unreachable: string | undefined;
-    try {
-      remote = informers.peerClients.clientFor(name).client;
-    } catch (err) {
-      unreachable = describeError(err);
+    const health = peering.status?.conditions?.find((c) => c.type === "Ready");
+    if (health?.status === "False" && health.reason === "PeerUnreachable") {
+      // The peering's own probe (with a deadline) says the provider does not answer: say so for
+      // every replica now, rather than send requests that may hang until it is back.
+      unreachable = `cluster ${cluster} does not answer: ${health.message ?? "unreachable"}`;
+    } else {
+      try {
+        remote = informers.peerClients.clientFor(name).client;
+      } catch (err) {
+        unreachable = describeError(err);
+      }
     }
 
     const work: { local: string; act: () => Promise<Outcome> }[] = [];
     for (const [local, remoteName] of Object.entries(desired)) {
       const entry = current[local];
       const settled = entry?.phase === "Accepted" && entry.remoteNamespace === remoteName;
-      if (settled && !probeDue) continue;
+      if (settled && !probeDue && !unreachable) continue;
       work.push({
         local,
         act: () =>
           remote
             ? settled
-              ? this.probe(remote, local, remoteName)
+              ? this.probe(remote, local, remoteName, cluster)
               : this.ensure(remote, local, remoteName, peering)
             : Promise.resolve({ phase: "CreationLoopBackOff", message: unreachable }),
       });
@@ -168,7 +192,10 @@ export class NamespaceMapController {
 
     const changes: Record<string, CurrentMapping | null> = {};
     await forEachLimited(work, this.options.concurrency ?? 16, async ({ local, act }) => {
-      const outcome = await act();
+      const outcome = await withDeadline(act(), REMOTE_DEADLINE_MS, {
+        phase: "CreationLoopBackOff",
+        message: `cluster ${cluster} does not answer: no answer within ${REMOTE_DEADLINE_MS} ms`,
+      });
       ctx.logger.debug({ map: name, local, outcome }, "replica");
       const before = current[local];
       if (outcome === "gone") {
@@ -277,12 +304,7 @@ export class NamespaceMapController {
   }
 
   /** Checks that the replica still exists, is active and is ours. */
-  private async probe(
-    remote: ClusterClient,
-    local: string,
-    name: string,
-    cluster = remote.name,
-  ): Promise<Outcome> {
+  private async probe(remote: ClusterClient, local: string, name: string, cluster: string): Promise<Outcome> {
     try {
       const namespace = await remote.core.readNamespace({ name });
       if (!this.isOurs(namespace, local)) {
