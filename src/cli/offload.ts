@@ -183,7 +183,7 @@ export function registerOffloadCommands(program: Command): void {
         }
         await sleep(250);
       }
-      progress.finish(`${lastPhase} in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+      progress.finish(lastPhase);
       printResult(offloading?.status ?? {}, flags.output, () =>
         [`namespace ${namespace}: ${lastPhase}`, ...replicaLines(offloading!)].join("\n"),
       );
@@ -237,7 +237,7 @@ export function registerOffloadCommands(program: Command): void {
         }
         await sleep(500);
       }
-      progress.finish(`unoffloaded in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+      progress.finish("unoffloaded");
       process.stdout.write(`namespace ${namespace} is no longer offloaded; its replicas are deleted\n`);
     });
 

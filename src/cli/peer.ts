@@ -191,7 +191,7 @@ export function registerPeerCommands(program: Command): void {
         onProgress: (side, cluster, message) => progress.log(`${side} ${cluster}: ${message}`),
       });
       const seconds = ((Date.now() - started) / 1000).toFixed(1);
-      progress.finish(`peered in ${seconds}s`);
+      progress.finish("peered");
       const json = {
         consumer: result.consumer,
         provider: result.provider,
@@ -251,7 +251,6 @@ export function registerPeerCommands(program: Command): void {
         );
       }
       const progress = createProgress("unpeer");
-      const started = Date.now();
       const result = await unpeerClusters({
         consumer,
         provider,
@@ -259,7 +258,7 @@ export function registerPeerCommands(program: Command): void {
         timeoutMs: timeout,
         onProgress: (side, cluster, message) => progress.log(`${side} ${cluster}: ${message}`),
       });
-      progress.finish(`unpeered in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+      progress.finish("unpeered");
       process.stdout.write(`removed:\n${result.removed.map((r) => `  ${r}`).join("\n")}\n`);
     });
 }

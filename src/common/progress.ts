@@ -15,7 +15,11 @@ export function createProgress(label: string, stream: NodeJS.WriteStream = proce
   let lastPrinted = 0;
   let drawn = false;
 
-  const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0)}s`;
+  const elapsed = () => {
+    const seconds = (Date.now() - started) / 1000;
+    // Tenths matter for the short operations (peer, offload); whole seconds for builds.
+    return `${seconds.toFixed(seconds < 60 ? 1 : 0)}s`;
+  };
 
   const clear = () => {
     if (interactive && drawn) {
