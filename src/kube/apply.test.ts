@@ -9,6 +9,7 @@ import {
   FIELD_MANAGER,
   holdsFields,
   isApplied,
+  sameStoredJson,
   withAppliedDigest,
 } from "./apply.js";
 import { ClusterClient } from "./clients.js";
@@ -119,5 +120,15 @@ describe("apply only what changed", () => {
     // The client cannot reach any server: a request would fail.
     assert.equal(await applyIfChanged(unreachableClient(), desired, stamped), false);
     await assert.rejects(applyIfChanged(unreachableClient(), desired, undefined));
+  });
+});
+
+describe("sameStoredJson", () => {
+  test("undefined fields count as absent; values, order of lists and absence still matter", () => {
+    assert.ok(sameStoredJson({ a: 1, b: undefined }, { a: 1 }));
+    assert.ok(sameStoredJson({ a: { x: 1, y: 2 } }, { a: { y: 2, x: 1 } }));
+    assert.equal(sameStoredJson({ a: [1, 2] }, { a: [2, 1] }), false);
+    assert.equal(sameStoredJson({ a: 1 }, { a: "1" }), false);
+    assert.equal(sameStoredJson(undefined, {}), false);
   });
 });

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
 import { type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
 import type { ClusterClient } from "./clients.js";
 
@@ -98,6 +99,15 @@ export function withAppliedDigest<T extends KubernetesObject>(desired: T): T {
     ...desired,
     metadata: { ...desired.metadata, annotations: { ...annotations, [APPLIED_DIGEST_ANNOTATION]: digest } },
   };
+}
+
+/**
+ * Whether two values are the same once stored: compared as JSON, so fields left undefined count
+ * as absent. For deciding that a status write would change nothing.
+ */
+export function sameStoredJson(a: unknown, b: unknown): boolean {
+  const stored = (v: unknown) => (v === undefined ? undefined : JSON.parse(JSON.stringify(v)));
+  return isDeepStrictEqual(stored(a), stored(b));
 }
 
 /**

@@ -7,6 +7,7 @@ export {
   FIELD_MANAGER,
   holdsFields,
   isApplied,
+  sameStoredJson,
   withAppliedDigest,
 } from "./apply.js";
 export { DEFAULT_RECONNECT_BACKOFF, type JitteredBackoffOptions, jitteredBackoffDelay } from "./backoff.js";

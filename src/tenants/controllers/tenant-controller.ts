@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from "node:util";
 import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
@@ -10,6 +9,7 @@ import {
   objectKey,
   type ReconcileContext,
   reconcileDone,
+  sameStoredJson,
   setCondition,
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION } from "../api/group.js";
@@ -172,8 +172,7 @@ export class TenantController {
           observedGeneration: tenant.metadata!.generation,
         };
     status.conditions = setCondition(tenant.status?.conditions as Condition[] | undefined, ready, new Date());
-    const comparable = (s: unknown) => JSON.parse(JSON.stringify(s ?? {}));
-    if (isDeepStrictEqual(comparable(tenant.status), comparable(status))) return;
+    if (sameStoredJson(tenant.status ?? {}, status)) return;
     await applyStatus(this.options.client, {
       apiVersion: TENANTS_API_VERSION,
       kind: "Tenant",

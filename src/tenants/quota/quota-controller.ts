@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from "node:util";
 import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { addAmounts, type ResourceAmounts, toAmounts, toResourceList } from "../../common/index.js";
@@ -12,6 +11,7 @@ import {
   type ReconcileContext,
   reconcileDone,
   requeueAfter,
+  sameStoredJson,
   setCondition,
 } from "../../kube/index.js";
 import { userLabelValue } from "../admission/identity.js";
@@ -45,7 +45,7 @@ export class QuotaController {
   >();
   private readonly cluster: string;
   /** What each quota's status said, in the parts this controller owns, after its last reconcile. */
-  private readonly lastOutcome = new Map<string, unknown>();
+  private readonly lastOutcome = new Map<string, TenantResourceQuotaStatus>();
   private started = false;
 
   constructor(private readonly options: QuotaControllerOptions) {
@@ -74,7 +74,7 @@ export class QuotaController {
     const key = objectKey(this.cluster, undefined, name);
     if (quota.metadata?.deletionTimestamp) return [key];
     if (quota.status?.observedGeneration !== quota.metadata?.generation) return [key];
-    if (!isDeepStrictEqual(this.lastOutcome.get(name), controllerOwned(quota.status))) return [key];
+    if (!sameStoredJson(this.lastOutcome.get(name), controllerOwned(quota.status))) return [key];
     const reservations = quota.status?.reservations ?? [];
     if (reservations.some((r) => this.isCounted(r))) return [key];
     if (reservations.length > 0) {
@@ -229,9 +229,9 @@ export class QuotaController {
         conditions: setCondition(base.status?.conditions as Condition[] | undefined, condition, now),
       };
     };
-    // Every admission writes the quota and so wakes this controller: when the cached copy already
-    // says what it would write, there is nothing to do (a newer copy brings it back here anyway).
-    const unchanged = isDeepStrictEqual(comparable(statusFor(quota)), comparable(quota.status));
+    // When the cached copy already says what this would write, there is nothing to do (a newer
+    // copy brings the quota back here anyway).
+    const unchanged = sameStoredJson(statusFor(quota), quota.status ?? {});
     const written = unchanged ? quota : await this.options.store.updateStatus(name, statusFor);
     this.lastOutcome.set(name, controllerOwned(written?.status));
     // Reservations whose objects never appear must be released when they expire.
@@ -245,13 +245,8 @@ export class QuotaController {
   }
 }
 
-/** A status as plain JSON (no undefined fields), for comparing what is stored with what would be written. */
-function comparable(status: unknown): unknown {
-  return JSON.parse(JSON.stringify(status ?? {}));
-}
-
 /** The parts of a quota's status that the controller computes (admission writes the reservations). */
-function controllerOwned(status: TenantResourceQuotaStatus | undefined): unknown {
+function controllerOwned(status: TenantResourceQuotaStatus | undefined): TenantResourceQuotaStatus {
   const { reservations: _reservations, reserved: _reserved, ...owned } = status ?? {};
-  return comparable(owned);
+  return owned;
 }
