@@ -1,0 +1,213 @@
+/**
+ * RuntimeService (cluster-scoped): registers a service users may start runtimes of, and the plugin
+ * that turns a user's parameters into the service's all-in-one YAML (document 000, Table 3).
+ * Its name is the service name in `/services/{user}/{service}/{instance}`.
+ */
+import { type Static, Type } from "@sinclair/typebox";
+import {
+  ConditionList,
+  DnsLabel,
+  DnsSubdomain,
+  ListSet,
+  ObservedGeneration,
+  ResourceSchema,
+  StringEnum,
+} from "../../apis/index.js";
+
+export const NAMESPACE_MODES = ["Segregated", "Combined"] as const;
+export type NamespaceMode = (typeof NAMESPACE_MODES)[number];
+
+export const BUILTIN_PLUGINS = ["generic"] as const;
+export type BuiltinPlugin = (typeof BUILTIN_PLUGINS)[number];
+
+/** Namespace of every runtime in Combined mode unless the service names another. */
+export const DEFAULT_RUNTIMES_NAMESPACE = "tenantry-runtimes";
+
+const TimeoutSeconds = (description: string, defaultValue: number) =>
+  Type.Optional(Type.Integer({ description, minimum: 1, maximum: 600, default: defaultValue }));
+
+export const PluginRefSchema = Type.Object(
+  {
+    builtin: Type.Optional(
+      StringEnum(BUILTIN_PLUGINS, {
+        description: "A plugin built into tenantry: `generic` runs any container image.",
+      }),
+    ),
+    http: Type.Optional(
+      Type.Object(
+        {
+          url: Type.String({
+            description: "Base URL of the plugin; callouts are POSTed to `<url>/<callout>` as JSON.",
+            minLength: 1,
+            maxLength: 2048,
+            pattern: "^https?://",
+          }),
+          caBundle: Type.Optional(
+            Type.String({ description: "PEM CA bundle trusted for an https URL.", maxLength: 65536 }),
+          ),
+          timeoutSeconds: TimeoutSeconds("Deadline of one callout.", 30),
+        },
+        { description: "A plugin served over HTTP." },
+      ),
+    ),
+    exec: Type.Optional(
+      Type.Object(
+        {
+          command: Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), {
+            description:
+              "Executable and leading arguments; the callout name is appended and its JSON request written to standard input; it answers JSON on standard output (as flex-volume drivers do).",
+            minItems: 1,
+            maxItems: 16,
+          }),
+          timeoutSeconds: TimeoutSeconds("Deadline of one callout.", 30),
+        },
+        { description: "A plugin run as an executable on tenantry's host." },
+      ),
+    ),
+  },
+  {
+    description: "The service plugin: exactly one of builtin, http or exec.",
+    "x-kubernetes-validations": [
+      {
+        rule: "(has(self.builtin) ? 1 : 0) + (has(self.http) ? 1 : 0) + (has(self.exec) ? 1 : 0) == 1",
+        message: "give exactly one of builtin, http or exec",
+      },
+    ],
+  },
+);
+export type PluginRef = Static<typeof PluginRefSchema>;
+
+export const RuntimeServiceSpecSchema = Type.Object(
+  {
+    plugin: PluginRefSchema,
+    defaults: Type.Optional(
+      Type.Object(
+        {},
+        {
+          description:
+            "Plugin parameters used where a start request leaves them out (the request's own values win).",
+          "x-kubernetes-preserve-unknown-fields": true,
+        },
+      ),
+    ),
+    cluster: Type.Optional(
+      Type.Object(
+        {
+          name: DnsLabel({ description: "Name of the runtimes cluster, for status and logs." }),
+          kubeconfigSecretRef: Type.Object(
+            {
+              name: DnsSubdomain({
+                description: "Secret in tenantry's namespace (tenantry-system) with key `kubeconfig`.",
+              }),
+            },
+            { description: "Credentials for the runtimes cluster." },
+          ),
+        },
+        {
+          description:
+            "Where this service's runtimes run. Absent: the cluster tenantry serves the Admin API from (document 000 separates the stateless UI cluster from the runtimes cluster).",
+        },
+      ),
+    ),
+    namespaceMode: Type.Optional(
+      StringEnum(NAMESPACE_MODES, {
+        description:
+          "Segregated: a namespace per user in their tenant (DNS `service-instance.namespace`). Combined: every runtime in one namespace, objects named `user-service-instance`.",
+        default: "Segregated",
+      }),
+    ),
+    runtimesNamespace: Type.Optional(
+      DnsLabel({
+        description: `Namespace of every runtime in Combined mode (default ${DEFAULT_RUNTIMES_NAMESPACE}).`,
+      }),
+    ),
+    limits: Type.Optional(
+      Type.Object(
+        {
+          concurrentStartsPerUser: Type.Optional(
+            Type.Integer({
+              description: "Starts one user may have in progress at once.",
+              minimum: 1,
+              maximum: 1000,
+              default: 2,
+            }),
+          ),
+          concurrentStarts: Type.Optional(
+            Type.Integer({
+              description: "Starts of this service in progress at once, all users.",
+              minimum: 1,
+              maximum: 100000,
+              default: 100,
+            }),
+          ),
+          instancesPerUser: Type.Optional(
+            Type.Integer({
+              description: "Runtimes of this service one user may have.",
+              minimum: 1,
+              maximum: 1000,
+              default: 10,
+            }),
+          ),
+        },
+        { description: "Limits beyond which a start is answered 429 with Retry-After." },
+      ),
+    ),
+    startTimeoutSeconds: Type.Optional(
+      Type.Integer({
+        description: "A start not Running by then fails.",
+        minimum: 10,
+        maximum: 3600,
+        default: 300,
+      }),
+    ),
+    idleTimeoutSeconds: Type.Optional(
+      Type.Integer({
+        description:
+          "A runtime with no proxy activity for this long is idle (culled, backed up and torn down).",
+        minimum: 60,
+        maximum: 31536000,
+      }),
+    ),
+    proxyModule: Type.Optional(
+      Type.Object(
+        {
+          name: DnsLabel({ description: "A service module known to the runtimes proxy." }),
+          secretRef: Type.Optional(
+            Type.Object(
+              {
+                name: DnsSubdomain({ description: "Secret in tenantry-system given to the module's init." }),
+              },
+              { description: "The module's settings; init runs again whenever it changes." },
+            ),
+          ),
+        },
+        { description: "Service module the proxy runs for this service's requests (Table 1)." },
+      ),
+    ),
+  },
+  { description: "A service users may start runtimes of." },
+);
+export type RuntimeServiceSpec = Static<typeof RuntimeServiceSpecSchema>;
+
+export const RuntimeServiceStatusSchema = Type.Object(
+  {
+    observedGeneration: ObservedGeneration(),
+    capabilities: Type.Optional(
+      ListSet(Type.String({ maxLength: 63 }), {
+        description: "What the plugin's init said it supports (deploy-service, check-service, …).",
+        maxItems: 32,
+      }),
+    ),
+    conditions: Type.Optional(ConditionList("`Ready`: the plugin answered init.")),
+  },
+  { description: "Whether the plugin is usable." },
+);
+export type RuntimeServiceStatus = Static<typeof RuntimeServiceStatusSchema>;
+
+export const RuntimeServiceSchema = ResourceSchema({
+  description: "A service users may start runtimes of, and its plugin.",
+  name: { description: "The service name.", maxLength: 63, pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" },
+  spec: RuntimeServiceSpecSchema,
+  status: RuntimeServiceStatusSchema,
+});
+export type RuntimeService = Static<typeof RuntimeServiceSchema>;

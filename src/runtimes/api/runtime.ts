@@ -1,0 +1,162 @@
+/**
+ * Runtime (namespaced): one stateful per-user runtime — user, service, instance — and what the
+ * Admin API, the controller and the proxy know of it. The Admin REST API is a façade over these
+ * objects; the proxy builds its routes from them.
+ */
+import { type Static, Type } from "@sinclair/typebox";
+import {
+  AtomicList,
+  ConditionList,
+  DnsLabel,
+  ListMap,
+  ObservedGeneration,
+  ResourceSchema,
+  StringEnum,
+} from "../../apis/index.js";
+
+export const DESIRED_STATES = ["Running", "Stopped"] as const;
+export type DesiredState = (typeof DESIRED_STATES)[number];
+
+export const RUNTIME_PHASES = [
+  "Pending",
+  "Starting",
+  "Running",
+  "Stopping",
+  "Stopped",
+  "Failed",
+  "Deleting",
+] as const;
+export type RuntimePhase = (typeof RUNTIME_PHASES)[number];
+
+/** The start sequence, in order, as `GET …/progress` reports it. */
+export const START_STEPS = ["Namespace", "Volumes", "Scheduled", "Pulling", "Ready"] as const;
+export type StartStep = (typeof START_STEPS)[number];
+export const STEP_STATES = ["Pending", "InProgress", "Done", "Failed"] as const;
+
+/** Longest user name accepted (identity providers' names, e.g. `keystone:alice@example.com`). */
+export const MAX_USER_NAME = 256;
+
+const immutable = (field: string) => ({ rule: "self == oldSelf", message: `${field} is immutable` });
+
+export const RuntimeSpecSchema = Type.Object(
+  {
+    user: Type.String({
+      description: "The user the runtime belongs to, as the identity service names them.",
+      minLength: 1,
+      maxLength: MAX_USER_NAME,
+      "x-kubernetes-validations": [immutable("user")],
+    }),
+    tenant: DnsLabel({
+      description: "The tenant the user runs it in (its quota and isolation apply).",
+      "x-kubernetes-validations": [immutable("tenant")],
+    }),
+    service: DnsLabel({
+      description: "The RuntimeService it is an instance of.",
+      "x-kubernetes-validations": [immutable("service")],
+    }),
+    instance: DnsLabel({
+      description: "The instance name, chosen by the user.",
+      "x-kubernetes-validations": [immutable("instance")],
+    }),
+    config: Type.Optional(
+      Type.Object(
+        {},
+        {
+          description: "Plugin parameters (the start request's JSON body over the service's defaults).",
+          "x-kubernetes-preserve-unknown-fields": true,
+        },
+      ),
+    ),
+    desiredState: StringEnum(DESIRED_STATES, {
+      description:
+        "Running: deployed and serving. Stopped: deployment and service removed, volumes and secrets kept.",
+      default: "Running",
+    }),
+  },
+  { description: "Which runtime, and whether it should run." },
+);
+export type RuntimeSpec = Static<typeof RuntimeSpecSchema>;
+
+const StepSchema = Type.Object(
+  {
+    name: StringEnum(START_STEPS, { description: "The step of the start sequence." }),
+    state: StringEnum(STEP_STATES, { description: "Where the step is." }),
+    time: Type.Optional(Type.String({ description: "When it last changed.", format: "date-time" })),
+    message: Type.Optional(Type.String({ description: "What happened, for people.", maxLength: 4096 })),
+  },
+  { description: "One step of the start sequence." },
+);
+
+const AppliedObjectSchema = Type.Object(
+  {
+    apiVersion: Type.String({ maxLength: 253 }),
+    kind: Type.String({ maxLength: 63 }),
+    name: Type.String({ maxLength: 253 }),
+  },
+  { description: "An object the runtime's deployment created (removed with it)." },
+);
+
+export const RuntimeStatusSchema = Type.Object(
+  {
+    observedGeneration: ObservedGeneration(),
+    phase: Type.Optional(StringEnum(RUNTIME_PHASES, { description: "Where the runtime is in its life." })),
+    reason: Type.Optional(
+      Type.String({ description: "Why it is in this phase: one CamelCase word.", maxLength: 1024 }),
+    ),
+    message: Type.Optional(
+      Type.String({ description: "Why it is in this phase, for people.", maxLength: 32768 }),
+    ),
+    cluster: Type.Optional(Type.String({ description: "The cluster it runs in.", maxLength: 63 })),
+    route: Type.Optional(
+      Type.Object(
+        {
+          token: Type.String({
+            description: "Opaque, unguessable route token: the proxy serves the runtime under `/r/<token>/`.",
+            minLength: 32,
+            maxLength: 128,
+            pattern: "^[A-Za-z0-9_-]+$",
+          }),
+        },
+        { description: "How the proxy reaches it; set once, never changed." },
+      ),
+    ),
+    endpoint: Type.Optional(
+      Type.Object(
+        {
+          url: Type.String({
+            description: "Base URL of the runtime's pod, e.g. `http://10.1.2.3:8888`.",
+            maxLength: 2048,
+          }),
+          pod: Type.Optional(Type.String({ description: "The pod serving it.", maxLength: 253 })),
+        },
+        { description: "Where the runtime answers while Running." },
+      ),
+    ),
+    steps: Type.Optional(ListMap(StepSchema, ["name"], { description: "The start sequence.", maxItems: 8 })),
+    objects: Type.Optional(
+      AtomicList(AppliedObjectSchema, {
+        description: "What the plugin's YAML created in the runtime's namespace.",
+        maxItems: 64,
+      }),
+    ),
+    startedAt: Type.Optional(
+      Type.String({ description: "When it last became Running.", format: "date-time" }),
+    ),
+    lastActivity: Type.Optional(
+      Type.String({
+        description: "Last request through the proxy (idle culling reads it).",
+        format: "date-time",
+      }),
+    ),
+    conditions: Type.Optional(ConditionList("`Ready`: the runtime answers; `Deployed`: its objects exist.")),
+  },
+  { description: "Where the runtime is and how to reach it." },
+);
+export type RuntimeStatus = Static<typeof RuntimeStatusSchema>;
+
+export const RuntimeSchema = ResourceSchema({
+  description: "A stateful per-user runtime: user, service, instance.",
+  spec: RuntimeSpecSchema,
+  status: RuntimeStatusSchema,
+});
+export type Runtime = Static<typeof RuntimeSchema>;

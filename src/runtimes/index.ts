@@ -1,0 +1,33 @@
+/** The runtimes capability (document 000): its only public entry. */
+export { RUNTIME_CRD, RUNTIME_SERVICE_CRD, RUNTIMES_CRDS } from "./api/crds.js";
+export {
+  fitLabel,
+  type RuntimeKey,
+  type RuntimePlacement,
+  runtimePlacement,
+  userSlug,
+} from "./api/placement.js";
+export {
+  DESIRED_STATES,
+  type DesiredState,
+  MAX_USER_NAME,
+  RUNTIME_PHASES,
+  type Runtime,
+  type RuntimePhase,
+  RuntimeSchema,
+  type RuntimeSpec,
+  type RuntimeStatus,
+  START_STEPS,
+  type StartStep,
+} from "./api/runtime.js";
+export {
+  BUILTIN_PLUGINS,
+  DEFAULT_RUNTIMES_NAMESPACE,
+  NAMESPACE_MODES,
+  type NamespaceMode,
+  type PluginRef,
+  type RuntimeService,
+  RuntimeServiceSchema,
+  type RuntimeServiceSpec,
+  type RuntimeServiceStatus,
+} from "./api/runtime-service.js";
