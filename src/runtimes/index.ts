@@ -31,3 +31,18 @@ export {
   type RuntimeServiceSpec,
   type RuntimeServiceStatus,
 } from "./api/runtime-service.js";
+export {
+  CALLOUTS,
+  type Callout,
+  type CheckServiceRequest,
+  type CheckServiceResult,
+  type DeployServiceRequest,
+  type DeployServiceResult,
+  type ImageSpec,
+  PluginError,
+  type PluginInitResult,
+  RUNTIME_LABEL,
+  RUNTIME_SERVICE_LABEL,
+  type RuntimeRegistration,
+  type ServicePlugin,
+} from "./plugins/spi.js";
