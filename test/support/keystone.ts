@@ -356,8 +356,8 @@ export async function startKeystone(): Promise<RunningKeystone> {
       // Bootstrap again on a retry: it moves the catalog's endpoints to the new port.
       await keystoneManage(config, [
         "bootstrap",
-        "--bootstrap-password",
-        adminPassword,
+        // One argument: a random password may start with "-", which argparse takes for an option.
+        `--bootstrap-password=${adminPassword}`,
         "--bootstrap-public-url",
         `${url}/`,
         "--bootstrap-internal-url",
