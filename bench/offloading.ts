@@ -16,13 +16,9 @@ import { startEmbeddedTenantry } from "../src/app/embedded.js";
 import type { RunningTenantry } from "../src/app/tenantry.js";
 import { type ClusterClient, loadClusterClient } from "../src/kube/index.js";
 import { ClusterHarness, REGION_LABEL } from "../src/localcluster/index.js";
-import {
-  benchmarkReplication,
-  type NamespaceMap,
-  type NamespaceOffloading,
-  peerClusters,
-} from "../src/multicluster/index.js";
+import { type NamespaceMap, type NamespaceOffloading, peerClusters } from "../src/multicluster/index.js";
 import { TENANTS_API_VERSION } from "../src/tenants/index.js";
+import { benchmarkReplication } from "./offloading/replication.js";
 
 const program = new Command()
   .option("--providers <n>", "provider clusters to start (the largest cluster count measured)", "8")

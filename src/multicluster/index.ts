@@ -134,12 +134,7 @@ export {
 } from "./reflection/reflection-controller.js";
 export { type ProbeResult, probeReadyz } from "./remote.js";
 export {
-  BENCHMARK_RUN_LABEL,
-  benchmarkNodes,
-  benchmarkReplication,
   ReplicatedDeploymentController,
-  type ReplicationBenchmarkOptions,
-  type ReplicationBenchmarkResult,
   type ReplicationControllerOptions,
 } from "./replication/index.js";
 export {

@@ -10,8 +10,6 @@ import {
 } from "@kubernetes/client-node";
 import { isNotFound } from "../../src/kube/index.js";
 import {
-  BENCHMARK_RUN_LABEL,
-  benchmarkNodes,
   NAMESPACE_OFFLOADING_NAME,
   type NamespaceOffloading,
   PEERING_LABEL,
@@ -25,6 +23,7 @@ import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { kubectl } from "../support/kubectl.js";
+import { FAKE_NODE_RUN_LABEL, fakeVirtualNodes } from "../support/virtual-nodes.js";
 import { adminClient, kubeconfigPath } from "./support.js";
 
 const REGION = "topology.kubernetes.io/region";
@@ -128,7 +127,7 @@ describe("ReplicatedDeployment on the shared topology", () => {
   const bare = uniqueName("rd-bare");
   const follow = uniqueName("rd-nodes");
   const run = follow.replace(/[^a-z0-9]/g, "");
-  const fakeNodes = benchmarkNodes(run, 2);
+  const fakeNodes = fakeVirtualNodes(run, 2);
 
   before(async () => {
     for (const name of [namespace, bare, follow])
@@ -467,7 +466,7 @@ describe("ReplicatedDeployment on the shared topology", () => {
       spec: {
         clusterSelector: {
           nodeSelectorTerms: [
-            { matchExpressions: [{ key: BENCHMARK_RUN_LABEL, operator: "In", values: [run] }] },
+            { matchExpressions: [{ key: FAKE_NODE_RUN_LABEL, operator: "In", values: [run] }] },
           ],
         },
       },

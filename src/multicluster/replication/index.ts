@@ -1,9 +1,2 @@
-/** Deployment replication (document 004, chapter 7): the ReplicatedDeployment controller and its benchmark. */
-export {
-  BENCHMARK_RUN_LABEL,
-  benchmarkNodes,
-  benchmarkReplication,
-  type ReplicationBenchmarkOptions,
-  type ReplicationBenchmarkResult,
-} from "./benchmark.js";
+/** Deployment replication (document 004, chapter 7): the ReplicatedDeployment controller. */
 export { ReplicatedDeploymentController, type ReplicationControllerOptions } from "./controller.js";

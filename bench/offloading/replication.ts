@@ -6,15 +6,14 @@
  */
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { V1Node } from "@kubernetes/client-node";
-import { type ClusterClient, isNotFound } from "../../kube/index.js";
-import { TENANTS_API_VERSION } from "../../tenants/index.js";
-import { NAMESPACE_OFFLOADING_NAME } from "../api/offloading.js";
-import { REPLICATED_DEPLOYMENT_LABEL, type ReplicatedDeployment } from "../api/replicated-deployment.js";
-import { NODE_TYPE_LABEL, VIRTUAL_NODE_TAINT, VIRTUAL_NODE_TYPE } from "../virtual-node.js";
-
-/** On the benchmark's fake virtual nodes: the run they belong to (they carry no peering label). */
-export const BENCHMARK_RUN_LABEL = "tenantry.dev/benchmark-run";
+import { type ClusterClient, isNotFound } from "../../src/kube/index.js";
+import {
+  NAMESPACE_OFFLOADING_NAME,
+  REPLICATED_DEPLOYMENT_LABEL,
+  type ReplicatedDeployment,
+} from "../../src/multicluster/index.js";
+import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
+import { FAKE_NODE_RUN_LABEL, fakeVirtualNodes } from "../../test/support/virtual-nodes.js";
 
 export interface ReplicationBenchmarkOptions {
   /** Admin client of a cluster running tenantry's controllers. */
@@ -36,24 +35,6 @@ export interface ReplicationBenchmarkResult {
   statusMs: number;
 }
 
-export function benchmarkNodes(run: string, count: number): V1Node[] {
-  return Array.from({ length: count }, (_, i) => ({
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: {
-      name: `tenantry-bench-${run}-${i}`,
-      labels: {
-        [NODE_TYPE_LABEL]: VIRTUAL_NODE_TYPE,
-        [BENCHMARK_RUN_LABEL]: run,
-        "kubernetes.io/hostname": `tenantry-bench-${run}-${i}`,
-        "topology.kubernetes.io/region": `bench-region-${i}`,
-        "tenantry.dev/provider": `bench-provider-${i % 3}`,
-      },
-    },
-    spec: { taints: [VIRTUAL_NODE_TAINT] },
-  }));
-}
-
 export async function benchmarkReplication(
   options: ReplicationBenchmarkOptions,
 ): Promise<ReplicationBenchmarkResult> {
@@ -62,7 +43,7 @@ export async function benchmarkReplication(
   const pollMs = options.pollMs ?? 50;
   const run = randomBytes(4).toString("hex");
   const namespace = `rd-bench-${run}`;
-  const nodes = benchmarkNodes(run, virtualNodes);
+  const nodes = fakeVirtualNodes(run, virtualNodes);
   try {
     await client.core.createNamespace({ body: { metadata: { name: namespace } } });
     // Only this run's nodes: the real virtual nodes (and other runs) stay out of the measure.
@@ -74,7 +55,7 @@ export async function benchmarkReplication(
         podOffloadingStrategy: "Remote",
         clusterSelector: {
           nodeSelectorTerms: [
-            { matchExpressions: [{ key: BENCHMARK_RUN_LABEL, operator: "In", values: [run] }] },
+            { matchExpressions: [{ key: FAKE_NODE_RUN_LABEL, operator: "In", values: [run] }] },
           ],
         },
       },
