@@ -2,28 +2,14 @@
  * Resident memory and start-up time of local clusters, per component, for one cluster and for
  * three started together. Run: npm run bench:cluster-footprint
  */
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ClusterHarness, type ClusterState, defaultClusters } from "../src/localcluster/index.js";
+import { rssMiBOfPid, table } from "./support/report.js";
 
 const COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"];
-
-function rssMiB(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return match ? Number(match[1]) / 1024 : Number.NaN;
-}
-
-function table(headers: string[], rows: (string | number)[][]): string {
-  const cells = [headers, ...rows.map((r) => r.map((c) => (typeof c === "number" ? c.toFixed(1) : c)))];
-  const widths = headers.map((_, i) => Math.max(...cells.map((r) => String(r[i]).length)));
-  const line = (r: (string | number)[]) => r.map((c, i) => String(c).padStart(widths[i] ?? 0)).join("  ");
-  return [line(cells[0]!), widths.map((w) => "-".repeat(w)).join("  "), ...cells.slice(1).map(line)].join(
-    "\n",
-  );
-}
 
 async function measure(
   count: number,
@@ -40,7 +26,7 @@ async function measure(
     const rss = new Map<string, number[]>();
     for (const state of states) {
       for (const proc of state.processes)
-        rss.set(proc.component, [...(rss.get(proc.component) ?? []), rssMiB(proc.pid)]);
+        rss.set(proc.component, [...(rss.get(proc.component) ?? []), rssMiBOfPid(proc.pid)]);
     }
     return { states, wallSeconds, rss };
   } finally {

@@ -19,6 +19,7 @@ import { ClusterHarness, REGION_LABEL } from "../src/localcluster/index.js";
 import { type NamespaceMap, type NamespaceOffloading, peerClusters } from "../src/multicluster/index.js";
 import { TENANTS_API_VERSION } from "../src/tenants/index.js";
 import { benchmarkReplication } from "./offloading/replication.js";
+import { printTable } from "./support/report.js";
 
 const program = new Command()
   .option("--providers <n>", "provider clusters to start (the largest cluster count measured)", "8")
@@ -57,11 +58,14 @@ async function list<T>(client: ClusterClient, kind: string, namespace?: string):
   return (await client.objects.list(TENANTS_API_VERSION, kind, namespace)).items as unknown as T[];
 }
 
+/** Counts print as they are (the shared table gives numbers one decimal). */
 function table(title: string, header: string[], rows: (string | number)[][]): void {
-  const all = [header, ...rows.map((r) => r.map(String))];
-  const widths = header.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
-  process.stdout.write(`\n${title}\n`);
-  for (const row of all) process.stdout.write(`${row.map((c, i) => c.padStart(widths[i]!)).join("  ")}\n`);
+  printTable(
+    title,
+    header,
+    rows.map((row) => row.map(String)),
+    [],
+  );
 }
 
 async function offload(

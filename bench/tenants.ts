@@ -22,6 +22,7 @@ import { type RunningTenantry, startTenantry } from "../src/app/tenantry.js";
 import { applyObject, type ClusterClient, loadClusterClient } from "../src/kube/index.js";
 import { ClusterHarness, type ClusterSpec, type ClusterState } from "../src/localcluster/index.js";
 import { TENANTS_API_VERSION } from "../src/tenants/index.js";
+import { type Cell, ms, percentile, printTable, seconds } from "./support/report.js";
 import { apiserverLoad, drain, podCreateChain, webhookLoad } from "./tenants/admission.js";
 import {
   CAPSULE_MODULE,
@@ -38,7 +39,6 @@ import {
 import { contention, contentionRow } from "./tenants/contention.js";
 import type { LoadResult } from "./tenants/loadgen.js";
 import { provision, tenantName } from "./tenants/provisioning.js";
-import { type Cell, ms, percentile, printTable, seconds } from "./tenants/report.js";
 import { type SideBySideResult, sideBySide } from "./tenants/side-by-side.js";
 import { clusterCa, clusterUser } from "./tenants/users.js";
 import {

@@ -29,7 +29,7 @@ import { AUTHENTICATE_PATH, AUTHORIZE_PATH } from "../../src/identity/index.js";
 import { ClusterClient, isAlreadyExists, loadClusterClient } from "../../src/kube/index.js";
 import { ClusterHarness, type ClusterState, defaultClusters } from "../../src/localcluster/index.js";
 import { TENANTS_API_VERSION, USER_LABEL } from "../../src/tenants/index.js";
-import { boundedAll, type Cell, MemorySampler, ms, percentile, printTable } from "../tenants/report.js";
+import { boundedAll, type Cell, MemorySampler, ms, percentile, printTable } from "../support/report.js";
 import type { PostPlan, PostResult } from "./loadgen.js";
 
 const { values: args } = parseArgs({

@@ -2,8 +2,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api } from "@kubernetes/client-node";
 import type { ClusterClient } from "../../src/kube/index.js";
 import type { CertificateAuthority } from "../../src/pki/index.js";
+import { percentile } from "../support/report.js";
 import { apiserverLoad } from "./admission.js";
-import { percentile } from "./report.js";
 import { clusterUser } from "./users.js";
 import {
   customObjects,

@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import type { ClusterClient } from "../../src/kube/index.js";
-import { boundedAll, errorText, MemorySampler, percentile } from "./report.js";
+import { boundedAll, errorText, MemorySampler, percentile } from "../support/report.js";
 import { customObjects, NAMESPACES, ReadinessWatch, tenantObject, tenantsResource } from "./workload.js";
 
 export interface ProvisioningResult {

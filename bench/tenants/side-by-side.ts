@@ -7,7 +7,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, type KubernetesObject } from "@kubernetes/client-node";
 import { type ClusterClient, Informer } from "../../src/kube/index.js";
-import { boundedAll, errorCode, errorText, MemorySampler, percentile } from "./report.js";
+import { boundedAll, errorCode, errorText, MemorySampler, percentile } from "../support/report.js";
 import type { BenchUser } from "./users.js";
 
 export interface SideBySideResult {
