@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
-import { errorMessage, UserError } from "../common/index.js";
+import { UserError } from "../common/index.js";
+import { describeError, statusCode, statusOf, statusReason } from "../kube/index.js";
 import { registerDevCommands } from "./dev.js";
 import { registerLoginCommands } from "./login.js";
 import { registerOffloadCommands } from "./offload.js";
@@ -26,20 +27,33 @@ export function buildProgram(): Command {
   return program;
 }
 
-/** Exit codes: 0 ok, 1 failure, 2 bad input or environment (one line says what to do). */
+/**
+ * What the CLI prints for a failure, and its exit code: 0 ok, 1 failure, 2 bad input, 3 not found,
+ * 4 already exists. An API server's refusal prints its own message (which names the field), never
+ * the raw HTTP response.
+ */
+export function errorReport(err: unknown): { exitCode: number; message: string } {
+  if (err instanceof UserError) return { exitCode: err.exitCode, message: err.message };
+  const code = statusCode(err);
+  if (code === undefined) return { exitCode: 1, message: describeError(err) };
+  const status = statusOf(err);
+  const message = status?.message ?? describeError(err);
+  if (code === 404) return { exitCode: 3, message };
+  if (code === 409 && statusReason(err) === "AlreadyExists") return { exitCode: 4, message };
+  if (code === 400 || code === 403 || code === 422) return { exitCode: 2, message };
+  return { exitCode: 1, message: status?.message ? `${message} (HTTP ${code})` : message };
+}
+
 export async function main(argv = process.argv): Promise<number> {
   try {
     await buildProgram().parseAsync(argv);
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
-    if (err instanceof UserError) {
-      process.stderr.write(`error: ${err.message}\n`);
-      return err.exitCode;
-    }
-    process.stderr.write(`error: ${errorMessage(err)}\n`);
-    if (process.env.TENANTRY_DEBUG) process.stderr.write(`${(err as Error).stack ?? ""}\n`);
-    return 1;
+    const report = errorReport(err);
+    process.stderr.write(`error: ${report.message}\n`);
+    if (process.env.TENANTRY_DEBUG && err instanceof Error) process.stderr.write(`${err.stack ?? ""}\n`);
+    return report.exitCode;
   }
 }
 
