@@ -5,7 +5,7 @@ import { UserError } from "../common/index.js";
 import { BuiltinIdentity } from "../identity/index.js";
 import { loadClusterClient } from "../kube/index.js";
 import { resolveKubeconfig } from "./kube-context.js";
-import { type OutputFormat, printResult } from "./output.js";
+import { columns, type OutputFormat, printResult } from "./output.js";
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -76,7 +76,7 @@ export function registerUserAccountCommands(user: Command): void {
         lastLogin: u.status?.lastLogin ?? "",
       }));
       printResult(rows, opts.output, () =>
-        [
+        columns([
           ["NAME", "TENANT", "ADMIN", "DISABLED", "LAST LOGIN", "GROUPS"],
           ...rows.map((r) => [
             r.name,
@@ -86,9 +86,7 @@ export function registerUserAccountCommands(user: Command): void {
             r.lastLogin || "never",
             r.groups.join(","),
           ]),
-        ]
-          .map((cols) => cols.map((c, i) => (i < 5 ? c.padEnd(i === 4 ? 26 : 20) : c)).join(" "))
-          .join("\n"),
+        ]).join("\n"),
       );
     });
 
