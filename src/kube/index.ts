@@ -53,6 +53,7 @@ export {
   cacheKey,
   cacheKeyOf,
   diffSnapshot,
+  type IndexFunction,
   Informer,
   type InformerHandler,
   type InformerOptions,

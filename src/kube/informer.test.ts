@@ -374,3 +374,59 @@ describe("Informer", () => {
     assert.equal(second.clock.pendingTimers(), 0);
   });
 });
+
+describe("informer indexes", () => {
+  const byOwner = (obj: V1ConfigMap) => (obj.data?.owners ?? "").split(",").filter(Boolean);
+  const namesOf = (objects: V1ConfigMap[]) => objects.map((o) => o.metadata?.name).sort();
+
+  test("follow lists, adds, updates and deletes, and cost the answer's size", async () => {
+    const { source, informer } = setup();
+    informer.addIndex("owner", byOwner);
+    source.listResults.push({
+      items: [cm("a", "1", { owners: "alice" }), cm("b", "2", { owners: "alice,bob" })],
+      resourceVersion: "2",
+    });
+    informer.start();
+    await settle();
+    assert.deepEqual(namesOf(informer.byIndex("owner", "alice")), ["a", "b"]);
+    assert.deepEqual(namesOf(informer.byIndex("owner", "bob")), ["b"]);
+
+    source.current.send("MODIFIED", cm("b", "3", { owners: "carol" }));
+    source.current.send("ADDED", cm("c", "4", { owners: "bob" }));
+    source.current.send("DELETED", cm("a", "5", { owners: "" }));
+    await settle();
+    // The delete is indexed by the cached object, not by the (possibly changed) final state.
+    assert.deepEqual(namesOf(informer.byIndex("owner", "alice")), []);
+    assert.deepEqual(namesOf(informer.byIndex("owner", "bob")), ["c"]);
+    assert.deepEqual(namesOf(informer.byIndex("owner", "carol")), ["b"]);
+    assert.deepEqual(informer.byIndex("owner", "nobody"), []);
+    assert.throws(() => informer.byIndex("missing", "x"), /no index "missing"/);
+    await informer.stop();
+  });
+
+  test("a relist rebuilds the index from the new snapshot", async () => {
+    const { source, informer, clock } = setup();
+    informer.addIndex("owner", byOwner);
+    source.listResults.push({ items: [cm("a", "1", { owners: "alice" })], resourceVersion: "1" });
+    informer.start();
+    await settle();
+    source.listResults.push({ items: [cm("z", "9", { owners: "alice" })], resourceVersion: "9" });
+    source.current.close(Object.assign(new Error("gone"), { statusCode: 410 }));
+    await settle();
+    clock.advance(60_000);
+    await settle();
+    assert.deepEqual(namesOf(informer.byIndex("owner", "alice")), ["z"]);
+    await informer.stop();
+  });
+
+  test("an index added after the cache filled covers what is cached", async () => {
+    const { source, informer } = setup();
+    source.listResults.push({ items: [cm("a", "1", { owners: "alice" })], resourceVersion: "1" });
+    informer.start();
+    await settle();
+    informer.addIndex("owner", byOwner);
+    assert.deepEqual(namesOf(informer.byIndex("owner", "alice")), ["a"]);
+    assert.throws(() => informer.addIndex("owner", byOwner), /exists already/);
+    await informer.stop();
+  });
+});

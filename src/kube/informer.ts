@@ -35,6 +35,9 @@ export interface InformerOptions {
   minHealthyWatchMs?: number;
 }
 
+/** The index values of one object (e.g. its owners' names); an object may have none or many. */
+export type IndexFunction<T> = (obj: T) => readonly string[];
+
 export interface InformerStats {
   /** Successful full lists (initial sync, and relists after 410 Gone). */
   lists: number;
@@ -133,6 +136,11 @@ export class Informer<T extends KubernetesObject> {
   private readonly minHealthyWatchMs: number;
 
   private cache = new Map<string, T>();
+  /** Per index name: index value → cache keys of the objects with that value (kept with the cache). */
+  private readonly indexes = new Map<
+    string,
+    { keysOf: IndexFunction<T>; byValue: Map<string, Set<string>> }
+  >();
   private handlers = new Set<InformerHandler<T>>();
   private resourceVersion: string | undefined;
   private synced = false;
@@ -220,6 +228,75 @@ export class Informer<T extends KubernetesObject> {
 
   list(): T[] {
     return [...this.cache.values()];
+  }
+
+  /**
+   * Maintains an index over the cache, as client-go's indexers do, so that lookups by a field
+   * (owner, label, …) cost the size of the answer, not of the cache. Add indexes before start().
+   */
+  addIndex(name: string, keysOf: IndexFunction<T>): void {
+    if (this.indexes.has(name)) throw new Error(`informer index "${name}" exists already`);
+    const index = { keysOf, byValue: new Map<string, Set<string>>() };
+    this.indexes.set(name, index);
+    for (const [key, obj] of this.cache) this.indexAdd(index, key, obj);
+  }
+
+  /** Objects whose index `name` has `value`. */
+  byIndex(name: string, value: string): T[] {
+    const index = this.indexes.get(name);
+    if (!index) throw new Error(`informer has no index "${name}"`);
+    const keys = index.byValue.get(value);
+    if (!keys) return [];
+    const objects: T[] = [];
+    for (const key of keys) {
+      const obj = this.cache.get(key);
+      if (obj) objects.push(obj);
+    }
+    return objects;
+  }
+
+  private indexAdd(
+    index: { keysOf: IndexFunction<T>; byValue: Map<string, Set<string>> },
+    key: string,
+    obj: T,
+  ): void {
+    for (const value of index.keysOf(obj)) {
+      const keys = index.byValue.get(value);
+      if (keys) keys.add(key);
+      else index.byValue.set(value, new Set([key]));
+    }
+  }
+
+  private indexRemove(
+    index: { keysOf: IndexFunction<T>; byValue: Map<string, Set<string>> },
+    key: string,
+    obj: T,
+  ): void {
+    for (const value of index.keysOf(obj)) {
+      const keys = index.byValue.get(value);
+      if (!keys) continue;
+      keys.delete(key);
+      if (keys.size === 0) index.byValue.delete(value);
+    }
+  }
+
+  /** Puts `obj` into the cache under `key`, keeping every index in step. */
+  private store(key: string, obj: T): T | undefined {
+    const old = this.cache.get(key);
+    for (const index of this.indexes.values()) {
+      if (old) this.indexRemove(index, key, old);
+      this.indexAdd(index, key, obj);
+    }
+    this.cache.set(key, obj);
+    return old;
+  }
+
+  private evict(key: string): T | undefined {
+    const old = this.cache.get(key);
+    if (!old) return undefined;
+    for (const index of this.indexes.values()) this.indexRemove(index, key, old);
+    this.cache.delete(key);
+    return old;
   }
 
   get(namespace: string | undefined, name: string): T | undefined {
@@ -316,9 +393,9 @@ export class Informer<T extends KubernetesObject> {
     const { items, resourceVersion } = await this.source.list(signal);
     if (signal.aborted) return;
     const diff = diffSnapshot(this.cache, items);
-    const next = new Map<string, T>();
-    for (const item of items) next.set(cacheKeyOf(item), item);
-    this.cache = next;
+    this.cache = new Map<string, T>();
+    for (const index of this.indexes.values()) index.byValue.clear();
+    for (const item of items) this.store(cacheKeyOf(item), item);
     this.resourceVersion = resourceVersion;
     this.counters.lists++;
     for (const obj of diff.deleted) this.emit("onDelete", (h) => h.onDelete?.(obj));
@@ -387,15 +464,14 @@ export class Informer<T extends KubernetesObject> {
       case "ADDED":
       case "MODIFIED": {
         const key = cacheKeyOf(obj as T);
-        const oldObj = this.cache.get(key);
-        this.cache.set(key, obj as T);
+        const oldObj = this.store(key, obj as T);
         if (oldObj) this.emit("onUpdate", (h) => h.onUpdate?.(oldObj, obj as T));
         else this.emit("onAdd", (h) => h.onAdd?.(obj as T));
         break;
       }
       case "DELETED": {
         const key = cacheKeyOf(obj as T);
-        if (this.cache.delete(key)) this.emit("onDelete", (h) => h.onDelete?.(obj as T));
+        if (this.evict(key)) this.emit("onDelete", (h) => h.onDelete?.(obj as T));
         break;
       }
       default:

@@ -5,6 +5,20 @@ import type { NamespaceTemplate } from "./api/namespace-template.js";
 import type { Tenant } from "./api/tenant.js";
 import type { TenantResourceQuota } from "./api/tenant-resource-quota.js";
 import { TENANT_LABEL } from "./controllers/labels.js";
+import { declaredNamespaceName } from "./controllers/render.js";
+
+/** Index of Tenants by owner: `user:<username>` (User and ServiceAccount owners) or `group:<name>`. */
+const BY_OWNER = "owner";
+/** Index of Tenants by the full names of the namespaces their spec.namespaces declare. */
+const BY_DECLARED_NAMESPACE = "declared-namespace";
+/** Index of tenant namespaces by their tenant label. */
+const BY_TENANT = "tenant";
+
+function ownerKeys(tenant: Tenant): string[] {
+  return tenant.spec.owners.map((owner) =>
+    owner.kind === "Group" ? `group:${owner.name}` : `user:${owner.name}`,
+  );
+}
 
 /**
  * The caches the tenants capability shares between its controllers and admission webhooks: one
@@ -28,6 +42,14 @@ export class TenantInformers {
       kind: "Namespace",
       labelSelector: TENANT_LABEL,
     });
+    this.tenants.addIndex(BY_OWNER, ownerKeys);
+    this.tenants.addIndex(BY_DECLARED_NAMESPACE, (t) =>
+      (t.spec.namespaces ?? []).map((d) => declaredNamespaceName(t.metadata!.name!, d.name)),
+    );
+    this.tenantNamespaces.addIndex(BY_TENANT, (n) => {
+      const tenant = n.metadata?.labels?.[TENANT_LABEL];
+      return tenant ? [tenant] : [];
+    });
     this.quotas = Informer.forResource<TenantResourceQuota>(client, {
       apiVersion: TENANTS_API_VERSION,
       kind: "TenantResourceQuota",
@@ -49,6 +71,25 @@ export class TenantInformers {
 
   stop(): Promise<void> {
     return stopInformers(this.all);
+  }
+
+  /** Tenants a user owns, directly or through one of their groups, by name; from the cache. */
+  tenantsOwnedBy(username: string, groups: readonly string[] = []): Tenant[] {
+    const found = new Map<string, Tenant>();
+    for (const key of [`user:${username}`, ...groups.map((g) => `group:${g}`)]) {
+      for (const tenant of this.tenants.byIndex(BY_OWNER, key)) found.set(tenant.metadata!.name!, tenant);
+    }
+    return [...found.values()].sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
+  }
+
+  /** Tenants whose spec.namespaces declare `namespace` (normally at most one). */
+  tenantsDeclaring(namespace: string): Tenant[] {
+    return this.tenants.byIndex(BY_DECLARED_NAMESPACE, namespace);
+  }
+
+  /** The cached namespaces of a tenant. */
+  namespacesOf(tenant: string): V1Namespace[] {
+    return this.tenantNamespaces.byIndex(BY_TENANT, tenant);
   }
 
   /** The tenant a namespace belongs to, from the cache. */

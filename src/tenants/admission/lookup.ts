@@ -4,6 +4,7 @@ import { TENANTRY_GROUP, TENANTS_VERSION } from "../api/group.js";
 import type { Tenant } from "../api/tenant.js";
 import { TENANT_LABEL } from "../controllers/labels.js";
 import type { TenantInformers } from "../informers.js";
+import type { Requester } from "./identity.js";
 
 const tenantCoordinates = { group: TENANTRY_GROUP, version: TENANTS_VERSION, plural: "tenants" };
 
@@ -49,11 +50,21 @@ export class TenantLookup {
   }
 
   /**
-   * Every tenant, read from the API server: deciding which tenant a new namespace joins must not
-   * miss a tenant created a moment ago. Namespace creations are rare enough to afford it.
+   * The tenants that can matter to a new namespace: those the requester owns, those declaring its
+   * name, and the one its tenant label names — from indexes, never a list of every tenant. The
+   * named tenant is read from the API server when the cache has not seen it yet. A tenant the
+   * requester owns is always cached before they can create namespaces: the RBAC that lets an
+   * owner create one is granted by the tenant controller, which reads the same cache.
    */
-  async freshTenants(): Promise<Tenant[]> {
-    const list = (await this.customObjects.listClusterCustomObject(tenantCoordinates)) as { items: Tenant[] };
-    return list.items;
+  async candidateTenants(namespace: string, requester: Requester, requested?: string): Promise<Tenant[]> {
+    const found = new Map<string, Tenant>();
+    const add = (tenant: Tenant) => found.set(tenant.metadata!.name!, tenant);
+    this.informers.tenantsOwnedBy(requester.username ?? "", requester.groups ?? []).forEach(add);
+    this.informers.tenantsDeclaring(namespace).forEach(add);
+    if (requested && !found.has(requested)) {
+      const tenant = await this.tenant(requested);
+      if (tenant) add(tenant);
+    }
+    return [...found.values()];
   }
 }

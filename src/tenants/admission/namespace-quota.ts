@@ -3,7 +3,7 @@ import { CustomObjectsApi } from "@kubernetes/client-node";
 import { isConflict, isNotFound } from "../../kube/index.js";
 import { TENANTRY_GROUP, TENANTS_VERSION } from "../api/group.js";
 import type { Tenant } from "../api/tenant.js";
-import { NAMESPACE_ORIGIN_LABEL, TENANT_LABEL } from "../controllers/labels.js";
+import { NAMESPACE_ORIGIN_LABEL } from "../controllers/labels.js";
 import type { TenantInformers } from "../informers.js";
 import { KeyedMutex } from "./keyed-mutex.js";
 
@@ -94,13 +94,9 @@ export class NamespaceQuota {
    * take minutes to empty it.
    */
   ownerNamespaces(tenant: string): { counted: Set<string>; seen: Set<string> } {
-    const owned = this.options.informers.tenantNamespaces
-      .list()
-      .filter(
-        (n) =>
-          n.metadata?.labels?.[TENANT_LABEL] === tenant &&
-          n.metadata?.labels?.[NAMESPACE_ORIGIN_LABEL] === "owner",
-      );
+    const owned = this.options.informers
+      .namespacesOf(tenant)
+      .filter((n) => n.metadata?.labels?.[NAMESPACE_ORIGIN_LABEL] === "owner");
     return {
       counted: new Set(owned.filter((n) => !n.metadata?.deletionTimestamp).map((n) => n.metadata!.name!)),
       seen: new Set(owned.map((n) => n.metadata!.name!)),

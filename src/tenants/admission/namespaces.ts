@@ -271,7 +271,12 @@ export function namespaceWebhooks(context: AdmissionContext): AdmissionWebhook[]
       const identity = await context.identity();
       if (exempt(namespace.metadata?.name, identity) || isPrivileged(request.userInfo, identity))
         return allow();
-      return mutateNamespaceCreate(namespace, request.userInfo, await lookup.freshTenants(), identity);
+      const candidates = await lookup.candidateTenants(
+        namespace.metadata?.name ?? "",
+        request.userInfo,
+        namespace.metadata?.labels?.[TENANT_LABEL],
+      );
+      return mutateNamespaceCreate(namespace, request.userInfo, candidates, identity);
     },
   };
   const validating: AdmissionWebhook = {
@@ -291,7 +296,12 @@ export function namespaceWebhooks(context: AdmissionContext): AdmissionWebhook[]
       if (exempt(request.name, identity) || isPrivileged(requester, identity)) return allow();
       if (request.operation === "CREATE") {
         const namespace = request.object as AnyObject;
-        const check = checkNamespaceCreate(namespace, requester, await lookup.freshTenants(), identity);
+        const candidates = await lookup.candidateTenants(
+          namespace.metadata?.name ?? "",
+          requester,
+          namespace.metadata?.labels?.[TENANT_LABEL],
+        );
+        const check = checkNamespaceCreate(namespace, requester, candidates, identity);
         if (!check.allowed) return deny(check.message);
         if (!check.tenant) return allow();
         const tenantName = check.tenant.metadata!.name!;

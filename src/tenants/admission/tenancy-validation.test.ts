@@ -9,7 +9,7 @@ import { tenantryIdentity } from "./identity.js";
 import {
   type KindScope,
   quotaFindings,
-  type TenancyState,
+  snapshotTenancyState,
   templateFindings,
   tenantFindings,
 } from "./tenancy-validation.js";
@@ -38,18 +38,23 @@ const namespace = (name: string, tenantName: string): V1Namespace => ({
   metadata: { name, labels: { "tenantry.dev/tenant": tenantName } },
 });
 
-const empty: TenancyState = { tenants: [], quotas: [], namespaces: [], templates: [] };
+type Snapshot = Parameters<typeof snapshotTenancyState>[0];
+const empty: Snapshot = {};
+const tenantFindingsIn = (t: Tenant, snapshot: Snapshot, id: typeof identity) =>
+  tenantFindings(t, snapshotTenancyState(snapshot), id);
+const quotaFindingsIn = (q: TenantResourceQuota, snapshot: Snapshot, id: typeof identity) =>
+  quotaFindings(q, snapshotTenancyState(snapshot), id);
 
 describe("Tenant", () => {
   test("a well-formed tenant passes", () => {
-    assert.deepEqual(tenantFindings(tenant("acme", { namespaces: [{ name: "dev" }] }), empty, identity), {
+    assert.deepEqual(tenantFindingsIn(tenant("acme", { namespaces: [{ name: "dev" }] }), empty, identity), {
       violations: [],
       warnings: [],
     });
   });
 
   test("owners: the same one twice, a service account as a User, a group of everyone", () => {
-    const findings = tenantFindings(
+    const findings = tenantFindingsIn(
       tenant("acme", {
         owners: [
           { kind: "User", name: "system:serviceaccount:ci:deployer" },
@@ -68,7 +73,7 @@ describe("Tenant", () => {
   });
 
   test("schema violations come first, with their field", () => {
-    const findings = tenantFindings(
+    const findings = tenantFindingsIn(
       tenant("acme", {
         owners: [
           { kind: "User", name: "a" },
@@ -82,7 +87,7 @@ describe("Tenant", () => {
   });
 
   test("class regexes must compile", () => {
-    const findings = tenantFindings(
+    const findings = tenantFindingsIn(
       tenant("acme", { allowed: { storageClasses: { regex: "gold-(" } } }),
       empty,
       identity,
@@ -100,14 +105,14 @@ describe("Tenant", () => {
       quotas: [quota("theirs", { tenant: "beta" }), quota("bobs", { user: "bob" }), quota("ours", {})],
     };
     const ref = (name: string) => tenant("acme", { quota: { quotaRef: { name } } });
-    assert.deepEqual(tenantFindings(ref("theirs"), state, identity).violations, [
+    assert.deepEqual(tenantFindingsIn(ref("theirs"), state, identity).violations, [
       'spec.quota.quotaRef.name: TenantResourceQuota "theirs" belongs to tenant "beta", not "acme"',
     ]);
-    assert.deepEqual(tenantFindings(ref("bobs"), state, identity).violations, [
+    assert.deepEqual(tenantFindingsIn(ref("bobs"), state, identity).violations, [
       'spec.quota.quotaRef.name: TenantResourceQuota "bobs" is the quota of user "bob"; name a tenant-wide one',
     ]);
-    assert.deepEqual(tenantFindings(ref("ours"), state, identity), { violations: [], warnings: [] });
-    assert.deepEqual(tenantFindings(ref("later"), state, identity), {
+    assert.deepEqual(tenantFindingsIn(ref("ours"), state, identity), { violations: [], warnings: [] });
+    assert.deepEqual(tenantFindingsIn(ref("later"), state, identity), {
       violations: [],
       warnings: ['spec.quota.quotaRef.name: TenantResourceQuota "later" does not exist yet'],
     });
@@ -119,12 +124,12 @@ describe("Tenant", () => {
       tenants: [tenant("acme-x", { namespaces: [{ name: "y" }] })],
       namespaces: [namespace("acme-taken", "other")],
     };
-    const findings = tenantFindings(tenant("kube", { namespaces: [{ name: "system" }] }), state, identity);
+    const findings = tenantFindingsIn(tenant("kube", { namespaces: [{ name: "system" }] }), state, identity);
     assert.deepEqual(findings.violations, [
       'spec.namespaces[0].name: "kube-system" is a system namespace and cannot belong to a tenant',
     ]);
     assert.deepEqual(
-      tenantFindings(tenant("acme", { namespaces: [{ name: "taken" }, { name: "x-y" }] }), state, identity)
+      tenantFindingsIn(tenant("acme", { namespaces: [{ name: "taken" }, { name: "x-y" }] }), state, identity)
         .violations,
       [
         'spec.namespaces[0].name: namespace "acme-taken" already belongs to tenant "other"',
@@ -135,7 +140,7 @@ describe("Tenant", () => {
 
   test("templates not there yet are a warning", () => {
     assert.deepEqual(
-      tenantFindings(tenant("acme", { templates: [{ name: "base" }] }), empty, identity).warnings,
+      tenantFindingsIn(tenant("acme", { templates: [{ name: "base" }] }), empty, identity).warnings,
       ['spec.templates[0].name: NamespaceTemplate "base" does not exist yet'],
     );
   });
@@ -204,7 +209,7 @@ describe("NamespaceTemplate", () => {
 });
 
 describe("TenantResourceQuota", () => {
-  const state: TenancyState = {
+  const state: Snapshot = {
     ...empty,
     tenants: [tenant("acme", { users: [{ name: "bob" }] })],
     namespaces: [namespace("acme-a", "acme"), namespace("acme-b", "acme"), namespace("beta-a", "beta")],
@@ -218,7 +223,7 @@ describe("TenantResourceQuota", () => {
         { namespace: "acme-b", hard: { pods: "4", "requests.cpu": "2000m", "count/configmaps": "5" } },
       ],
     });
-    assert.deepEqual(quotaFindings(q, state, identity), { violations: [], warnings: [] });
+    assert.deepEqual(quotaFindingsIn(q, state, identity), { violations: [], warnings: [] });
   });
 
   test("one namespace over hard, the sum over hard, another tenant's or a system namespace", () => {
@@ -231,7 +236,7 @@ describe("TenantResourceQuota", () => {
         { namespace: "kube-system", hard: { "requests.cpu": "1" } },
       ],
     });
-    assert.deepEqual(quotaFindings(q, state, identity).violations, [
+    assert.deepEqual(quotaFindingsIn(q, state, identity).violations, [
       "spec.namespaceQuotas[0].hard[pods]: 12 is more than spec.hard[pods] (10)",
       "spec.namespaceQuotas[1].hard[requests.cpu]: 4500m is more than spec.hard[requests.cpu] (4)",
       'spec.namespaceQuotas[2].namespace: namespace "beta-a" belongs to tenant "beta", not "acme"',
@@ -247,7 +252,7 @@ describe("TenantResourceQuota", () => {
       user: "carol",
       namespaceQuotas: [{ namespace: "later-a", hard: { pods: "1" } }],
     });
-    assert.deepEqual(quotaFindings(q, state, identity), {
+    assert.deepEqual(quotaFindingsIn(q, state, identity), {
       violations: [],
       warnings: [
         'spec.tenant: tenant "later" does not exist yet',
@@ -255,7 +260,7 @@ describe("TenantResourceQuota", () => {
       ],
     });
     const unknownUser = quota("q", { user: "carol" });
-    assert.deepEqual(quotaFindings(unknownUser, state, identity).warnings, [
+    assert.deepEqual(quotaFindingsIn(unknownUser, state, identity).warnings, [
       'spec.user: "carol" is not in spec.users of tenant "acme"',
     ]);
   });

@@ -26,12 +26,42 @@ export interface Findings {
   warnings: string[];
 }
 
-/** What validation compares an object with: the other tenants, quotas and tenant namespaces. */
+/**
+ * What validation compares an object with: the other tenants, quotas, templates and tenant
+ * namespaces, looked up by name or by declared namespace (never scanned whole).
+ */
 export interface TenancyState {
-  tenants: Tenant[];
-  quotas: TenantResourceQuota[];
-  namespaces: V1Namespace[];
-  templates: NamespaceTemplate[];
+  tenant(name: string): Tenant | undefined;
+  quota(name: string): TenantResourceQuota | undefined;
+  namespace(name: string): V1Namespace | undefined;
+  template(name: string): NamespaceTemplate | undefined;
+  /** Tenants whose spec.namespaces declare this namespace. */
+  tenantsDeclaring(namespace: string): Tenant[];
+}
+
+/** A TenancyState over plain lists, for callers that hold a snapshot rather than informers. */
+export function snapshotTenancyState(snapshot: {
+  tenants?: Tenant[];
+  quotas?: TenantResourceQuota[];
+  namespaces?: V1Namespace[];
+  templates?: NamespaceTemplate[];
+}): TenancyState {
+  const byName = <T extends { metadata?: { name?: string } }>(items: T[] = []) =>
+    new Map(items.map((item) => [item.metadata?.name ?? "", item]));
+  const tenants = byName(snapshot.tenants);
+  const quotas = byName(snapshot.quotas);
+  const namespaces = byName(snapshot.namespaces);
+  const templates = byName(snapshot.templates);
+  return {
+    tenant: (name) => tenants.get(name),
+    quota: (name) => quotas.get(name),
+    namespace: (name) => namespaces.get(name),
+    template: (name) => templates.get(name),
+    tenantsDeclaring: (namespace) =>
+      [...tenants.values()].filter((t) =>
+        (t.spec.namespaces ?? []).some((d) => declaredNamespaceName(t.metadata!.name!, d.name) === namespace),
+      ),
+  };
 }
 
 /** Namespaces no tenant may declare or put a quota on: the cluster's and tenantry's, and `default`. */
@@ -93,7 +123,7 @@ export function tenantFindings(tenant: Tenant, state: TenancyState, identity: Te
 
   const quotaRef = spec.quota?.quotaRef?.name;
   if (quotaRef) {
-    const quota = state.quotas.find((q) => q.metadata?.name === quotaRef);
+    const quota = state.quota(quotaRef);
     if (!quota) {
       warnings.push(`spec.quota.quotaRef.name: TenantResourceQuota "${quotaRef}" does not exist yet`);
     } else if (quota.spec.tenant !== name) {
@@ -108,7 +138,6 @@ export function tenantFindings(tenant: Tenant, state: TenancyState, identity: Te
   }
 
   const reserved = reservedNamespaces(identity);
-  const otherTenants = state.tenants.filter((t) => t.metadata?.name !== name);
   (spec.namespaces ?? []).forEach((declared, i) => {
     const namespace = declaredNamespaceName(name, declared.name);
     const field = `spec.namespaces[${i}].name`;
@@ -116,20 +145,17 @@ export function tenantFindings(tenant: Tenant, state: TenancyState, identity: Te
       violations.push(`${field}: "${namespace}" is a system namespace and cannot belong to a tenant`);
       return;
     }
-    const existing = state.namespaces.find((n) => n.metadata?.name === namespace);
+    const existing = state.namespace(namespace);
     const owner = existing?.metadata?.labels?.[TENANT_LABEL];
     if (owner && owner !== name) {
       violations.push(`${field}: namespace "${namespace}" already belongs to tenant "${owner}"`);
       return;
     }
-    const rival = otherTenants.find((t) =>
-      (t.spec.namespaces ?? []).some((d) => declaredNamespaceName(t.metadata!.name!, d.name) === namespace),
-    );
+    const rival = state.tenantsDeclaring(namespace).find((t) => t.metadata?.name !== name);
     if (rival)
       violations.push(`${field}: namespace "${namespace}" is declared by tenant "${rival.metadata!.name}"`);
   });
 
-  const templateNames = new Set(state.templates.map((t) => t.metadata?.name));
   const references = [
     ...(spec.templates ?? []).map((ref, i) => ({ ref, field: `spec.templates[${i}].name` })),
     ...(spec.namespaces ?? []).flatMap((ns, i) =>
@@ -137,7 +163,7 @@ export function tenantFindings(tenant: Tenant, state: TenancyState, identity: Te
     ),
   ];
   for (const { ref, field } of references) {
-    if (!templateNames.has(ref.name))
+    if (!state.template(ref.name))
       warnings.push(`${field}: NamespaceTemplate "${ref.name}" does not exist yet`);
   }
   return { violations, warnings };
@@ -225,7 +251,7 @@ export function quotaFindings(
   const warnings: string[] = [];
   if (violations.length) return { violations, warnings };
   const tenantName = quota.spec.tenant;
-  const tenant = state.tenants.find((t) => t.metadata?.name === tenantName);
+  const tenant = state.tenant(tenantName);
   if (!tenant) warnings.push(`spec.tenant: tenant "${tenantName}" does not exist yet`);
   if (tenant && quota.spec.user && !(tenant.spec.users ?? []).some((u) => u.name === quota.spec.user)) {
     warnings.push(`spec.user: "${quota.spec.user}" is not in spec.users of tenant "${tenantName}"`);
@@ -248,7 +274,7 @@ export function quotaFindings(
         `${field}.namespace: "${nq.namespace}" is a system namespace, not a namespace of tenant "${tenantName}"`,
       );
     } else {
-      const existing = state.namespaces.find((n) => n.metadata?.name === nq.namespace);
+      const existing = state.namespace(nq.namespace);
       const owner = existing?.metadata?.labels?.[TENANT_LABEL];
       if (owner && owner !== tenantName) {
         violations.push(
@@ -335,10 +361,11 @@ export function tenancyValidationWebhook(context: AdmissionContext): AdmissionWe
   const { informers } = lookup;
   const discovery = new DiscoveryKindScope(informers.client);
   const state = (): TenancyState => ({
-    tenants: informers.tenants.list(),
-    quotas: informers.quotas.list(),
-    namespaces: informers.tenantNamespaces.list(),
-    templates: informers.templates.list(),
+    tenant: (name) => informers.tenants.get(undefined, name),
+    quota: (name) => informers.quotas.get(undefined, name),
+    namespace: (name) => informers.tenantNamespaces.get(undefined, name),
+    template: (name) => informers.templates.get(undefined, name),
+    tenantsDeclaring: (namespace) => informers.tenantsDeclaring(namespace),
   });
   return {
     name: "tenancy.tenants.tenantry.dev",
