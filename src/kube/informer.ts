@@ -38,6 +38,12 @@ export interface InformerOptions {
 /** The index values of one object (e.g. its owners' names); an object may have none or many. */
 export type IndexFunction<T> = (obj: T) => readonly string[];
 
+interface InformerIndex<T> {
+  keysOf: IndexFunction<T>;
+  /** Index value → cache keys of the objects with that value. */
+  byValue: Map<string, Set<string>>;
+}
+
 export interface InformerStats {
   /** Successful full lists (initial sync, and relists after 410 Gone). */
   lists: number;
@@ -136,7 +142,7 @@ export class Informer<T extends KubernetesObject> {
   private readonly minHealthyWatchMs: number;
 
   private cache = new Map<string, T>();
-  /** Per index name: index value → cache keys of the objects with that value (kept with the cache). */
+  /** Named indexes, kept in step with the cache. */
   private readonly indexes = new Map<
     string,
     { keysOf: IndexFunction<T>; byValue: Map<string, Set<string>> }
@@ -255,11 +261,7 @@ export class Informer<T extends KubernetesObject> {
     return objects;
   }
 
-  private indexAdd(
-    index: { keysOf: IndexFunction<T>; byValue: Map<string, Set<string>> },
-    key: string,
-    obj: T,
-  ): void {
+  private indexAdd(index: InformerIndex<T>, key: string, obj: T): void {
     for (const value of index.keysOf(obj)) {
       const keys = index.byValue.get(value);
       if (keys) keys.add(key);
@@ -267,11 +269,7 @@ export class Informer<T extends KubernetesObject> {
     }
   }
 
-  private indexRemove(
-    index: { keysOf: IndexFunction<T>; byValue: Map<string, Set<string>> },
-    key: string,
-    obj: T,
-  ): void {
+  private indexRemove(index: InformerIndex<T>, key: string, obj: T): void {
     for (const value of index.keysOf(obj)) {
       const keys = index.byValue.get(value);
       if (!keys) continue;
