@@ -124,6 +124,19 @@ describe("namespace creation: rules on the final object", () => {
     assert.deepEqual(checkNamespaceCreate(namespace("plain"), carol, [acme], identity), { allowed: true });
   });
 
+  test("an owner's namespace may name no owner of its own: it would outlive its tenant", () => {
+    const foreign = namespace("dev", ownerLabels("acme"));
+    foreign.metadata!.ownerReferences = [
+      { apiVersion: "tenantry.dev/v1alpha1", kind: "Tenant", name: "beta", uid: "0000-beta" },
+    ];
+    assert.deepEqual(checkNamespaceCreate(foreign, alice, [acme], identity), {
+      allowed: false,
+      message:
+        'metadata.ownerReferences: a namespace of tenant "acme" is owned by that tenant alone (tenantry sets it); remove ownerReferences',
+    });
+    assert.deepEqual(checkNamespaceCreate(foreign, admin, [acme], identity), { allowed: true });
+  });
+
   test("nobody but owners, tenantry and cluster administrators puts a namespace into a tenant", () => {
     assert.deepEqual(checkNamespaceCreate(namespace("x", ownerLabels("acme")), carol, [acme], identity), {
       allowed: false,

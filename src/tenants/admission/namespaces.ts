@@ -150,6 +150,13 @@ export function checkNamespaceCreate(
       `${labelField(TENANT_LABEL)}: tenant "${requested}" is cordoned (spec.cordoned): no new namespaces`,
     );
   }
+  if ((namespace.metadata?.ownerReferences ?? []).length > 0) {
+    // Any other owner would keep the namespace alive after its tenant is deleted (garbage
+    // collection waits for every owner); tenantry makes the tenant its one owner.
+    return refuse(
+      `metadata.ownerReferences: a namespace of tenant "${requested}" is owned by that tenant alone (tenantry sets it); remove ownerReferences`,
+    );
+  }
   const prefix = tenant.spec.namespacePrefix;
   if (prefix && !name.startsWith(prefix)) {
     return refuse(
