@@ -8,7 +8,6 @@ import {
   TENANTS_API_VERSION,
   type TenantInformers,
   tenantRole,
-  tenantsOf,
   USER_LABEL,
   userLabelValue,
 } from "../tenants/index.js";
@@ -58,6 +57,9 @@ export interface AuthorizerOptions {
  * - outside their own tenants, an AccessGrant of the namespace may allow exactly what it names;
  * - everything else gets "no opinion", so RBAC decides as it always does.
  */
+/** Index of AccessGrants by namespace: a request is matched only against its namespace's grants. */
+const GRANTS_BY_NAMESPACE = "namespace";
+
 export class Authorizer {
   readonly grants: Informer<AccessGrant>;
   private readonly logger: Logger;
@@ -69,6 +71,7 @@ export class Authorizer {
       apiVersion: TENANTS_API_VERSION,
       kind: "AccessGrant",
     });
+    this.grants.addIndex(GRANTS_BY_NAMESPACE, (grant) => [grant.metadata?.namespace ?? ""]);
     if (options.registry) {
       this.decisions = new Counter({
         name: "tenantry_authorization_decisions_total",
@@ -134,14 +137,17 @@ export class Authorizer {
       }
       const acting = attrs.subresource ? ACTING_SUBRESOURCES.has(attrs.subresource) : false;
       if (attrs.name && (CHANGING_VERBS.has(attrs.verb ?? "") || acting)) {
-        const creator = await this.creatorOf(attrs);
+        const target = await this.creatorOf(attrs);
         const mine = userLabelValue(requester.username ?? "");
-        if (creator !== undefined && creator !== mine) {
+        if (target.exists && target.creator !== mine) {
           const what = `${attrs.resource}${attrs.subresource ? `/${attrs.subresource}` : ""} "${attrs.name}"`;
+          // An object nobody is labelled as creator of (the default ServiceAccount, what
+          // controllers make) belongs to the tenant's owners, not to every member.
+          const whose = target.creator ? `user "${target.creator}"` : `the owners of tenant "${tenantName}"`;
           return {
             decision: {
               decision: "deny",
-              reason: `${what} in namespace "${attrs.namespace}" belongs to user "${creator}": members of tenant "${tenantName}" may ${attrs.verb} only their own objects (its owners may ${attrs.verb} any)`,
+              reason: `${what} in namespace "${attrs.namespace}" belongs to ${whose}: members of tenant "${tenantName}" may ${attrs.verb} only their own objects (its owners may ${attrs.verb} any)`,
             },
             kind: "not-own-object",
           };
@@ -162,8 +168,10 @@ export class Authorizer {
     return none("outside-tenant");
   }
 
-  /** The user label of the object the request targets; undefined when it has none or is gone. */
-  private async creatorOf(attrs: NonNullable<SubjectAccessReviewSpec["resourceAttributes"]>) {
+  /** Whether the object the request targets exists, and its user label if it has one. */
+  private async creatorOf(
+    attrs: NonNullable<SubjectAccessReviewSpec["resourceAttributes"]>,
+  ): Promise<{ exists: boolean; creator?: string }> {
     const version = attrs.version || "v1";
     const base = attrs.group ? `/apis/${attrs.group}/${version}` : `/api/${version}`;
     const path = `${base}/namespaces/${encodeURIComponent(attrs.namespace!)}/${attrs.resource}/${encodeURIComponent(attrs.name!)}`;
@@ -172,9 +180,10 @@ export class Authorizer {
       const object = (await this.options.client.objects.getJson(path, {
         resourceVersion: "0",
       })) as KubernetesObject;
-      return object.metadata?.labels?.[USER_LABEL];
+      const creator = object.metadata?.labels?.[USER_LABEL];
+      return creator === undefined ? { exists: true } : { exists: true, creator };
     } catch (err) {
-      if (isNotFound(err)) return undefined;
+      if (isNotFound(err)) return { exists: false };
       throw err;
     }
   }
@@ -184,15 +193,11 @@ export class Authorizer {
     requester: Requester,
   ): AccessGrant | undefined {
     const now = Date.now();
-    let requesterTenants: Set<string> | undefined;
     const inTenant = (name: string) => {
-      requesterTenants ??= new Set(
-        tenantsOf(this.options.informers.tenants.list(), requester).map((t) => t.tenant.metadata!.name!),
-      );
-      return requesterTenants.has(name);
+      const tenant = this.options.informers.tenants.get(undefined, name);
+      return tenant !== undefined && tenantRole(tenant, requester) !== undefined;
     };
-    return this.grants.list().find((grant) => {
-      if (grant.metadata?.namespace !== attrs.namespace) return false;
+    return this.grants.byIndex(GRANTS_BY_NAMESPACE, attrs.namespace ?? "").find((grant) => {
       if (grant.spec.expiresAt && Date.parse(grant.spec.expiresAt) <= now) return false;
       const granted = grant.spec.grantees.some((g) => {
         switch (g.kind) {

@@ -5,7 +5,6 @@ import {
   TENANT_LABEL,
   type Tenant,
   type TenantInformers,
-  tenantsOf,
 } from "../tenants/index.js";
 import type { ResourceRequest } from "./request-info.js";
 
@@ -31,9 +30,9 @@ export function callerIsClusterAdmin(caller: Caller): boolean {
  * identity provider put them in it (Keystone project, OIDC claim, built-in user's tenant).
  */
 function findCallerTenants(informers: TenantInformers, caller: Caller): Tenant[] {
-  const found = tenantsOf(informers.tenants.list(), { username: caller.username, groups: caller.groups }).map(
-    (t) => t.tenant,
-  );
+  const found = informers
+    .membershipsOf({ username: caller.username, groups: caller.groups })
+    .map((t) => t.tenant);
   if (caller.tenant && !found.some((t) => t.metadata?.name === caller.tenant)) {
     const vouched = informers.tenants.get(undefined, caller.tenant);
     if (vouched) found.push(vouched);

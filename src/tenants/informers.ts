@@ -1,5 +1,6 @@
 import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
 import { type ClusterClient, Informer, startInformers, stopInformers } from "../kube/index.js";
+import { type Requester, type TenantRole, tenantsOf } from "./admission/identity.js";
 import { TENANTS_API_VERSION } from "./api/group.js";
 import type { NamespaceTemplate } from "./api/namespace-template.js";
 import type { Tenant } from "./api/tenant.js";
@@ -7,17 +8,21 @@ import type { TenantResourceQuota } from "./api/tenant-resource-quota.js";
 import { TENANT_LABEL } from "./controllers/labels.js";
 import { declaredNamespaceName } from "./controllers/render.js";
 
-/** Index of Tenants by owner: `user:<username>` (User and ServiceAccount owners) or `group:<name>`. */
-const BY_OWNER = "owner";
+/**
+ * Index of Tenants by who belongs to them: `user:<username>` (User and ServiceAccount owners,
+ * listed users) or `group:<name>` (Group owners).
+ */
+const BY_MEMBER = "member";
 /** Index of Tenants by the full names of the namespaces their spec.namespaces declare. */
 const BY_DECLARED_NAMESPACE = "declared-namespace";
 /** Index of tenant namespaces by their tenant label. */
 const BY_TENANT = "tenant";
 
-function ownerKeys(tenant: Tenant): string[] {
-  return tenant.spec.owners.map((owner) =>
+function memberKeys(tenant: Tenant): string[] {
+  const owners = tenant.spec.owners.map((owner) =>
     owner.kind === "Group" ? `group:${owner.name}` : `user:${owner.name}`,
   );
+  return [...new Set([...owners, ...(tenant.spec.users ?? []).map((user) => `user:${user.name}`)])];
 }
 
 /**
@@ -42,7 +47,7 @@ export class TenantInformers {
       kind: "Namespace",
       labelSelector: TENANT_LABEL,
     });
-    this.tenants.addIndex(BY_OWNER, ownerKeys);
+    this.tenants.addIndex(BY_MEMBER, memberKeys);
     this.tenants.addIndex(BY_DECLARED_NAMESPACE, (t) =>
       (t.spec.namespaces ?? []).map((d) => declaredNamespaceName(t.metadata!.name!, d.name)),
     );
@@ -73,13 +78,21 @@ export class TenantInformers {
     return stopInformers(this.all);
   }
 
-  /** Tenants a user owns, directly or through one of their groups, by name; from the cache. */
-  tenantsOwnedBy(username: string, groups: readonly string[] = []): Tenant[] {
+  /** Tenants a requester belongs to (as owner or listed user), by name, with their role; from the cache. */
+  membershipsOf(requester: Requester): { tenant: Tenant; role: TenantRole }[] {
     const found = new Map<string, Tenant>();
-    for (const key of [`user:${username}`, ...groups.map((g) => `group:${g}`)]) {
-      for (const tenant of this.tenants.byIndex(BY_OWNER, key)) found.set(tenant.metadata!.name!, tenant);
+    const keys = [`user:${requester.username ?? ""}`, ...(requester.groups ?? []).map((g) => `group:${g}`)];
+    for (const key of keys) {
+      for (const tenant of this.tenants.byIndex(BY_MEMBER, key)) found.set(tenant.metadata!.name!, tenant);
     }
-    return [...found.values()].sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
+    return tenantsOf([...found.values()], requester);
+  }
+
+  /** Tenants a requester owns, directly or through one of their groups, by name; from the cache. */
+  tenantsOwnedBy(requester: Requester): Tenant[] {
+    return this.membershipsOf(requester)
+      .filter((m) => m.role === "owner")
+      .map((m) => m.tenant);
   }
 
   /** Tenants whose spec.namespaces declare `namespace` (normally at most one). */

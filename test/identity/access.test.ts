@@ -152,6 +152,18 @@ describe("identity and access through kube-apiserver", () => {
     assert.equal(byAdmin.code, 0, byAdmin.stderr);
   });
 
+  it("what no user created (the default ServiceAccount) belongs to the owners, not to every member", async () => {
+    const [a, b] = [sessions[alice]!.kubeconfig, sessions[bob]!.kubeconfig];
+    const account = await kubectl(a, ["-n", namespace, "get", "serviceaccount", "default", "-o", "json"]);
+    assert.equal(account.code, 0, account.stderr);
+    assert.equal(JSON.parse(account.stdout).metadata.labels?.["tenantry.dev/user"], undefined);
+    const byMember = await kubectl(b, ["-n", namespace, "label", "serviceaccount", "default", "taken=yes"]);
+    assert.notEqual(byMember.code, 0, "a member changed the tenant's default ServiceAccount");
+    assert.match(byMember.stderr, /belongs to the owners of tenant/);
+    const byOwner = await kubectl(a, ["-n", namespace, "label", "serviceaccount", "default", "checked=yes"]);
+    assert.equal(byOwner.code, 0, byOwner.stderr);
+  });
+
   it("another tenant's admin sees nothing of this tenant", async () => {
     const c = sessions[carol]!.kubeconfig;
     for (const args of [

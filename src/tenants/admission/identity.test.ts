@@ -82,3 +82,13 @@ test("usernames become label values: valid ones unchanged, others readable and h
   assert.match(userLabelValue("@@@"), /^(-at-)?[0-9a-f]{10}$|^at-.*|^[0-9a-f]{10}$/);
   assert.match(userLabelValue("@@@"), /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/);
 });
+
+test("no user can take the label value another user's name was rewritten to", () => {
+  const rewritten = userLabelValue("a:b");
+  assert.notEqual(userLabelValue(rewritten), rewritten);
+  const bare = userLabelValue("@@@");
+  assert.notEqual(userLabelValue(bare), bare);
+  const names = ["a:b", rewritten, "@@@", bare, "alice", "Alice", "alice-0123456789", "0123456789"];
+  assert.equal(new Set(names.map(userLabelValue)).size, names.length);
+  assert.equal(userLabelValue("alice-01234"), "alice-01234", "a short hex tail is not a hash");
+});

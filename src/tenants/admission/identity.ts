@@ -91,16 +91,20 @@ export function ownedTenants(tenants: Tenant[], requester: Requester): Tenant[] 
 }
 
 const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+/** The shape of a rewritten value: a readable part and a hash, or the hash alone. */
+const REWRITTEN = /(^|-)[0-9a-f]{10}$/;
 
 /**
  * A username as a label value (document 001, step 10: every object carries its creator). A name
  * that already is a valid label value is kept as is; any other is made readable (`@` becomes
  * `-at-`, as in `zangrand-at-infn.it`; other characters `_`), cut to fit the 63 characters of a
  * label value, and suffixed with a hash of the full name, so two different names never share a
- * value by being rewritten alike.
+ * value by being rewritten alike, and a kept name never looks like a rewritten one.
  */
 export function userLabelValue(username: string): string {
-  if (LABEL_VALUE.test(username)) return username;
+  // A name shaped like a rewritten one (ending in a 10-hex-digit hash) is rewritten too, so that
+  // no user can take the label value another user's name was rewritten to.
+  if (LABEL_VALUE.test(username) && !REWRITTEN.test(username)) return username;
   const hash = createHash("sha256").update(username).digest("hex").slice(0, 10);
   const readable = username
     .replace(/@/g, "-at-")

@@ -59,7 +59,7 @@ export class TenantLookup {
   async candidateTenants(namespace: string, requester: Requester, requested?: string): Promise<Tenant[]> {
     const found = new Map<string, Tenant>();
     const add = (tenant: Tenant) => found.set(tenant.metadata!.name!, tenant);
-    this.informers.tenantsOwnedBy(requester.username ?? "", requester.groups ?? []).forEach(add);
+    this.informers.tenantsOwnedBy(requester).forEach(add);
     this.informers.tenantsDeclaring(namespace).forEach(add);
     if (requested && !found.has(requested)) {
       const tenant = await this.tenant(requested);
