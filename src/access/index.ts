@@ -17,3 +17,4 @@ export {
   ruleMatches,
   type SubjectAccessReviewSpec,
 } from "./authorizer.js";
+export { accessGrantWebhook } from "./grant-admission.js";

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
-import { Authorizer, accessGrantClusterRoles } from "../access/index.js";
+import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
 import { gatewayClusterRole, type RateLimit, type RunningGateway, startGateway } from "../gateway/index.js";
 import {
   AccessServer,
@@ -75,6 +75,8 @@ export interface TenantryOptions {
    * served there too. Absent: the identity API listens on a free loopback port, webhooks unused.
    */
   access?: { host: string; port: number; tls: { certPem: string; keyPem: string }; caPem: string };
+  /** kube-apiserver's `--api-audiences`: TokenReviews for them accept tenantry's tokens (default: the usual issuer). */
+  apiAudiences?: string[];
   /** The tenant gateway (kubectl-compatible proxy); on by default, on a free port unless given. */
   gateway?: { host?: string; port?: number; rateLimit?: RateLimit } | false;
   /** Prometheus metrics of every component at http://127.0.0.1:<port>/metrics (0 = a free port). */
@@ -141,6 +143,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     ...tenantWebhooks(informers, { ownNamespace: namespace }),
     quotaAdmission.webhook(),
     offloadingPodWebhook(offloading),
+    accessGrantWebhook(client.kubeConfig),
   ];
 
   const host = options.webhookHost ?? "127.0.0.1";
@@ -207,6 +210,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     provisioner,
     ...(builtinIdentity ? { builtin: builtinIdentity } : {}),
     authorize: (spec) => authorizer.review(spec),
+    ...(options.apiAudiences ? { apiAudiences: options.apiAudiences } : {}),
     namespacesOf: (tenant) => tenantNamespaces(informers, tenant),
     logger,
     registry: metrics,

@@ -14,6 +14,10 @@ export function registerRunCommand(program: Command): void {
     .option("--cluster <name>", "name of the cluster in logs and keys", "home")
     .option("--webhook-host <ip>", "address the API server reaches the webhooks on", "127.0.0.1")
     .option("--webhook-port <port>", "webhook port (default: a free one)", (v) => Number(v))
+    .option(
+      "--api-audiences <list>",
+      "kube-apiserver's --api-audiences, comma-separated (default: https://kubernetes.default.svc.cluster.local)",
+    )
     .option("--log-level <level>", "trace, debug, info, warn or error", "info")
     .action(
       async (opts: {
@@ -21,6 +25,7 @@ export function registerRunCommand(program: Command): void {
         cluster: string;
         webhookHost: string;
         webhookPort?: number;
+        apiAudiences?: string;
         logLevel: string;
       }) => {
         const logger = pino({ level: opts.logLevel });
@@ -30,6 +35,7 @@ export function registerRunCommand(program: Command): void {
           logger,
           webhookHost: opts.webhookHost,
           ...(opts.webhookPort ? { webhookPort: opts.webhookPort } : {}),
+          ...(opts.apiAudiences ? { apiAudiences: opts.apiAudiences.split(",").filter(Boolean) } : {}),
         });
         logger.info({ webhookUrl: running.webhookUrl }, "tenantry is running");
         await new Promise<void>((resolve) => {

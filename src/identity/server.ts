@@ -3,6 +3,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
 import { Counter, Histogram, type Registry } from "prom-client";
+import { DEFAULT_API_AUDIENCES, reviewAudiences } from "./audiences.js";
 import type { Authenticator } from "./authenticator.js";
 import type { BuiltinIdentity } from "./builtin/builtin-identity.js";
 import { kubernetesUserOf } from "./kubernetes-user.js";
@@ -32,6 +33,8 @@ export interface AccessServerOptions {
   /** Serves password login, logout and the JWKS when set. */
   builtin?: BuiltinIdentity;
   authorize?: AuthorizeFunction;
+  /** The Kubernetes API's audiences (kube-apiserver's --api-audiences); tokens are meant for them too. */
+  apiAudiences?: readonly string[];
   /** The namespaces of a tenant, told to a user at login (waits briefly for a tenant created just now). */
   namespacesOf?: (tenant: string) => Promise<string[]>;
   logger?: Logger;
@@ -138,12 +141,21 @@ export class AccessServer {
           reviews?.inc({ result: "refused", provider: "" });
           return tokenReview({ authenticated: false, error: result.reason });
         }
+        const audiences = reviewAudiences(
+          result.identity,
+          spec.audiences,
+          options.apiAudiences ?? DEFAULT_API_AUDIENCES,
+        );
+        if (!audiences.valid) {
+          reviews?.inc({ result: "refused", provider: result.identity.provider });
+          return tokenReview({ authenticated: false, error: audiences.reason });
+        }
         await options.provisioner?.ensure(result.identity);
         reviews?.inc({ result: "authenticated", provider: result.identity.provider });
         return tokenReview({
           authenticated: true,
           user: kubernetesUserOf(result.identity),
-          ...(spec.audiences ? { audiences: spec.audiences } : {}),
+          ...(audiences.audiences ? { audiences: audiences.audiences } : {}),
         });
       } catch (err) {
         reviews?.inc({ result: "error", provider: "" });

@@ -300,6 +300,26 @@ describe("identity and access through kube-apiserver", () => {
     );
   });
 
+  it("TokenReview answers with the audiences a token was issued for, not those it was asked about", async () => {
+    const token = sessions[bob]!.token;
+    const review = async (audiences: string[]) =>
+      (
+        await accessRequest("POST", "/authenticate", {
+          body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token, audiences } },
+        })
+      ).json<{ status: { authenticated: boolean; audiences?: string[]; error?: string } }>().status;
+    const elsewhere = await review(["https://vault.example.com"]);
+    assert.equal(elsewhere.authenticated, false);
+    assert.match(elsewhere.error ?? "", /invalid for the target audiences/);
+    const mixed = await review(["https://vault.example.com", "tenantry"]);
+    assert.deepEqual([mixed.authenticated, mixed.audiences], [true, ["tenantry"]]);
+    const api = await review(["https://kubernetes.default.svc.cluster.local"]);
+    assert.deepEqual(
+      [api.authenticated, api.audiences],
+      [true, ["https://kubernetes.default.svc.cluster.local"]],
+    );
+  });
+
   it("answers bad login requests with a problem naming the field, and wrong passwords with 401", async () => {
     const missing = await accessRequest("POST", "/identity/v1/login", { body: { username: alice } });
     assert.equal(missing.status, 400);

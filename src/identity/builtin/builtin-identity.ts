@@ -203,7 +203,13 @@ export class BuiltinIdentity implements IdentityProvider {
         reason: `every token of "${username}" issued before ${user.status?.tokensNotBefore} was revoked`,
       };
     }
-    return { authenticated: true, identity: identityOf(user, new Date((payload.exp ?? 0) * 1000)) };
+    return {
+      authenticated: true,
+      identity: {
+        ...identityOf(user, new Date((payload.exp ?? 0) * 1000)),
+        audiences: audiencesOf(payload.aud),
+      },
+    };
   }
 
   /** Revokes one token: refused from now on, by every replica once its cache has the change. */
@@ -424,4 +430,10 @@ export function describeJoseError(err: unknown): string {
     return "the token is malformed";
   if (err instanceof joseErrors.JOSEAlgNotAllowed) return "the token's signing algorithm is not accepted";
   return `the token is invalid: ${(err as Error).message}`;
+}
+
+/** A JWT's `aud` claim as a list. */
+export function audiencesOf(aud: string | string[] | undefined): string[] {
+  if (aud === undefined) return [];
+  return Array.isArray(aud) ? aud : [aud];
 }

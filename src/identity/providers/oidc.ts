@@ -1,6 +1,6 @@
 import { request } from "node:https";
 import { createRemoteJWKSet, customFetch, decodeJwt, type JWTPayload, jwtVerify } from "jose";
-import { describeJoseError } from "../builtin/builtin-identity.js";
+import { audiencesOf, describeJoseError } from "../builtin/builtin-identity.js";
 import {
   type Authentication,
   type Identity,
@@ -98,6 +98,7 @@ export class OidcIdentityProvider implements IdentityProvider {
         groups.some((g) => this.options.adminGroups?.includes(g) ?? false),
       expiresAt: new Date(payload.exp! * 1000),
       provider: this.name,
+      audiences: audiencesOf(payload.aud),
     };
     return { authenticated: true, identity };
   }

@@ -15,6 +15,11 @@ export interface Identity {
   expiresAt?: Date;
   /** Which provider vouched: `builtin`, `keystone`, `oidc`. */
   provider: string;
+  /**
+   * Audiences the token was issued for (its `aud` claim); absent for tokens bound to no audience
+   * (Keystone's). Tokens of tenantry's providers are also meant for the Kubernetes API's audiences.
+   */
+  audiences?: string[];
 }
 
 export type Authentication =
