@@ -217,6 +217,24 @@ describe("identity and access through kube-apiserver", () => {
       const r = await kubectl(c, args);
       assert.notEqual(r.code, 0, `the grant does not cover kubectl ${args.join(" ")}`);
     }
+    // Nobody hands out what they do not hold: the tenant admin may not delete ResourceQuotas.
+    const escalating = await kubectl(
+      a,
+      ["-n", namespace, "create", "-f", "-"],
+      JSON.stringify({
+        ...grant,
+        metadata: { name: "escalating" },
+        spec: {
+          ...grant.spec,
+          rules: [
+            { apiGroups: [""], resources: ["configmaps"], verbs: ["get"] },
+            { apiGroups: [""], resources: ["resourcequotas"], verbs: ["get", "delete"] },
+          ],
+        },
+      }),
+    );
+    assert.notEqual(escalating.code, 0, "a grant handed out a verb its author does not hold");
+    assert.match(escalating.stderr, /spec\.rules\[1\]: you may not grant "delete resourcequotas"/);
     // A member cannot hand out access: grants are the tenant admin's.
     const byMember = await kubectl(
       sessions[bob]!.kubeconfig,
