@@ -106,6 +106,14 @@ async function main(): Promise<number> {
           webhookUrl: tenantry.webhookUrl,
           accessUrl: tenantry.accessUrl,
           accessCaPem: tenantry.accessCaPem,
+          ...(home.accessWebhooks
+            ? {
+                reviewClient: {
+                  certFile: home.accessWebhooks.clientCertFile,
+                  keyFile: home.accessWebhooks.clientKeyFile,
+                },
+              }
+            : {}),
           logFile,
         },
         tenantries: [

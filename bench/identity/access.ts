@@ -134,6 +134,9 @@ function pidOf(state: ClusterState, component: string): number {
   return proc.pid;
 }
 
+/** kube-apiserver's webhook client certificate: the review endpoints answer only over it. */
+let reviewClient: { certPem: string; keyPem: string } | undefined;
+
 function postJson(url: string, body: unknown, caPem: string): Promise<{ status: number; json: unknown }> {
   return new Promise((resolve, reject) => {
     const text = JSON.stringify(body);
@@ -142,6 +145,7 @@ function postJson(url: string, body: unknown, caPem: string): Promise<{ status: 
       {
         method: "POST",
         ca: caPem,
+        ...(reviewClient ? { cert: reviewClient.certPem, key: reviewClient.keyPem } : {}),
         headers: { "content-type": "application/json", "content-length": Buffer.byteLength(text) },
         timeout: 10_000,
       },
@@ -630,6 +634,11 @@ async function bench(harness: ClusterHarness, dir: string): Promise<void> {
   let tenantry: RunningTenantry | undefined;
   try {
     tenantry = await startEmbeddedTenantry(state!, logger);
+    const access = state!.accessWebhooks!;
+    reviewClient = {
+      certPem: await readFile(access.clientCertFile, "utf8"),
+      keyPem: await readFile(access.clientKeyFile, "utf8"),
+    };
     const running = tenantry;
     const setup = await setUp(state!, running);
     const only = args.only?.toLowerCase();
@@ -654,6 +663,7 @@ async function bench(harness: ClusterHarness, dir: string): Promise<void> {
           timeoutMs: TIMEOUT_MS,
           connections: CONNECTIONS,
           caPem: running.accessCaPem,
+          ...(reviewClient ? { client: reviewClient } : {}),
           outcomeFields: OUTCOME_FIELDS[s.review],
         });
         progress(`${s.name}: warm-up, then ${rate}/s for ${SECONDS} s`);

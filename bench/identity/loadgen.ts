@@ -24,6 +24,8 @@ export interface PostPlan {
   /** Most keep-alive connections open at once; requests beyond them wait for one. */
   connections: number;
   caPem: string;
+  /** The client certificate the server requires (tenantry's review endpoints want kube-apiserver's). */
+  client?: { certPem: string; keyPem: string };
   /**
    * Dotted paths into each 200 answer (e.g. `status.allowed`); answers are counted by the values
    * found there, as `path=value` joined with commas.
@@ -76,7 +78,12 @@ async function run(plan: PostPlan): Promise<PostResult> {
     result.rssPeakMiB = Math.max(result.rssPeakMiB, process.memoryUsage().rss / 1024 / 1024);
   };
   const rssTimer = setInterval(sampleRss, 250);
-  const agent = new Agent({ keepAlive: true, maxSockets: plan.connections, ca: plan.caPem });
+  const agent = new Agent({
+    keepAlive: true,
+    maxSockets: plan.connections,
+    ca: plan.caPem,
+    ...(plan.client ? { cert: plan.client.certPem, key: plan.client.keyPem } : {}),
+  });
 
   const one = async (index: number, deadline: number): Promise<string> => {
     const response = await postJson(plan.url, plan.bodies[index % plan.bodies.length]!, agent, deadline);

@@ -26,6 +26,7 @@ export async function startEmbeddedTenantry(state: ClusterState, logger: Logger)
               keyPem: await readFile(access.keyFile, "utf8"),
             },
             caPem: await readFile(access.caFile, "utf8"),
+            reviewClientCaPem: await readFile(access.clientCaFile, "utf8"),
           },
         }
       : {}),

@@ -74,7 +74,14 @@ export interface TenantryOptions {
    * certificate it trusts (the embedded default's clusters provide both). The identity API is
    * served there too. Absent: the identity API listens on a free loopback port, webhooks unused.
    */
-  access?: { host: string; port: number; tls: { certPem: string; keyPem: string }; caPem: string };
+  access?: {
+    host: string;
+    port: number;
+    tls: { certPem: string; keyPem: string };
+    caPem: string;
+    /** CA of kube-apiserver's webhook client certificate: reviews are answered only over it. */
+    reviewClientCaPem?: string;
+  };
   /** kube-apiserver's `--api-audiences`: TokenReviews for them accept tenantry's tokens (default: the usual issuer). */
   apiAudiences?: string[];
   /** The tenant gateway (kubectl-compatible proxy); on by default, on a free port unless given. */
@@ -204,6 +211,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   });
   const accessServer = new AccessServer({
     tls: options.access?.tls ?? tls.serving,
+    ...(options.access?.reviewClientCaPem ? { reviewClientCaPem: options.access.reviewClientCaPem } : {}),
     host: options.access?.host ?? host,
     port: options.access?.port ?? 0,
     authenticator,

@@ -1,12 +1,14 @@
 import type { AddressInfo } from "node:net";
+import type { TLSSocket } from "node:tls";
 import { type Static, Type } from "@sinclair/typebox";
-import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { Counter, Histogram, type Registry } from "prom-client";
 import { DEFAULT_API_AUDIENCES, reviewAudiences } from "./audiences.js";
 import type { Authenticator } from "./authenticator.js";
 import type { BuiltinIdentity } from "./builtin/builtin-identity.js";
 import { kubernetesUserOf } from "./kubernetes-user.js";
+import { LoginThrottle, type LoginThrottleOptions } from "./login-throttle.js";
 import { AuthenticationError, type Identity, IdentityProviderUnavailable } from "./providers/provider.js";
 import type { TenantProvisioner } from "./provisioning.js";
 
@@ -25,6 +27,12 @@ export type AuthorizeFunction = (
 
 export interface AccessServerOptions {
   tls: { certPem: string; keyPem: string };
+  /**
+   * CA of the client certificate kube-apiserver presents (its webhook kubeconfig's user): only a
+   * caller with a certificate from it gets answers from /authenticate and /authorize. Absent: those
+   * two answer nobody.
+   */
+  reviewClientCaPem?: string;
   host?: string;
   port?: number;
   authenticator: Authenticator;
@@ -35,6 +43,8 @@ export interface AccessServerOptions {
   authorize?: AuthorizeFunction;
   /** The Kubernetes API's audiences (kube-apiserver's --api-audiences); tokens are meant for them too. */
   apiAudiences?: readonly string[];
+  /** Lockout and per-client limits of password logins. */
+  loginThrottle?: LoginThrottleOptions;
   /** The namespaces of a tenant, told to a user at login (waits briefly for a tenant created just now). */
   namespacesOf?: (tenant: string) => Promise<string[]>;
   logger?: Logger;
@@ -92,6 +102,7 @@ export class AccessServer {
 
   constructor(private readonly options: AccessServerOptions) {
     const registry = options.registry;
+    const throttle = new LoginThrottle(options.loginThrottle);
     const reviews = registry
       ? new Counter({
           name: "tenantry_token_reviews_total",
@@ -111,7 +122,14 @@ export class AccessServer {
       : undefined;
 
     this.app = Fastify({
-      https: { cert: options.tls.certPem, key: options.tls.keyPem },
+      https: {
+        cert: options.tls.certPem,
+        key: options.tls.keyPem,
+        // Asked of every client, required only by the review endpoints (checked per route).
+        ...(options.reviewClientCaPem
+          ? { requestCert: true, rejectUnauthorized: false, ca: options.reviewClientCaPem }
+          : {}),
+      },
       bodyLimit: 1024 * 1024,
       ...(options.logger
         ? { loggerInstance: options.logger.child({ component: "access-server" }, { level: "warn" }) }
@@ -132,61 +150,82 @@ export class AccessServer {
 
     this.app.get("/healthz", async () => "ok");
 
-    this.app.post(AUTHENTICATE_PATH, { schema: { body: TokenReviewBody } }, async (request, reply) => {
-      const end = latency?.startTimer({ review: "token" });
-      const { spec } = request.body as Static<typeof TokenReviewBody>;
-      try {
-        const result = await options.authenticator.authenticate(spec.token);
-        if (!result.authenticated) {
-          reviews?.inc({ result: "refused", provider: "" });
-          return tokenReview({ authenticated: false, error: result.reason });
-        }
-        const audiences = reviewAudiences(
-          result.identity,
-          spec.audiences,
-          options.apiAudiences ?? DEFAULT_API_AUDIENCES,
+    // kube-apiserver alone may ask: a review answers who a token belongs to and what anyone may do.
+    const fromApiServer = async (request: FastifyRequest, reply: FastifyReply) => {
+      const socket = request.raw.socket as TLSSocket;
+      if (!options.reviewClientCaPem || !socket.authorized) {
+        return problem(
+          reply,
+          401,
+          "client certificate required",
+          "reviews are answered only to kube-apiserver's webhook client certificate",
         );
-        if (!audiences.valid) {
-          reviews?.inc({ result: "refused", provider: result.identity.provider });
-          return tokenReview({ authenticated: false, error: audiences.reason });
-        }
-        await options.provisioner?.ensure(result.identity);
-        reviews?.inc({ result: "authenticated", provider: result.identity.provider });
-        return tokenReview({
-          authenticated: true,
-          user: kubernetesUserOf(result.identity),
-          ...(audiences.audiences ? { audiences: audiences.audiences } : {}),
-        });
-      } catch (err) {
-        reviews?.inc({ result: "error", provider: "" });
-        // A 500 keeps kube-apiserver from caching a "no" that is only an outage.
-        options.logger?.warn({ err }, "token review failed");
-        return reply.code(500).send(tokenReview({ authenticated: false, error: (err as Error).message }));
-      } finally {
-        end?.();
       }
-    });
+    };
 
-    const authorize = options.authorize;
-    if (authorize) {
-      this.app.post(AUTHORIZE_PATH, { schema: { body: SubjectAccessReviewBody } }, async (request) => {
-        const end = latency?.startTimer({ review: "access" });
+    this.app.post(
+      AUTHENTICATE_PATH,
+      { schema: { body: TokenReviewBody }, preHandler: fromApiServer },
+      async (request, reply) => {
+        const end = latency?.startTimer({ review: "token" });
+        const { spec } = request.body as Static<typeof TokenReviewBody>;
         try {
-          const { spec } = request.body as Static<typeof SubjectAccessReviewBody>;
-          const { decision, reason } = await authorize(spec);
-          return {
-            apiVersion: "authorization.k8s.io/v1",
-            kind: "SubjectAccessReview",
-            status: {
-              allowed: decision === "allow",
-              ...(decision === "deny" ? { denied: true } : {}),
-              ...(reason ? { reason } : {}),
-            },
-          };
+          const result = await options.authenticator.authenticate(spec.token);
+          if (!result.authenticated) {
+            reviews?.inc({ result: "refused", provider: "" });
+            return tokenReview({ authenticated: false, error: result.reason });
+          }
+          const audiences = reviewAudiences(
+            result.identity,
+            spec.audiences,
+            options.apiAudiences ?? DEFAULT_API_AUDIENCES,
+          );
+          if (!audiences.valid) {
+            reviews?.inc({ result: "refused", provider: result.identity.provider });
+            return tokenReview({ authenticated: false, error: audiences.reason });
+          }
+          await options.provisioner?.ensure(result.identity);
+          reviews?.inc({ result: "authenticated", provider: result.identity.provider });
+          return tokenReview({
+            authenticated: true,
+            user: kubernetesUserOf(result.identity),
+            ...(audiences.audiences ? { audiences: audiences.audiences } : {}),
+          });
+        } catch (err) {
+          reviews?.inc({ result: "error", provider: "" });
+          // A 500 keeps kube-apiserver from caching a "no" that is only an outage.
+          options.logger?.warn({ err }, "token review failed");
+          return reply.code(500).send(tokenReview({ authenticated: false, error: (err as Error).message }));
         } finally {
           end?.();
         }
-      });
+      },
+    );
+
+    const authorize = options.authorize;
+    if (authorize) {
+      this.app.post(
+        AUTHORIZE_PATH,
+        { schema: { body: SubjectAccessReviewBody }, preHandler: fromApiServer },
+        async (request) => {
+          const end = latency?.startTimer({ review: "access" });
+          try {
+            const { spec } = request.body as Static<typeof SubjectAccessReviewBody>;
+            const { decision, reason } = await authorize(spec);
+            return {
+              apiVersion: "authorization.k8s.io/v1",
+              kind: "SubjectAccessReview",
+              status: {
+                allowed: decision === "allow",
+                ...(decision === "deny" ? { denied: true } : {}),
+                ...(reason ? { reason } : {}),
+              },
+            };
+          } finally {
+            end?.();
+          }
+        },
+      );
     }
 
     this.app.post(LOGIN_PATH, { schema: { body: LoginBody } }, async (request, reply) => {
@@ -202,6 +241,12 @@ export class AccessServer {
           `provider "${providerName ?? ""}" takes no passwords; use one of: ${names.join(", ") || "(none)"}`,
         );
       }
+      const throttleKey = `${provider.name}:${body.domain ? `${body.domain}/` : ""}${body.username}`;
+      const verdict = throttle.check(throttleKey, request.ip);
+      if (!verdict.allowed) {
+        reply.header("retry-after", String(verdict.retryAfterSeconds));
+        return problem(reply, 429, "too many login attempts", verdict.reason);
+      }
       try {
         const issued = await provider.login({
           username: body.username,
@@ -209,6 +254,7 @@ export class AccessServer {
           ...(body.domain ? { domain: body.domain } : {}),
           ...(body.tenant ? { tenant: body.tenant } : {}),
         });
+        throttle.succeeded(throttleKey);
         await options.provisioner?.ensure(issued.identity);
         const tenant = issued.identity.tenant;
         return {
@@ -218,7 +264,10 @@ export class AccessServer {
           namespaces: tenant && options.namespacesOf ? await options.namespacesOf(tenant) : [],
         };
       } catch (err) {
-        if (err instanceof AuthenticationError) return problem(reply, 401, "login refused", err.message);
+        if (err instanceof AuthenticationError) {
+          throttle.failed(throttleKey, request.ip);
+          return problem(reply, 401, "login refused", err.message);
+        }
         if (err instanceof IdentityProviderUnavailable)
           return problem(reply, 503, "identity provider unavailable", err.message);
         throw err;

@@ -3,7 +3,12 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { AUTHENTICATE_PATH, AUTHORIZE_PATH } from "../identity/index.js";
-import { issueCertificate, type KeyPairPem, loadCertificateAuthority } from "../pki/index.js";
+import {
+  createCertificateAuthority,
+  issueCertificate,
+  type KeyPairPem,
+  loadCertificateAuthority,
+} from "../pki/index.js";
 import type { ClusterPki } from "./cluster-pki.js";
 
 /**
@@ -20,6 +25,13 @@ export interface AccessWebhooks {
   certFile: string;
   keyFile: string;
   caFile: string;
+  /**
+   * The CA of the client certificate kube-apiserver presents to the webhooks (a CA of its own,
+   * signing nothing else), and that certificate: tenantry answers reviews only over it.
+   */
+  clientCaFile: string;
+  clientCertFile: string;
+  clientKeyFile: string;
 }
 
 /** How long kube-apiserver reuses answers: a revoked token or grant stops working within this. */
@@ -46,12 +58,42 @@ async function ensureServingPair(pki: ClusterPki): Promise<{ certFile: string; k
   return { certFile, keyFile };
 }
 
-function webhookKubeconfig(server: string, caFile: string): string {
+/** The client certificate kube-apiserver calls the webhooks with, from a CA that signs nothing else. */
+async function ensureClientPair(
+  pki: ClusterPki,
+): Promise<{ clientCaFile: string; clientCertFile: string; clientKeyFile: string }> {
+  const clientCaFile = join(pki.dir, "access-webhooks-client-ca.crt");
+  const clientCertFile = join(pki.dir, "access-webhooks-client.crt");
+  const clientKeyFile = join(pki.dir, "access-webhooks-client.key");
+  if (!existsSync(clientCaFile) || !existsSync(clientCertFile) || !existsSync(clientKeyFile)) {
+    const ca = await createCertificateAuthority("tenantry-access-webhooks-client-ca");
+    const pair = await issueCertificate(ca, {
+      commonName: "kube-apiserver",
+      usage: "client",
+      validDays: 3650,
+    });
+    await writeFile(clientCaFile, ca.certPem);
+    await writeFile(clientCertFile, pair.certPem);
+    await writeFile(clientKeyFile, pair.keyPem, { mode: 0o600 });
+  }
+  return { clientCaFile, clientCertFile, clientKeyFile };
+}
+
+function webhookKubeconfig(
+  server: string,
+  caFile: string,
+  client: { clientCertFile: string; clientKeyFile: string },
+): string {
   return stringify({
     apiVersion: "v1",
     kind: "Config",
     clusters: [{ name: "tenantry", cluster: { server, "certificate-authority": caFile } }],
-    users: [{ name: "kube-apiserver", user: {} }],
+    users: [
+      {
+        name: "kube-apiserver",
+        user: { "client-certificate": client.clientCertFile, "client-key": client.clientKeyFile },
+      },
+    ],
     contexts: [{ name: "tenantry", context: { cluster: "tenantry", user: "kube-apiserver" } }],
     "current-context": "tenantry",
   });
@@ -83,13 +125,14 @@ export async function configureAccessWebhooks(
 ): Promise<{ webhooks: AccessWebhooks; flags: string[] }> {
   await mkdir(dir, { recursive: true });
   const { certFile, keyFile } = await ensureServingPair(pki);
+  const client = await ensureClientPair(pki);
   const host = "127.0.0.1";
   const url = `https://${host}:${port}`;
   const authnKubeconfig = join(dir, "authentication-webhook.kubeconfig");
   const authzKubeconfig = join(dir, "authorization-webhook.kubeconfig");
   const authzConfig = join(dir, "authorization-config.yaml");
-  await writeFile(authnKubeconfig, webhookKubeconfig(`${url}${AUTHENTICATE_PATH}`, pki.caCert));
-  await writeFile(authzKubeconfig, webhookKubeconfig(`${url}${AUTHORIZE_PATH}`, pki.caCert));
+  await writeFile(authnKubeconfig, webhookKubeconfig(`${url}${AUTHENTICATE_PATH}`, pki.caCert, client));
+  await writeFile(authzKubeconfig, webhookKubeconfig(`${url}${AUTHORIZE_PATH}`, pki.caCert, client));
   await writeFile(
     authzConfig,
     stringify({
@@ -116,7 +159,7 @@ export async function configureAccessWebhooks(
     }),
   );
   return {
-    webhooks: { url, host, port, certFile, keyFile, caFile: pki.caCert },
+    webhooks: { url, host, port, certFile, keyFile, caFile: pki.caCert, ...client },
     flags: [
       `--authentication-token-webhook-config-file=${authnKubeconfig}`,
       "--authentication-token-webhook-version=v1",

@@ -4,6 +4,7 @@
  * built-in identity service, land in their tenant, and are isolated from other users and tenants.
  */
 import assert from "node:assert/strict";
+import { request as httpsRequest } from "node:https";
 import { after, before, describe, it } from "node:test";
 import { DynamicObjectApi } from "../../src/kube/index.js";
 import { ACCESS_CACHE_TTL_SECONDS } from "../../src/localcluster/index.js";
@@ -17,6 +18,7 @@ import {
   tokenKubeconfig,
 } from "../support/identity.js";
 import { kubectl } from "../support/kubectl.js";
+import { testUser } from "../support/users.js";
 
 const tenant = uniqueName("acc");
 const otherTenant = uniqueName("oth");
@@ -318,6 +320,50 @@ describe("identity and access through kube-apiserver", () => {
     );
   });
 
+  it("answers TokenReviews and SubjectAccessReviews only to kube-apiserver's client certificate", async () => {
+    const token = sessions[bob]!.token;
+    const tokenReview = { apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec: { token } };
+    const accessReview = {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SubjectAccessReview",
+      spec: { user: bob, resourceAttributes: { namespace, verb: "delete", resource: "pods", name: "x" } },
+    };
+    for (const [path, body] of [
+      ["/authenticate", tokenReview],
+      ["/authorize", accessReview],
+    ] as const) {
+      const anonymous = await accessRequest("POST", path, { body, anonymous: true });
+      assert.equal(anonymous.status, 401, `${path} without a client certificate: ${anonymous.body}`);
+      assert.match(anonymous.json<{ detail: string }>().detail, /client certificate/);
+      assert.doesNotMatch(anonymous.body, new RegExp(bob), "nothing about the user leaks");
+      const apiServer = await accessRequest("POST", path, { body });
+      assert.equal(apiServer.status, 200, `${path} from kube-apiserver: ${apiServer.body}`);
+    }
+    // A certificate the cluster signed for a user is not kube-apiserver's.
+    const user = await testUser(uniqueName("certuser"));
+    const cluster = user.kubeConfig.getCurrentUser()!;
+    const env = testEnvironment();
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpsRequest(
+        `${env.tenantry.accessUrl}/authenticate`,
+        {
+          method: "POST",
+          ca: env.tenantry.accessCaPem,
+          cert: Buffer.from(cluster.certData!, "base64"),
+          key: Buffer.from(cluster.keyData!, "base64"),
+          headers: { "content-type": "application/json" },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on("error", reject);
+      req.end(JSON.stringify(tokenReview));
+    });
+    assert.equal(status, 401);
+  });
+
   it("TokenReview answers with the audiences a token was issued for, not those it was asked about", async () => {
     const token = sessions[bob]!.token;
     const review = async (audiences: string[]) =>
@@ -357,6 +403,24 @@ describe("identity and access through kube-apiserver", () => {
     });
     assert.equal(unknown.status, 401);
     assert.equal(unknown.json<{ detail: string }>().detail, wrong.json<{ detail: string }>().detail);
+  });
+
+  it("locks a user out after 5 wrong passwords in a row: 429 with Retry-After, even for the right one", async () => {
+    const guessed = uniqueName("guessed");
+    await createTestUser({ name: guessed, password, tenant });
+    try {
+      const attempt = (pw: string) =>
+        accessRequest("POST", "/identity/v1/login", { body: { username: guessed, password: pw } });
+      for (let i = 0; i < 5; i++) assert.equal((await attempt(`wrong-${i}`)).status, 401);
+      const locked = await attempt("wrong-again");
+      assert.equal(locked.status, 429, locked.body);
+      assert.ok(Number(locked.headers["retry-after"]) > 0, "Retry-After says when to come back");
+      assert.match(locked.json<{ detail: string }>().detail, /too many wrong passwords/);
+      assert.equal((await attempt(password)).status, 429, "the right password waits out the lockout too");
+      assert.equal((await login(alice)).token.length > 0, true, "other users log in as before");
+    } finally {
+      await (await sharedBuiltinIdentity()).deleteUser(guessed);
+    }
   });
 });
 

@@ -13,6 +13,8 @@ export interface TestEnvironment {
     /** Identity REST API, OIDC issuer, and the home cluster's token and authorization webhooks. */
     accessUrl: string;
     accessCaPem: string;
+    /** kube-apiserver's client certificate for the review endpoints (/authenticate, /authorize). */
+    reviewClient?: { certFile: string; keyFile: string };
     logFile: string;
   };
 }

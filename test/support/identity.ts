@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -88,13 +88,17 @@ export interface HttpResult {
   json<T = Record<string, unknown>>(): T;
 }
 
-/** An HTTPS call to tenantry's access server (identity REST API, webhooks), trusting its CA. */
+/**
+ * An HTTPS call to tenantry's access server (identity REST API, webhooks), trusting its CA and
+ * presenting kube-apiserver's webhook client certificate unless `anonymous`.
+ */
 export function accessRequest(
   method: string,
   path: string,
-  options: { body?: unknown; token?: string; rawBody?: string } = {},
+  options: { body?: unknown; token?: string; rawBody?: string; anonymous?: boolean } = {},
 ): Promise<HttpResult> {
   const env = testEnvironment();
+  const client = options.anonymous ? undefined : env.tenantry.reviewClient;
   return new Promise((resolve, reject) => {
     const payload =
       options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
@@ -103,6 +107,7 @@ export function accessRequest(
       {
         method,
         ca: env.tenantry.accessCaPem,
+        ...(client ? { cert: readFileSync(client.certFile), key: readFileSync(client.keyFile) } : {}),
         headers: {
           ...(payload !== undefined ? { "content-type": "application/json" } : {}),
           ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),

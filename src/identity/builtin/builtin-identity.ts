@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import type { V1Secret } from "@kubernetes/client-node";
 import {
   createLocalJWKSet,
@@ -146,13 +146,26 @@ export class BuiltinIdentity implements IdentityProvider {
     if (!USERNAME.test(credentials.username) || credentials.username.length > MAX_USERNAME) throw refused;
     const user = await this.readUser(credentials.username);
     const hash = user ? await this.passwordHash(credentials.username) : undefined;
-    if (!user || !hash || !(await verifyPassword(credentials.password, hash))) throw refused;
+    if (!user || !hash) {
+      // As slow as a wrong password, so that timing does not tell which user names exist.
+      await verifyPassword(credentials.password, await this.decoyHash());
+      throw refused;
+    }
+    if (!(await verifyPassword(credentials.password, hash))) throw refused;
     if (user.spec.disabled) throw new AuthenticationError(`user "${credentials.username}" is disabled`);
     const issued = await this.issue(user);
     this.recordLogin(user).catch((err) =>
       this.logger.warn({ err, user: user.metadata?.name }, "recording login failed"),
     );
     return issued;
+  }
+
+  private decoy?: Promise<string>;
+
+  /** A hash of a random password, checked against when the user does not exist. */
+  private decoyHash(): Promise<string> {
+    this.decoy ??= hashPassword(randomBytes(24).toString("base64url"));
+    return this.decoy;
   }
 
   /** Signs a token for a user; `ttlSeconds` overrides the configured lifetime (down to 1 s). */
