@@ -26,8 +26,13 @@ import {
 } from "./schema.js";
 
 /** resource.Quantity without a sign: an amount can never be negative. */
+/**
+ * A non-negative quantity as tenantry can compute with it: Kubernetes' suffixes, and a decimal
+ * exponent of at most two digits (Kubernetes' own exponent is a whole number; a larger one names
+ * nothing a quota could mean and would make every admission do arithmetic on huge numbers).
+ */
 export const QUANTITY_PATTERN =
-  "^\\+?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$";
+  "^\\+?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?[0-9]{1,2}))?$";
 
 /** Resource names as ResourceQuota accepts them: `cpu`, `requests.memory`, `count/deployments.apps`, `requests.dummy/dummyResource`. */
 export const RESOURCE_NAME_PATTERN =

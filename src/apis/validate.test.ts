@@ -59,6 +59,18 @@ describe("SchemaValidator", () => {
     );
   });
 
+  it("refuses quantities tenantry could not compute with: fractional or huge exponents", () => {
+    for (const cpu of ["1e1.5", "1e999999999", "2e+100"]) {
+      assert.equal(
+        formatViolations(validator.violations({ spec: { items: [], hard: { cpu } } })),
+        `spec.hard.cpu: Invalid value: "${cpu}": should match '${QUANTITY_PATTERN}'`,
+      );
+    }
+    for (const cpu of ["2e3", "1E-2", "500m", "1.5Gi", "+4"]) {
+      assert.deepEqual(validator.violations({ spec: { items: [], hard: { cpu } } }), [], cpu);
+    }
+  });
+
   it("refuses duplicate keys in list maps and duplicate set members", () => {
     assert.deepEqual(
       validator.violations({

@@ -45,3 +45,9 @@ test("formats back canonically and sums exactly", () => {
   );
   assert.deepEqual(toResourceList(sum), { cpu: "1", memory: "2Gi", pods: "1" });
 });
+
+test("an exponent of more than two digits is no quantity tenantry computes with", () => {
+  assert.throws(() => parseQuantity("1e999999999"), QuantityError);
+  assert.throws(() => parseQuantity("1e1.5"), QuantityError);
+  assert.equal(parseQuantity("1e99") > 0n, true);
+});

@@ -26,7 +26,8 @@ const DECIMAL_EXPONENT: Record<string, number> = {
   E: 18,
 };
 
-const FORMAT = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$/;
+/** The exponent has at most two digits, as tenantry's CRD schemas require (see QUANTITY_PATTERN). */
+const FORMAT = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d{1,2})?$/;
 
 export class QuantityError extends Error {}
 

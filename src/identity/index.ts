@@ -44,7 +44,12 @@ export {
   type PasswordCredentials,
   tenantNameFor,
 } from "./providers/provider.js";
-export { TenantProvisioner, type TenantProvisionerOptions } from "./provisioning.js";
+export {
+  admitsFirstLogin,
+  PROVISIONED_BY_LABEL,
+  TenantProvisioner,
+  type TenantProvisionerOptions,
+} from "./provisioning.js";
 export {
   AccessServer,
   type AccessServerOptions,

@@ -33,6 +33,7 @@ export const ProviderConfigSchema = Type.Object(
           ),
           adminRoles: Type.Optional(Type.Array(Name, { maxItems: 16 })),
           timeoutMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 60_000 })),
+          usernamePrefix: Type.Optional(Type.String({ maxLength: 64 })),
         },
         { additionalProperties: false },
       ),

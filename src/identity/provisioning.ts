@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { type ClusterClient, isAlreadyExists, isConflict, isNotFound, silentLogger } from "../kube/index.js";
 import { TENANTS_API_VERSION, type Tenant, type TenantInformers, tenantRole } from "../tenants/index.js";
+import { BUILTIN_PROVIDER } from "./builtin/builtin-identity.js";
 import { tenantAdminsGroup } from "./kubernetes-user.js";
 import type { Identity } from "./providers/provider.js";
 
@@ -14,6 +15,22 @@ export interface TenantProvisionerOptions {
   /** ClusterRole a member added at first login gets in the tenant's namespaces. Default `edit`. */
   memberRole?: string;
   logger?: Logger;
+}
+
+/** The label first-login provisioning puts on the tenants it creates: which provider's user made it. */
+export const PROVISIONED_BY_LABEL = "tenantry.dev/provisioned-by";
+
+/**
+ * Whether an external provider's user may join an existing tenant at first login: the tenant was created by
+ * that provider's first logins, or its spec admits one of the user's groups. A tenant an
+ * administrator made is never taken over because an identity provider names it.
+ */
+export function admitsFirstLogin(tenant: Tenant, identity: Identity): boolean {
+  // A built-in user's tenant was chosen by the administrator who created the user.
+  if (identity.provider === BUILTIN_PROVIDER) return true;
+  if (tenant.metadata?.labels?.[PROVISIONED_BY_LABEL] === identity.provider) return true;
+  const admitted = tenant.spec.firstLoginGroups ?? [];
+  return identity.groups.some((group) => admitted.includes(group));
 }
 
 /**
@@ -44,6 +61,13 @@ export class TenantProvisioner {
       }
       const role = tenantRole(tenant, { username: identity.username, groups: this.groupsOf(identity) });
       if (role === "owner" || (role === "member" && !identity.tenantAdmin)) break;
+      if (!admitsFirstLogin(tenant, identity)) {
+        this.logger.warn(
+          { tenant: tenantName, user: identity.username, provider: identity.provider },
+          "first login names a tenant this provider did not create and that admits none of the user's groups: not joined",
+        );
+        break;
+      }
       if (await this.addUser(tenant, identity)) break;
     }
     this.done.set(key, Date.now() + 60_000);
@@ -74,7 +98,7 @@ export class TenantProvisioner {
     const tenant = {
       apiVersion: TENANTS_API_VERSION,
       kind: "Tenant",
-      metadata: { name, labels: { "tenantry.dev/provisioned-by": identity.provider } },
+      metadata: { name, labels: { [PROVISIONED_BY_LABEL]: identity.provider } },
       spec: {
         owners: [{ kind: "Group", name: tenantAdminsGroup(name) }],
         namespaces: [{ name: this.options.namespaceName ?? "default" }],

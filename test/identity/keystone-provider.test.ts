@@ -78,6 +78,7 @@ identityProviderConformance("keystone", () => ({
   forgedToken: async (user) => tamper(await keystone.passwordToken(account(user), project)),
   revoke: (token) => provider.revoke(token),
   passwordLogin: true,
+  usernamePrefix: "keystone:",
 }));
 
 describe("keystone identity provider", () => {
@@ -102,14 +103,14 @@ describe("keystone identity provider", () => {
     await keystone.assignRole(rita, ops, "member");
 
     const issued = await provider.login({ username: "rita", password: "rita-pw-77", domain: "Red Org" });
-    assert.equal(issued.identity.username, "rita@Red Org");
+    assert.equal(issued.identity.username, "keystone:rita@Red Org");
     assert.equal(issued.identity.uid, rita.id);
     assert.equal(issued.identity.tenant, "ops");
     assert.equal(issued.identity.tenantAdmin, false);
 
     const result = await provider.authenticate(await keystone.passwordToken(rita, ops));
     assert.ok(result.authenticated);
-    assert.equal(result.identity.username, "rita@Red Org");
+    assert.equal(result.identity.username, "keystone:rita@Red Org");
     assert.deepEqual(
       [...result.identity.groups].sort(),
       ["keystone:project:ops", "keystone:role:member", "keystone:role:reader"].sort(),
@@ -141,7 +142,7 @@ describe("keystone identity provider", () => {
   it("puts a user with no project in no tenant", async () => {
     await keystone.createUser({ name: "drifter", password: "drifter-pw-1" });
     const issued = await provider.login({ username: "drifter", password: "drifter-pw-1" });
-    assert.equal(issued.identity.username, "drifter");
+    assert.equal(issued.identity.username, "keystone:drifter");
     assert.equal(issued.identity.tenant, undefined);
     assert.equal(issued.identity.tenantAdmin, false);
     assert.deepEqual(issued.identity.groups, []);

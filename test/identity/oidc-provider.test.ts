@@ -43,6 +43,8 @@ identityProviderConformance("oidc", () => ({
   admin,
   member,
   passwordLogin: false,
+  usernamePrefix: "oidc:",
+  groupPrefix: "oidc:",
 }));
 
 describe("oidc identity provider", () => {

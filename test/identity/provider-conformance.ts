@@ -34,6 +34,10 @@ export interface ProviderFixture {
   revoke?(token: string): Promise<void>;
   /** Whether `provider.login` exists and takes passwords. */
   passwordLogin: boolean;
+  /** What the provider puts before user names (`keystone:`, `oidc:`), so that they name nobody else. */
+  usernamePrefix?: string;
+  /** What the provider puts before the group names the fixture's users were given. */
+  groupPrefix?: string;
   setUp?(): Promise<void>;
   tearDown?(): Promise<void>;
 }
@@ -56,12 +60,12 @@ export function identityProviderConformance(name: string, fixture: () => Provide
         const result = await f.provider.authenticate(token);
         assert.ok(result.authenticated, `refused: ${!result.authenticated && result.reason}`);
         const { identity } = result;
-        assert.equal(identity.username, user.username);
+        assert.equal(identity.username, `${f.usernamePrefix ?? ""}${user.username}`);
         assert.ok(identity.uid.length > 0, "uid is set");
         assert.equal(identity.tenant, user.tenant);
         assert.equal(identity.tenantAdmin, user.tenantAdmin);
         assert.equal(identity.provider, f.provider.name);
-        for (const group of user.groups)
+        for (const group of user.groups.map((g) => `${f.groupPrefix ?? ""}${g}`))
           assert.ok(identity.groups.includes(group), `groups include ${group}`);
         assert.ok(identity.expiresAt && identity.expiresAt.getTime() > Date.now(), "expiry is in the future");
       }
@@ -116,7 +120,7 @@ export function identityProviderConformance(name: string, fixture: () => Provide
         password: f.member.password,
         ...(f.member.domain ? { domain: f.member.domain } : {}),
       });
-      assert.equal(issued.identity.username, f.member.username);
+      assert.equal(issued.identity.username, `${f.usernamePrefix ?? ""}${f.member.username}`);
       assert.ok(issued.expiresAt.getTime() > Date.now());
       assert.ok((await f.provider.authenticate(issued.token)).authenticated);
       await assert.rejects(

@@ -29,7 +29,14 @@ export interface KeystoneProviderOptions {
   adminRoles?: string[];
   /** Per request to Keystone. Default 5000. */
   timeoutMs?: number;
+  /**
+   * Put before every user name, so Keystone users cannot take the names of other providers' users
+   * (as kube-apiserver prefixes OIDC users). Default `keystone:`.
+   */
+  usernamePrefix?: string;
 }
+
+export const DEFAULT_KEYSTONE_USERNAME_PREFIX = "keystone:";
 
 const DEFAULT_DOMAIN = "Default";
 /** Keystone's Fernet tokens: URL-safe base64 of a Fernet token, whose version byte 0x80 and timestamp encode as `gAAAAA`. */
@@ -109,7 +116,8 @@ async function keystoneMessage(response: Response): Promise<string> {
  * working as soon as Keystone says so.
  *
  * Identity mapping (project-scoped token):
- * - username: the Keystone user name; `name@domain` for users outside the `Default` domain;
+ * - username: `keystone:` (usernamePrefix) and the Keystone user name; `name@domain` for users
+ *   outside the `Default` domain;
  * - uid: the Keystone user id;
  * - groups: `keystone:project:<project name>` and `keystone:role:<role>` for each role the token
  *   carries on its scope (implied roles included, e.g. `admin` brings `member` and `reader`);
@@ -233,7 +241,7 @@ export class KeystoneIdentityProvider implements IdentityProvider {
       ...roleNames.map((role) => `keystone:role:${role}`),
     ];
     return {
-      username: user.domain.name === DEFAULT_DOMAIN ? user.name : `${user.name}@${user.domain.name}`,
+      username: `${this.options.usernamePrefix ?? DEFAULT_KEYSTONE_USERNAME_PREFIX}${user.domain.name === DEFAULT_DOMAIN ? user.name : `${user.name}@${user.domain.name}`}`,
       uid: user.id,
       groups,
       ...(project ? { tenant: tenantNameFor(project.name) } : {}),

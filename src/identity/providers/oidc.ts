@@ -19,6 +19,8 @@ export interface OidcClaims {
   tenantAdmin?: string;
 }
 
+export const DEFAULT_OIDC_PREFIX = "oidc:";
+
 export interface OidcProviderOptions {
   /** Issuer URL exactly as in the tokens' `iss`; `/.well-known/openid-configuration` is read below it. */
   issuer: string;
@@ -27,7 +29,10 @@ export interface OidcProviderOptions {
   /** CA bundle for the issuer's TLS certificate, when it is not publicly trusted. */
   caPem?: string;
   claims?: OidcClaims;
-  /** Prepended to usernames and groups (e.g. `oidc:`), so they cannot pose as other users. */
+  /**
+   * Prepended to usernames and groups, so they cannot pose as other users (kube-apiserver's
+   * `--oidc-username-prefix`). Default `oidc:`; `""` turns it off.
+   */
   prefix?: string;
   /** Members of any of these groups administer their tenant. */
   adminGroups?: string[];
@@ -82,7 +87,7 @@ export class OidcIdentityProvider implements IdentityProvider {
     if (typeof username !== "string" || !username) {
       return { authenticated: false, reason: `the token has no ${this.claims.username} claim` };
     }
-    const prefix = this.options.prefix ?? "";
+    const prefix = this.options.prefix ?? DEFAULT_OIDC_PREFIX;
     const rawGroups = payload[this.claims.groups];
     const groups = Array.isArray(rawGroups)
       ? rawGroups.filter((g): g is string => typeof g === "string")

@@ -416,6 +416,20 @@ export const TenantSpecSchema = Type.Object(
         default: false,
       }),
     ),
+    firstLoginGroups: Type.Optional(
+      ListSet(
+        Type.String({
+          description: "A group name as the identity provider gives it, prefix included.",
+          minLength: 1,
+          maxLength: 256,
+        }),
+        {
+          description:
+            "Users of an identity provider (Keystone, OIDC) in one of these groups join this tenant at their first login when their provider names it. Without it only tenants that provider's first logins created are joined.",
+          maxItems: 32,
+        },
+      ),
+    ),
   },
   { description: "Desired state of the tenant." },
 );

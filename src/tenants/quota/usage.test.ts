@@ -74,3 +74,29 @@ test("scopes narrow pods exactly like ResourceQuota scopes", () => {
   );
   assert.ok(matchesScopes({ group: "", resource: "configmaps" }, {}), "unscoped quotas count everything");
 });
+
+test("native sidecars count as kube-apiserver's ResourceQuota counts them: beside the containers, and under every later init step", () => {
+  const cpu = (value: string) => ({ requests: { cpu: value, memory: "10Mi" } });
+  const usage = podUsage(
+    pod({
+      initContainers: [
+        { name: "setup", resources: cpu("100m") },
+        { name: "proxy", restartPolicy: "Always", resources: cpu("50m") },
+        { name: "migrate", resources: cpu("500m") },
+      ],
+      containers: [{ name: "app", resources: cpu("100m") }],
+    }),
+  );
+  // max(app 100m + proxy 50m, migrate 500m + proxy 50m, setup 100m) = 550m.
+  assert.equal(toResourceList(usage)["requests.cpu"], "550m");
+  // memory: app 10Mi + proxy 10Mi = 20Mi beats any init step (at most 10Mi + 10Mi).
+  assert.equal(toResourceList(usage)["requests.memory"], "20Mi");
+
+  const sidecarOnly = podUsage(
+    pod({
+      initContainers: [{ name: "proxy", restartPolicy: "Always", resources: cpu("300m") }],
+      containers: [{ name: "app", resources: cpu("100m") }],
+    }),
+  );
+  assert.equal(toResourceList(sidecarOnly)["requests.cpu"], "400m", "a sidecar adds to the containers");
+});

@@ -36,14 +36,31 @@ function containerAmounts(
   );
 }
 
-/** Pod-level effective amount: max(sum of containers, largest init container) + overhead (on limits too, as Kubernetes does). */
+function raiseTo(target: ResourceAmounts, amounts: ResourceAmounts): void {
+  for (const [name, value] of amounts) if (value > (target.get(name) ?? 0n)) target.set(name, value);
+}
+
+/**
+ * Pod-level effective amount, as Kubernetes computes it (component-helpers' PodRequests): the
+ * containers plus native sidecars (init containers with restartPolicy Always, which keep running),
+ * or the largest init step with the sidecars started before it, whichever is larger; plus overhead
+ * (on limits too).
+ */
 function effective(pod: V1Pod, field: "requests" | "limits"): ResourceAmounts {
   const sum = containerAmounts(pod.spec?.containers, field);
+  let sidecars: ResourceAmounts = new Map();
+  const initPeak: ResourceAmounts = new Map();
   for (const init of pod.spec?.initContainers ?? []) {
-    for (const [name, value] of containerAmounts([init], field)) {
-      if (value > (sum.get(name) ?? 0n)) sum.set(name, value);
+    const own = containerAmounts([init], field);
+    if (init.restartPolicy === "Always") {
+      sidecars = addAmounts(sidecars, own);
+      for (const [name, value] of own) sum.set(name, (sum.get(name) ?? 0n) + value);
+      raiseTo(initPeak, sidecars);
+    } else {
+      raiseTo(initPeak, addAmounts(own, sidecars));
     }
   }
+  raiseTo(sum, initPeak);
   for (const [name, value] of Object.entries(pod.spec?.overhead ?? {})) {
     // A pod without a limit on a resource stays unlimited: overhead does not invent one.
     if (field === "limits" && !sum.has(name)) continue;
