@@ -259,6 +259,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       : await startRuntimesAdmin({
           client,
           authenticator,
+          onAuthenticated: (identity) => provisioner.ensure(identity),
           host: options.runtimesAdmin?.host ?? "127.0.0.1",
           port: options.runtimesAdmin?.port ?? 0,
           ...(options.runtimesAdmin?.publicUrl ? { publicUrl: options.runtimesAdmin.publicUrl } : {}),

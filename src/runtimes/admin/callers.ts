@@ -7,7 +7,12 @@
 import { createHash } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { AuthenticationV1Api, AuthorizationV1Api, type V1ClusterRole } from "@kubernetes/client-node";
-import { type Authenticator, kubernetesUserOf, TENANT_EXTRA_KEY } from "../../identity/index.js";
+import {
+  type Authenticator,
+  type Identity,
+  kubernetesUserOf,
+  TENANT_EXTRA_KEY,
+} from "../../identity/index.js";
 import { type ClusterClient, describeError, isNotFound } from "../../kube/index.js";
 import { RUNTIME_LABEL } from "../plugins/spi.js";
 
@@ -70,6 +75,8 @@ export interface AdminCallersOptions {
   client: ClusterClient;
   authenticator?: Authenticator;
   audience?: string;
+  /** Called for each token a tenantry identity provider vouched for (first-login provisioning). */
+  onAuthenticated?: (identity: Identity) => Promise<void>;
 }
 
 export class AdminCallers {
@@ -92,6 +99,7 @@ export class AdminCallers {
       const result = await authenticator.authenticate(token);
       if (!result.authenticated)
         return { ok: false, status: 401, detail: `invalid bearer token: ${result.reason}` };
+      await this.options.onAuthenticated?.(result.identity);
       const user = kubernetesUserOf(result.identity);
       return {
         ok: true,

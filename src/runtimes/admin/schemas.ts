@@ -76,6 +76,7 @@ export const RuntimeStatusBody = Type.Object(
     url: Type.Optional(Type.String({ description: "The runtime through the proxy: `<proxy>/r/<token>/`." })),
     progressUrl: Type.String(),
     cluster: Type.Optional(Type.String()),
+    pod: Type.Optional(Type.String({ description: "The pod serving it (its logs are that pod's)." })),
     steps: Type.Array(Step),
     startedAt: Type.Optional(Type.String()),
     lastActivity: Type.Optional(Type.String()),
@@ -99,6 +100,7 @@ export const Problem = Type.Object(
     limit: Type.Optional(Type.Union([Type.String(), Type.Number()], { description: "The limit it broke." })),
     phase: Type.Optional(Type.String()),
     reason: Type.Optional(Type.String()),
+    runtime: Type.Optional(Type.Unknown({ description: "503: the runtime's state." })),
   },
   { description: "An RFC 9457 problem." },
 );

@@ -5,7 +5,7 @@
  */
 import type { AddressInfo } from "node:net";
 import swagger from "@fastify/swagger";
-import { CoreV1Api, type KubernetesObject } from "@kubernetes/client-node";
+import { CoreV1Api, type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
 import Fastify, {
   type FastifyInstance,
   type FastifyReply,
@@ -13,7 +13,7 @@ import Fastify, {
   type InjectOptions,
 } from "fastify";
 import type { Logger } from "pino";
-import type { Authenticator } from "../../identity/index.js";
+import type { Authenticator, Identity } from "../../identity/index.js";
 import {
   type ClusterClient,
   describeError,
@@ -55,6 +55,8 @@ export interface RuntimesAdminOptions {
   authenticator?: Authenticator;
   /** Audience of runtime pods' projected tokens (default `tenantry-runtimes`). */
   audience?: string;
+  /** Called for each token a tenantry identity provider vouched for (first-login provisioning). */
+  onAuthenticated?: (identity: Identity) => Promise<void>;
   host?: string;
   port?: number;
   /** Base URL users reach runtimes at (the proxy): a runtime's URL is `<base>/r/<token>/`. Default: this server. */
@@ -107,6 +109,7 @@ export class RuntimesAdmin {
       client,
       ...(options.authenticator ? { authenticator: options.authenticator } : {}),
       ...(options.audience ? { audience: options.audience } : {}),
+      ...(options.onAuthenticated ? { onAuthenticated: options.onAuthenticated } : {}),
     });
     this.events = client.kubeConfig.makeApiClient(CoreV1Api);
     this.runtimes = Informer.forResource<Runtime>(client, { apiVersion: API_VERSION, kind: "Runtime" });
@@ -281,7 +284,7 @@ export class RuntimesAdmin {
             503,
             "not running",
             `runtime ${params.service}/${params.instance} of ${params.user} is ${status.phase}${status.reason ? ` (${status.reason})` : ""}${status.message ? `: ${status.message}` : ""}`,
-            { phase: status.phase, ...(status.reason ? { reason: status.reason } : {}) },
+            { phase: status.phase, ...(status.reason ? { reason: status.reason } : {}), runtime: status },
             isStarting(runtime)
               ? { "retry-after": String(this.retryAfter), location: status.progressUrl }
               : {},
@@ -640,19 +643,15 @@ export class RuntimesAdmin {
   }
 
   private async patchSpec(runtime: Runtime, spec: Partial<Runtime["spec"]>): Promise<Runtime> {
-    return (await this.options.client.objects.patch(
+    return this.options.client.objects.patchRaw<Runtime>(
       {
         apiVersion: API_VERSION,
         kind: "Runtime",
         metadata: { name: runtime.metadata!.name!, namespace: runtime.metadata!.namespace! },
         spec,
-      } as never,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      "application/merge-patch+json" as never,
-    )) as Runtime;
+      } as Runtime,
+      PatchStrategy.MergePatch,
+    );
   }
 
   private tooMany(refusal: { field: string; limit: number; detail: string }): ProblemError {
@@ -713,6 +712,7 @@ export class RuntimesAdmin {
       ...(status?.route?.token ? { url: `${base}/r/${status.route.token}/` } : {}),
       progressUrl: `${base}${path}/progress`,
       ...(status?.cluster ? { cluster: status.cluster } : {}),
+      ...(status?.endpoint?.pod ? { pod: status.endpoint.pod } : {}),
       steps: START_STEPS.map(
         (name) => status?.steps?.find((s) => s.name === name) ?? { name, state: "Pending" },
       ),
