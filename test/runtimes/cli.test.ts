@@ -1,0 +1,137 @@
+/** `tenantry runtime …` against the runtimes Admin API of the tenantry serving the home cluster. */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
+import { parse } from "yaml";
+import type { BuiltinIdentity } from "../../src/identity/index.js";
+import { isNotFound, loadClusterClient } from "../../src/kube/index.js";
+import { runtimePlacement } from "../../src/runtimes/index.js";
+import { testEnvironment, uniqueName } from "../support/clusters.js";
+import { eventually } from "../support/eventually.js";
+import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
+import { tenantryCli } from "../support/kubectl.js";
+
+const API = "tenantry.dev/v1alpha1";
+
+describe("tenantry runtime", () => {
+  const env = testEnvironment();
+  const entry = env.clusters.find((c) => c.name === env.tenantry.cluster)!;
+  const client = loadClusterClient(entry.name, entry.kubeconfig);
+  const tenant = uniqueName("rtc");
+  const service = uniqueName("cli");
+  const user = uniqueName("erin");
+  let identity: BuiltinIdentity;
+  let connection: string[];
+  const serviceObject = {
+    apiVersion: API,
+    kind: "RuntimeService",
+    metadata: { name: service },
+    spec: { plugin: { builtin: "generic" }, defaults: { image: "example/app:1" } },
+  };
+  const cli = (...args: string[]) => tenantryCli(["runtime", ...args, ...connection]);
+  const remove = async (obj: KubernetesObject) => {
+    try {
+      await client.objects.delete(obj);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  };
+
+  before(async () => {
+    identity = await sharedBuiltinIdentity();
+    await client.objects.create(serviceObject);
+    await identity.createUser({ name: user, password: "erin-secret-1", tenant, tenantAdmin: false });
+    const token = (await identity.login({ username: user, password: "erin-secret-1" })).token;
+    connection = ["--url", env.tenantry.runtimesAdminUrl!, "--token", token];
+    await eventually(async () => assert.equal((await cli("status", service, "none")).code, 3));
+  });
+
+  after(async () => {
+    await remove(serviceObject);
+    await identity?.deleteUser(user).catch(() => {});
+    const ns = runtimePlacement({ tenant, user, service, instance: "x" }).namespace;
+    await remove({ apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+    await remove({ apiVersion: API, kind: "Tenant", metadata: { name: tenant } });
+    await stopSharedBuiltinIdentity();
+  });
+
+  test("start follows the progress stream until the runtime answers, then prints its URL", async () => {
+    const placement = runtimePlacement({ tenant, user, service, instance: "one" });
+    const started = cli("start", service, "one", "--set", "cpu=1");
+    // What the controller writes once the Runtime exists.
+    await eventually(async () =>
+      client.objects.read({ apiVersion: API, kind: "Runtime", metadata: placement }),
+    );
+    const token = "c".repeat(43);
+    await client.objects.patchSubresource(
+      {
+        apiVersion: API,
+        kind: "Runtime",
+        metadata: placement,
+        status: {
+          phase: "Running",
+          steps: ["Namespace", "Volumes", "Scheduled", "Pulling", "Ready"].map((name) => ({
+            name,
+            state: "Done",
+          })),
+          route: { token },
+          endpoint: { url: "http://127.77.0.9:8888", pod: `${placement.name}-0` },
+        },
+      } as KubernetesObject,
+      "status",
+      PatchStrategy.MergePatch,
+    );
+    const result = await started;
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stderr, /starting/);
+    assert.match(result.stdout, new RegExp(`url: .*/r/${token}/`));
+    assert.match(result.stdout, /Running, ready/);
+  });
+
+  test("status, list and the output formats", async () => {
+    const json = await cli("status", service, "one", "-o", "json");
+    assert.equal(json.code, 0, json.stderr);
+    assert.equal(JSON.parse(json.stdout).phase, "Running");
+    assert.equal((await cli("start", service, "two", "--no-wait")).code, 0);
+    const pending = await cli("status", service, "two", "-o", "yaml");
+    assert.equal(pending.code, 0, pending.stderr);
+    assert.equal(parse(pending.stdout).phase, "Pending");
+    const list = await cli("list", "--limit", "1");
+    assert.equal(list.code, 0, list.stderr);
+    assert.match(list.stdout, /INSTANCE/);
+    assert.match(list.stdout, /one/);
+    assert.match(list.stdout, /two/);
+  });
+
+  test("exit codes: 2 bad input, 3 not found, 4 conflicting parameters", async () => {
+    const bad = await cli("start", service, "Bad_Name", "--no-wait");
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /instance/);
+    const unknown = await cli("start", "no-such-service", "one", "--no-wait");
+    assert.equal(unknown.code, 3);
+    const conflict = await cli("start", service, "one", "--set", "cpu=2", "--no-wait");
+    assert.equal(conflict.code, 4);
+    assert.match(conflict.stderr, /field cpu/);
+    const noToken = await tenantryCli([
+      "runtime",
+      "list",
+      "--url",
+      env.tenantry.runtimesAdminUrl!,
+      "--token",
+      "nope",
+      "--user",
+      user,
+    ]);
+    assert.equal(noToken.code, 2);
+  });
+
+  test("stop, resume and delete", async () => {
+    const stopped = await cli("stop", service, "two", "-o", "json");
+    assert.equal(stopped.code, 0, stopped.stderr);
+    assert.equal(JSON.parse(stopped.stdout).desiredState, "Stopped");
+    const deleted = await cli("delete", service, "two");
+    assert.equal(deleted.code, 0, deleted.stderr);
+    await eventually(async () => assert.equal((await cli("status", service, "two")).code, 3));
+    assert.equal((await cli("delete", service, "one")).code, 0);
+  });
+});
