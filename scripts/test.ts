@@ -106,6 +106,7 @@ async function main(): Promise<number> {
           webhookUrl: tenantry.webhookUrl,
           accessUrl: tenantry.accessUrl,
           accessCaPem: tenantry.accessCaPem,
+          ...(tenantry.runtimesAdmin ? { runtimesAdminUrl: tenantry.runtimesAdmin.url } : {}),
           ...(home.accessWebhooks
             ? {
                 reviewClient: {

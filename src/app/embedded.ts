@@ -49,6 +49,8 @@ export interface TenantryEndpoints {
   /** The tenant gateway, where kubeconfigs written by `tenantry login` point. */
   gateway?: { url: string; caPem: string };
   metricsUrl?: string;
+  /** The runtimes Admin API (`/services/…`). */
+  runtimesAdminUrl?: string;
 }
 
 async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): Promise<void> {
@@ -61,6 +63,7 @@ async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): P
     apiServerCaPem: Buffer.from(cluster.caData ?? "", "base64").toString(),
     ...(tenantry.gateway ? { gateway: { url: tenantry.gateway.url, caPem: tenantry.gateway.caPem } } : {}),
     ...(tenantry.gateway?.metricsUrl ? { metricsUrl: tenantry.gateway.metricsUrl } : {}),
+    ...(tenantry.runtimesAdmin ? { runtimesAdminUrl: tenantry.runtimesAdmin.url } : {}),
   };
   await writeFile(join(dirname(state.kubeconfig), ENDPOINTS_FILE), `${JSON.stringify(endpoints, null, 2)}\n`);
 }

@@ -31,6 +31,7 @@ import {
   ReflectionController,
   ReplicatedDeploymentController,
 } from "../multicluster/index.js";
+import { type RuntimesAdmin, runtimesDelegateClusterRole, startRuntimesAdmin } from "../runtimes/index.js";
 import {
   installCrds,
   isSystemComponent,
@@ -94,6 +95,8 @@ export interface TenantryOptions {
   gateway?: { host?: string; port?: number; rateLimit?: RateLimit } | false;
   /** Prometheus metrics of every component at http://127.0.0.1:<port>/metrics (0 = a free port). */
   metricsPort?: number;
+  /** The runtimes Admin API (`/services/…`, plain HTTP for the runtimes proxy); on by default, on a free loopback port. */
+  runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
   identityProviders?: {
     /** Built-in users and tokens (default on). */
     builtin?: { tokenTtlSeconds?: number; keyRotationSeconds?: number } | false;
@@ -119,6 +122,7 @@ export interface RunningTenantry {
   authenticator: Authenticator;
   metrics: Registry;
   gateway?: RunningGateway;
+  runtimesAdmin?: RuntimesAdmin;
   isLeader(): boolean;
   stop(): Promise<void>;
 }
@@ -139,7 +143,9 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   });
   logger.info(clusterIdentity, "cluster identity");
   await applyObject(client, namespaceProvisionerClusterRole);
-  for (const role of [...accessGrantClusterRoles, gatewayClusterRole]) await applyObject(client, role);
+  for (const role of [...accessGrantClusterRoles, gatewayClusterRole, runtimesDelegateClusterRole]) {
+    await applyObject(client, role);
+  }
   const metrics = new Registry();
 
   const informers = new TenantInformers(client);
@@ -258,6 +264,18 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         });
   if (gateway) logger.info({ url: gateway.url }, "tenant gateway serving");
+  const runtimesAdmin =
+    options.runtimesAdmin === false
+      ? undefined
+      : await startRuntimesAdmin({
+          client,
+          authenticator,
+          onAuthenticated: (identity) => provisioner.ensure(identity),
+          host: options.runtimesAdmin?.host ?? "127.0.0.1",
+          port: options.runtimesAdmin?.port ?? 0,
+          ...(options.runtimesAdmin?.publicUrl ? { publicUrl: options.runtimesAdmin.publicUrl } : {}),
+          logger,
+        });
 
   // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
@@ -317,9 +335,11 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     authenticator,
     metrics,
     ...(gateway ? { gateway } : {}),
+    ...(runtimesAdmin ? { runtimesAdmin } : {}),
     isLeader: () => elector.isLeader(),
     async stop() {
       await elector.stop();
+      await runtimesAdmin?.stop();
       await gateway?.stop();
       await accessServer.stop();
       await server.stop();

@@ -7,6 +7,7 @@ import { registerLoginCommands } from "./login.js";
 import { registerOffloadCommands } from "./offload.js";
 import { registerPeerCommands } from "./peer.js";
 import { registerRunCommand } from "./run.js";
+import { registerRuntimeCommands } from "./runtime.js";
 import { registerTenantCommands } from "./tenant.js";
 import { registerUpCommand } from "./up.js";
 import { registerUserCommands } from "./user.js";
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
   registerDevCommands(program);
   registerPeerCommands(program);
   registerOffloadCommands(program);
+  registerRuntimeCommands(program);
   return program;
 }
 

@@ -1,4 +1,22 @@
 /** The runtimes capability (document 000): its only public entry. */
+
+export {
+  AdminCallers,
+  type Caller,
+  DELEGATE_PERMISSION,
+  ON_BEHALF_OF_HEADER,
+  RUNTIMES_AUDIENCE,
+  RUNTIMES_DELEGATE_CLUSTER_ROLE,
+  runtimesDelegateClusterRole,
+} from "./admin/callers.js";
+export { checkStartLimits, DEFAULT_LIMITS, isStarting } from "./admin/limits.js";
+export type { RuntimeStatusBody } from "./admin/schemas.js";
+export {
+  OPENAPI_PATH,
+  RuntimesAdmin,
+  type RuntimesAdminOptions,
+  startRuntimesAdmin,
+} from "./admin/server.js";
 export { RUNTIME_CRD, RUNTIME_SERVICE_CRD, RUNTIMES_CRDS } from "./api/crds.js";
 export {
   fitLabel,

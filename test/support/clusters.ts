@@ -16,6 +16,8 @@ export interface TestEnvironment {
     /** kube-apiserver's client certificate for the review endpoints (/authenticate, /authorize). */
     reviewClient?: { certFile: string; keyFile: string };
     logFile: string;
+    /** The runtimes Admin API of the home cluster's tenantry. */
+    runtimesAdminUrl?: string;
   };
 }
 

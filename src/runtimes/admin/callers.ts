@@ -1,0 +1,225 @@
+/**
+ * Who calls the Admin API (document 000 §3.2): users with tokens of tenantry's identity providers
+ * (or any token the cluster accepts), the agent inside a runtime pod with its pod's projected
+ * service-account token, and admins acting for a user (authority delegation) with an explicit
+ * permission.
+ */
+import { createHash } from "node:crypto";
+import type { IncomingHttpHeaders } from "node:http";
+import { AuthenticationV1Api, AuthorizationV1Api, type V1ClusterRole } from "@kubernetes/client-node";
+import {
+  type Authenticator,
+  type Identity,
+  kubernetesUserOf,
+  TENANT_EXTRA_KEY,
+} from "../../identity/index.js";
+import { type ClusterClient, describeError, isNotFound } from "../../kube/index.js";
+import { RUNTIME_LABEL } from "../plugins/spi.js";
+
+/** Audience a runtime pod's projected service-account token must be issued for. */
+export const RUNTIMES_AUDIENCE = "tenantry-runtimes";
+/** Header naming the user an admin acts for (authority delegation). */
+export const ON_BEHALF_OF_HEADER = "tenantry-on-behalf-of";
+/** The permission delegation needs: verb `delegate` on `runtimes.tenantry.dev`. */
+export const DELEGATE_PERMISSION = { group: "tenantry.dev", resource: "runtimes", verb: "delegate" } as const;
+export const RUNTIMES_DELEGATE_CLUSTER_ROLE = "tenantry:runtimes-delegate";
+
+/** Bind it (cluster-wide, or in a runtimes namespace) to let someone act on other users' runtimes. */
+export const runtimesDelegateClusterRole: V1ClusterRole = {
+  apiVersion: "rbac.authorization.k8s.io/v1",
+  kind: "ClusterRole",
+  metadata: { name: RUNTIMES_DELEGATE_CLUSTER_ROLE },
+  rules: [
+    {
+      apiGroups: [DELEGATE_PERMISSION.group],
+      resources: [DELEGATE_PERMISSION.resource],
+      verbs: [DELEGATE_PERMISSION.verb],
+    },
+  ],
+};
+
+export interface UserCaller {
+  kind: "user";
+  username: string;
+  uid?: string;
+  groups: string[];
+  extra: Record<string, string[]>;
+  /** The tenant the identity provider puts them in. */
+  tenant?: string;
+}
+
+/** The agent inside a runtime pod: it may only stop its own runtime. */
+export interface AgentCaller {
+  kind: "agent";
+  username: string;
+  namespace: string;
+  /** Name of its Runtime (the pod's `tenantry.dev/runtime` label). */
+  runtime: string;
+  pod: string;
+}
+
+export type Caller = UserCaller | AgentCaller;
+export type CallerResult = { ok: true; caller: Caller } | { ok: false; status: 401 | 503; detail: string };
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+const POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name";
+const POD_UID_EXTRA = "authentication.kubernetes.io/pod-uid";
+const CACHE_TTL_MS = 10_000;
+const CACHE_SIZE = 10_000;
+
+export function bearerOf(headers: IncomingHttpHeaders): string | undefined {
+  return BEARER.exec(headers.authorization ?? "")?.[1];
+}
+
+export interface AdminCallersOptions {
+  client: ClusterClient;
+  authenticator?: Authenticator;
+  audience?: string;
+  /** Called for each token a tenantry identity provider vouched for (first-login provisioning). */
+  onAuthenticated?: (identity: Identity) => Promise<void>;
+}
+
+export class AdminCallers {
+  private readonly reviews = new Map<string, { result: CallerResult; until: number }>();
+  private readonly authn: AuthenticationV1Api;
+  private readonly authz: AuthorizationV1Api;
+  readonly audience: string;
+
+  constructor(private readonly options: AdminCallersOptions) {
+    this.authn = options.client.kubeConfig.makeApiClient(AuthenticationV1Api);
+    this.authz = options.client.kubeConfig.makeApiClient(AuthorizationV1Api);
+    this.audience = options.audience ?? RUNTIMES_AUDIENCE;
+  }
+
+  async authenticate(headers: IncomingHttpHeaders): Promise<CallerResult> {
+    const token = bearerOf(headers);
+    if (!token) return { ok: false, status: 401, detail: "no bearer token was presented" };
+    const authenticator = this.options.authenticator;
+    if (authenticator?.providers.some((p) => p.recognizes(token))) {
+      const result = await authenticator.authenticate(token);
+      if (!result.authenticated)
+        return { ok: false, status: 401, detail: `invalid bearer token: ${result.reason}` };
+      await this.options.onAuthenticated?.(result.identity);
+      const user = kubernetesUserOf(result.identity);
+      return {
+        ok: true,
+        caller: {
+          kind: "user",
+          username: user.username,
+          uid: user.uid,
+          groups: user.groups,
+          extra: user.extra,
+          ...(result.identity.tenant ? { tenant: result.identity.tenant } : {}),
+        },
+      };
+    }
+    const key = createHash("sha256").update(token).digest("base64url");
+    const cached = this.reviews.get(key);
+    if (cached && cached.until > Date.now()) return cached.result;
+    let result: CallerResult;
+    try {
+      result = await this.review(token);
+    } catch (err) {
+      return { ok: false, status: 503, detail: `the token could not be reviewed: ${describeError(err)}` };
+    }
+    if (this.reviews.size >= CACHE_SIZE) {
+      const oldest = this.reviews.keys().next().value;
+      if (oldest !== undefined) this.reviews.delete(oldest);
+    }
+    this.reviews.set(key, { result, until: Date.now() + CACHE_TTL_MS });
+    return result;
+  }
+
+  /**
+   * A token tenantry's providers do not know: first as a runtime pod's token for our audience,
+   * then as any token the API server accepts (an administrator's, for delegation).
+   */
+  private async review(token: string): Promise<CallerResult> {
+    const agent = await this.authn.createTokenReview({
+      body: { spec: { token, audiences: [this.audience] } },
+    });
+    const podName = agent.status?.user?.extra?.[POD_NAME_EXTRA]?.[0];
+    if (agent.status?.authenticated && agent.status.audiences?.includes(this.audience) && podName) {
+      return this.agentOf(
+        agent.status.user?.username ?? "",
+        podName,
+        agent.status.user?.extra?.[POD_UID_EXTRA]?.[0],
+      );
+    }
+    const plain = await this.authn.createTokenReview({ body: { spec: { token } } });
+    const user = plain.status?.user;
+    if (!plain.status?.authenticated || !user?.username) {
+      return {
+        ok: false,
+        status: 401,
+        detail: `invalid bearer token${plain.status?.error ? `: ${plain.status.error}` : ""}`,
+      };
+    }
+    const tenant = user.extra?.[TENANT_EXTRA_KEY]?.[0];
+    return {
+      ok: true,
+      caller: {
+        kind: "user",
+        username: user.username,
+        ...(user.uid ? { uid: user.uid } : {}),
+        groups: user.groups ?? [],
+        extra: user.extra ?? {},
+        ...(tenant ? { tenant } : {}),
+      },
+    };
+  }
+
+  /** A pod's service account: its Runtime is the pod's runtime label in the pod's namespace. */
+  private async agentOf(
+    username: string,
+    podName: string,
+    podUid: string | undefined,
+  ): Promise<CallerResult> {
+    const namespace = /^system:serviceaccount:([^:]+):/.exec(username)?.[1];
+    if (!namespace) return { ok: false, status: 401, detail: `${username} is not a service account` };
+    try {
+      const pod = await this.options.client.core.readNamespacedPod({ name: podName, namespace });
+      if (podUid && pod.metadata?.uid !== podUid) {
+        return {
+          ok: false,
+          status: 401,
+          detail: `pod ${namespace}/${podName} the token was issued for is gone`,
+        };
+      }
+      const runtime = pod.metadata?.labels?.[RUNTIME_LABEL];
+      if (!runtime) {
+        return {
+          ok: false,
+          status: 401,
+          detail: `pod ${namespace}/${podName} carries no ${RUNTIME_LABEL} label: it is no runtime's agent`,
+        };
+      }
+      return { ok: true, caller: { kind: "agent", username, namespace, runtime, pod: podName } };
+    } catch (err) {
+      if (isNotFound(err)) {
+        return {
+          ok: false,
+          status: 401,
+          detail: `pod ${namespace}/${podName} the token was issued for is gone`,
+        };
+      }
+      throw err;
+    }
+  }
+
+  /** Whether a user holds the delegation permission (in `namespace`, or cluster-wide when absent). */
+  async mayDelegate(caller: UserCaller, namespace?: string): Promise<boolean> {
+    const review = await this.authz.createSubjectAccessReview({
+      body: {
+        spec: {
+          user: caller.username,
+          ...(caller.uid ? { uid: caller.uid } : {}),
+          groups: caller.groups,
+          extra: caller.extra,
+          resourceAttributes: { ...DELEGATE_PERMISSION, ...(namespace ? { namespace } : {}) },
+        },
+      },
+    });
+    return review.status?.allowed === true;
+  }
+}

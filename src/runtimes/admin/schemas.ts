@@ -1,0 +1,106 @@
+/** The Admin REST API's wire shapes (document 000, Table 2), published in its OpenAPI document. */
+import { type Static, Type } from "@sinclair/typebox";
+import { DNS1123_LABEL } from "../../apis/index.js";
+import { MAX_USER_NAME, RUNTIME_PHASES } from "../api/runtime.js";
+
+export const MAX_PAGE = 500;
+export const DEFAULT_PAGE = 100;
+/** Largest start request body (plugin parameters). */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+const User = Type.String({
+  description: "The user, as the identity service names them (URL-encoded in the path).",
+  minLength: 1,
+  maxLength: MAX_USER_NAME,
+  pattern: "^[^/\\s]+$",
+});
+const Label = (description: string) =>
+  Type.String({ description, minLength: 1, maxLength: 63, pattern: DNS1123_LABEL });
+
+export const UserParams = Type.Object({ user: User });
+export const InstanceParams = Type.Object({
+  user: User,
+  service: Label("A RuntimeService name (a DNS label)."),
+  instance: Label("The instance name, chosen by the user (a DNS label)."),
+});
+export type InstanceParams = Static<typeof InstanceParams>;
+
+export const StartBody = Type.Object(
+  {},
+  {
+    description: "Plugin parameters, over the service's defaults (the request's values win).",
+    additionalProperties: true,
+    maxProperties: 256,
+  },
+);
+
+export const StartQuery = Type.Object({
+  tenant: Type.Optional(
+    Label("Delegated starts only: the tenant the user's runtime belongs to (a DNS label)."),
+  ),
+});
+
+export const PageQuery = Type.Object({
+  limit: Type.Optional(
+    Type.Integer({
+      description: "Most items in one page.",
+      minimum: 1,
+      maximum: MAX_PAGE,
+      default: DEFAULT_PAGE,
+    }),
+  ),
+  continue: Type.Optional(Type.String({ description: "The previous page's `continue`.", maxLength: 1024 })),
+});
+export type PageQuery = Static<typeof PageQuery>;
+
+const Step = Type.Object({
+  name: Type.String(),
+  state: Type.String(),
+  time: Type.Optional(Type.String()),
+  message: Type.Optional(Type.String()),
+});
+
+export const RuntimeStatusBody = Type.Object(
+  {
+    user: Type.String(),
+    tenant: Type.String(),
+    service: Type.String(),
+    instance: Type.String(),
+    namespace: Type.String({ description: "Where the Runtime object and its workloads live." }),
+    name: Type.String(),
+    desiredState: Type.String(),
+    phase: Type.Union(RUNTIME_PHASES.map((p) => Type.Literal(p))),
+    reason: Type.Optional(Type.String()),
+    message: Type.Optional(Type.String()),
+    ready: Type.Boolean({ description: "Running and answering." }),
+    url: Type.Optional(Type.String({ description: "The runtime through the proxy: `<proxy>/r/<token>/`." })),
+    progressUrl: Type.String(),
+    cluster: Type.Optional(Type.String()),
+    pod: Type.Optional(Type.String({ description: "The pod serving it (its logs are that pod's)." })),
+    steps: Type.Array(Step),
+    startedAt: Type.Optional(Type.String()),
+    lastActivity: Type.Optional(Type.String()),
+  },
+  { description: "A runtime's state." },
+);
+export type RuntimeStatusBody = Static<typeof RuntimeStatusBody>;
+
+export const RuntimeListBody = Type.Object({
+  items: Type.Array(RuntimeStatusBody),
+  continue: Type.Optional(Type.String({ description: "Give it back as `continue` for the next page." })),
+});
+
+export const Problem = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    field: Type.Optional(Type.String({ description: "The request field at fault." })),
+    limit: Type.Optional(Type.Union([Type.String(), Type.Number()], { description: "The limit it broke." })),
+    phase: Type.Optional(Type.String()),
+    reason: Type.Optional(Type.String()),
+    runtime: Type.Optional(Type.Unknown({ description: "503: the runtime's state." })),
+  },
+  { description: "An RFC 9457 problem." },
+);

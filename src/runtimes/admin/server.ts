@@ -1,0 +1,879 @@
+/**
+ * The runtimes Admin REST API (document 000 §3.2, Table 2): a façade over Runtime objects. It
+ * creates, patches and deletes them; the controller does the rest. Reads come from informers
+ * (indexed by user and by user/service/instance); nothing lives only in memory.
+ */
+import type { AddressInfo } from "node:net";
+import swagger from "@fastify/swagger";
+import { CoreV1Api, type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type InjectOptions,
+} from "fastify";
+import type { Logger } from "pino";
+import type { Authenticator, Identity } from "../../identity/index.js";
+import {
+  type ClusterClient,
+  describeError,
+  Informer,
+  isAlreadyExists,
+  isNotFound,
+  silentLogger,
+  startInformers,
+  stopInformers,
+} from "../../kube/index.js";
+import { MANAGED_BY, MANAGED_BY_LABEL, TENANT_LABEL, TENANTS_API_VERSION } from "../../tenants/index.js";
+import { runtimePlacement } from "../api/placement.js";
+import { type Runtime, START_STEPS } from "../api/runtime.js";
+import type { RuntimeService } from "../api/runtime-service.js";
+import type { ServicePlugin } from "../plugins/spi.js";
+import { AdminCallers, type Caller, ON_BEHALF_OF_HEADER, type UserCaller } from "./callers.js";
+import { checkStartLimits, isStarting } from "./limits.js";
+import {
+  DEFAULT_PAGE,
+  InstanceParams,
+  MAX_BODY_BYTES,
+  PageQuery,
+  Problem,
+  RuntimeListBody,
+  RuntimeStatusBody,
+  StartBody,
+  StartQuery,
+  UserParams,
+} from "./schemas.js";
+
+export const OPENAPI_PATH = "/services/openapi.json";
+const API_VERSION = TENANTS_API_VERSION;
+const BY_USER = "user";
+const BY_KEY = "key";
+
+export interface RuntimesAdminOptions {
+  client: ClusterClient;
+  /** Validates tokens of tenantry's identity providers; other tokens go to a TokenReview. */
+  authenticator?: Authenticator;
+  /** Audience of runtime pods' projected tokens (default `tenantry-runtimes`). */
+  audience?: string;
+  /** Called for each token a tenantry identity provider vouched for (first-login provisioning). */
+  onAuthenticated?: (identity: Identity) => Promise<void>;
+  host?: string;
+  port?: number;
+  /** Base URL users reach runtimes at (the proxy): a runtime's URL is `<base>/r/<token>/`. Default: this server. */
+  publicUrl?: () => string | undefined;
+  /** The plugin of a service, for check-service (409 on an incompatible body). */
+  pluginOf?: (service: RuntimeService) => ServicePlugin | undefined;
+  /** Retry-After of a 429 and of a 503 while starting, in seconds (default 2). */
+  retryAfterSeconds?: number;
+  logger?: Logger;
+}
+
+interface Answer {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+class ProblemError extends Error {
+  constructor(
+    readonly status: number,
+    readonly title: string,
+    detail: string,
+    readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+  }
+}
+
+const keyOf = (user: string, service: string, instance: string) => `${user}\n${service}\n${instance}`;
+
+export class RuntimesAdmin {
+  readonly runtimes: Informer<Runtime>;
+  readonly services: Informer<RuntimeService>;
+  private readonly app: FastifyInstance;
+  private readonly callers: AdminCallers;
+  private readonly logger: Logger;
+  private readonly retryAfter: number;
+  private readonly events: CoreV1Api;
+  /** Starts this replica is writing, per runtime key: concurrent POSTs for one instance share one. */
+  private readonly starting = new Map<string, Promise<Runtime>>();
+  private readonly knownNamespaces = new Set<string>();
+  private address?: AddressInfo;
+
+  constructor(private readonly options: RuntimesAdminOptions) {
+    const { client } = options;
+    this.logger = (options.logger ?? silentLogger).child({ component: "runtimes-admin" });
+    this.retryAfter = options.retryAfterSeconds ?? 2;
+    this.callers = new AdminCallers({
+      client,
+      ...(options.authenticator ? { authenticator: options.authenticator } : {}),
+      ...(options.audience ? { audience: options.audience } : {}),
+      ...(options.onAuthenticated ? { onAuthenticated: options.onAuthenticated } : {}),
+    });
+    this.events = client.kubeConfig.makeApiClient(CoreV1Api);
+    this.runtimes = Informer.forResource<Runtime>(client, { apiVersion: API_VERSION, kind: "Runtime" });
+    this.runtimes.addIndex(BY_USER, (r) => (r.spec?.user ? [r.spec.user] : []));
+    this.runtimes.addIndex(BY_KEY, (r) =>
+      r.spec ? [keyOf(r.spec.user, r.spec.service, r.spec.instance)] : [],
+    );
+    this.services = Informer.forResource<RuntimeService>(client, {
+      apiVersion: API_VERSION,
+      kind: "RuntimeService",
+    });
+    this.app = this.build();
+  }
+
+  get url(): string {
+    if (!this.address) throw new Error("the runtimes Admin API is not listening");
+    const host = this.address.family === "IPv6" ? `[${this.address.address}]` : this.address.address;
+    return `http://${host}:${this.address.port}`;
+  }
+
+  async start(): Promise<string> {
+    await startInformers(this.informers());
+    await this.app.listen({ host: this.options.host ?? "127.0.0.1", port: this.options.port ?? 0 });
+    this.address = this.app.server.address() as AddressInfo;
+    this.logger.info({ url: this.url }, "runtimes Admin API serving");
+    return this.url;
+  }
+
+  async stop(): Promise<void> {
+    await this.app.close();
+    await stopInformers(this.informers());
+  }
+
+  private informers(): Informer<KubernetesObject>[] {
+    return [this.runtimes, this.services] as unknown as Informer<KubernetesObject>[];
+  }
+
+  /** For tests and the composition root: answer a request without a socket. */
+  inject(request: InjectOptions) {
+    return this.app.inject(request);
+  }
+
+  private build(): FastifyInstance {
+    const app = Fastify({
+      bodyLimit: MAX_BODY_BYTES,
+      forceCloseConnections: true,
+      ajv: { customOptions: { allErrors: false, coerceTypes: true } },
+    }) as unknown as FastifyInstance;
+    app.register(swagger, {
+      openapi: {
+        info: {
+          title: "tenantry runtimes Admin API",
+          version: "v1alpha1",
+          description:
+            "Start, watch, stop and delete per-user runtimes. Bearer tokens of tenantry's identity providers; runtime agents use their pod's projected service-account token; admins holding `delegate` on `runtimes.tenantry.dev` may act for a user with the `Tenantry-On-Behalf-Of` header.",
+        },
+        components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } } },
+        security: [{ bearer: [] }],
+      },
+    });
+    app.setErrorHandler(
+      (
+        err: Error & { validation?: ValidationIssue[]; validationContext?: string; statusCode?: number },
+        _request,
+        reply,
+      ) => {
+        if (err instanceof ProblemError) return this.problem(reply, err);
+        if (err.validation) return this.problem(reply, invalidRequest(err.validation, err.validationContext));
+        if (err.statusCode === 413) {
+          return this.problem(
+            reply,
+            new ProblemError(400, "invalid request", `the body is larger than ${MAX_BODY_BYTES} bytes`, {
+              field: "body",
+              limit: MAX_BODY_BYTES,
+            }),
+          );
+        }
+        if (err.statusCode && err.statusCode < 500) {
+          return this.problem(reply, new ProblemError(err.statusCode, "bad request", err.message));
+        }
+        this.logger.error({ err }, "runtimes Admin API request failed");
+        return this.problem(reply, new ProblemError(500, "internal error", describeError(err)));
+      },
+    );
+    app.setNotFoundHandler((request, reply) =>
+      this.problem(
+        reply,
+        new ProblemError(404, "not found", `no route ${request.method} ${request.url.split("?")[0]}`),
+      ),
+    );
+
+    const problems = {
+      400: Problem,
+      401: Problem,
+      403: Problem,
+      404: Problem,
+      409: Problem,
+      429: Problem,
+      503: Problem,
+    };
+    app.register(async (api) => {
+      api.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
+
+      api.get(
+        "/services",
+        {
+          schema: {
+            summary: "Every user's runtimes (needs the delegation permission), a page at a time.",
+            querystring: PageQuery,
+            response: { 200: RuntimeListBody, ...problems },
+          },
+        },
+        async (request) => {
+          const caller = await this.caller(request);
+          if (caller.kind !== "user" || !(await this.callers.mayDelegate(caller))) {
+            throw forbidden(`listing every user's runtimes needs ${delegateText()} cluster-wide`);
+          }
+          return this.page(this.runtimes.list(), request.query as PageQuery, request);
+        },
+      );
+
+      api.get(
+        "/services/:user",
+        {
+          schema: {
+            summary: "One user's runtimes, a page at a time.",
+            params: UserParams,
+            querystring: PageQuery,
+            response: { 200: RuntimeListBody, ...problems },
+          },
+        },
+        async (request) => {
+          const { user } = request.params as { user: string };
+          const acting = await this.actingFor(request, user);
+          const own = this.runtimes
+            .byIndex(BY_USER, user)
+            .filter((r) => acting.delegated || r.spec.tenant === acting.caller.tenant);
+          return this.page(own, request.query as PageQuery, request);
+        },
+      );
+
+      api.post(
+        "/services/:user/:service/:instance",
+        {
+          schema: {
+            summary: "Start (or resume) a runtime; the same request again answers its current state.",
+            params: InstanceParams,
+            querystring: StartQuery,
+            body: StartBody,
+            response: { 201: RuntimeStatusBody, 202: RuntimeStatusBody, ...problems },
+          },
+        },
+        async (request, reply) => this.send(reply, await this.startRuntime(request)),
+      );
+
+      api.get(
+        "/services/:user/:service/:instance",
+        {
+          schema: {
+            summary: "A runtime's state: 200 when running and answering, 503 otherwise.",
+            params: InstanceParams,
+            response: { 200: RuntimeStatusBody, ...problems },
+          },
+        },
+        async (request, reply) => {
+          const params = request.params as InstanceParams;
+          const acting = await this.actingFor(request, params.user);
+          const runtime = await this.find(params, acting);
+          const status = this.statusOf(runtime, request);
+          if (status.ready) return reply.code(200).send(status);
+          throw new ProblemError(
+            503,
+            "not running",
+            `runtime ${params.service}/${params.instance} of ${params.user} is ${status.phase}${status.reason ? ` (${status.reason})` : ""}${status.message ? `: ${status.message}` : ""}`,
+            { phase: status.phase, ...(status.reason ? { reason: status.reason } : {}), runtime: status },
+            isStarting(runtime)
+              ? { "retry-after": String(this.retryAfter), location: status.progressUrl }
+              : {},
+          );
+        },
+      );
+
+      api.get(
+        "/services/:user/:service/:instance/progress",
+        {
+          schema: {
+            summary:
+              "Server-sent events of the start sequence (namespace, volumes, scheduled, pulling, ready), ending with the runtime's URL.",
+            params: InstanceParams,
+            response: problems,
+          },
+        },
+        async (request, reply) => {
+          const params = request.params as InstanceParams;
+          const acting = await this.actingFor(request, params.user);
+          const runtime = await this.find(params, acting);
+          this.streamProgress(runtime, request, reply);
+          return reply;
+        },
+      );
+
+      api.delete(
+        "/services/:user/:service/:instance/stop",
+        {
+          schema: {
+            summary: "Stop: deployment and service go, volumes and secrets stay; the next POST resumes.",
+            params: InstanceParams,
+            response: { 202: RuntimeStatusBody, 204: { type: "null" }, ...problems },
+          },
+        },
+        async (request, reply) => {
+          const params = request.params as InstanceParams;
+          const acting = await this.actingFor(request, params.user, { agentMayStop: true });
+          const runtime = await this.find(params, acting);
+          if (acting.agent && acting.agent.runtime !== runtime.metadata?.name) {
+            throw forbidden(
+              `the agent of runtime ${acting.agent.namespace}/${acting.agent.runtime} may stop only its own runtime`,
+            );
+          }
+          if (runtime.status?.phase === "Stopped" && runtime.spec.desiredState === "Stopped") {
+            return reply.code(204).send();
+          }
+          const stopped = await this.patchSpec(runtime, { desiredState: "Stopped" });
+          await this.recordDelegation(acting, stopped, "stop");
+          return reply.code(202).send(this.statusOf(stopped, request));
+        },
+      );
+
+      api.delete(
+        "/services/:user/:service/:instance",
+        {
+          schema: {
+            summary:
+              "Delete: deployment, service, claims and secrets go; the plugin's deregister-service runs.",
+            params: InstanceParams,
+            response: { 202: RuntimeStatusBody, ...problems },
+          },
+        },
+        async (request, reply) => {
+          const params = request.params as InstanceParams;
+          const acting = await this.actingFor(request, params.user);
+          const runtime = await this.find(params, acting);
+          await this.recordDelegation(acting, runtime, "delete");
+          try {
+            await this.options.client.objects.delete(runtime as never);
+          } catch (err) {
+            if (!isNotFound(err)) throw err;
+          }
+          return reply.code(202).send({ ...this.statusOf(runtime, request), phase: "Deleting" });
+        },
+      );
+    });
+    return app;
+  }
+
+  // --- who acts for whom -------------------------------------------------------------------------
+
+  private async caller(request: FastifyRequest): Promise<Caller> {
+    const result = await this.callers.authenticate(request.headers);
+    if (!result.ok)
+      throw new ProblemError(
+        result.status,
+        result.status === 401 ? "unauthorized" : "unavailable",
+        result.detail,
+      );
+    return result.caller;
+  }
+
+  /**
+   * The caller acting on `user`'s runtimes: the user themselves (in their tenant), an admin naming
+   * the user in the on-behalf-of header and holding the delegation permission, or (for stop only)
+   * a runtime's agent.
+   */
+  private async actingFor(
+    request: FastifyRequest,
+    user: string,
+    { agentMayStop = false } = {},
+  ): Promise<Acting> {
+    const caller = await this.caller(request);
+    if (caller.kind === "agent") {
+      if (!agentMayStop) throw forbidden("a runtime's agent may only stop its own runtime (DELETE …/stop)");
+      return {
+        caller: { kind: "user", username: caller.username, groups: [], extra: {} },
+        agent: caller,
+        delegated: true,
+      };
+    }
+    const onBehalfOf = headerValue(request.headers[ON_BEHALF_OF_HEADER]);
+    if (onBehalfOf === undefined) {
+      if (caller.username !== user) {
+        throw forbidden(
+          `${caller.username} may act only on their own runtimes; acting for ${user} needs the ${ON_BEHALF_OF_HEADER} header and ${delegateText()}`,
+        );
+      }
+      if (!caller.tenant)
+        throw forbidden(`${caller.username} belongs to no tenant: runtimes run in a tenant`);
+      return { caller, delegated: false };
+    }
+    if (onBehalfOf !== user) {
+      throw new ProblemError(
+        400,
+        "invalid request",
+        `header ${ON_BEHALF_OF_HEADER} names ${onBehalfOf}, the path names ${user}`,
+        {
+          field: ON_BEHALF_OF_HEADER,
+        },
+      );
+    }
+    if (!(await this.callers.mayDelegate(caller))) {
+      throw forbidden(`${caller.username} may not act for ${user}: that needs ${delegateText()}`);
+    }
+    return { caller, delegated: true };
+  }
+
+  /** A delegated call is recorded as an Event on the Runtime and an audit log line naming both. */
+  private async recordDelegation(acting: Acting, runtime: Runtime, action: string): Promise<void> {
+    if (!acting.delegated) return;
+    const actor = acting.agent
+      ? `agent ${acting.agent.username} (pod ${acting.agent.pod})`
+      : acting.caller.username;
+    const message = `${actor} did ${action} on behalf of ${runtime.spec.user}`;
+    this.logger.info(
+      {
+        audit: "runtime-delegation",
+        actor: acting.agent?.username ?? acting.caller.username,
+        onBehalfOf: runtime.spec.user,
+        action,
+        runtime: `${runtime.metadata?.namespace}/${runtime.metadata?.name}`,
+      },
+      message,
+    );
+    const now = new Date();
+    try {
+      await this.events.createNamespacedEvent({
+        namespace: runtime.metadata!.namespace!,
+        body: {
+          metadata: { generateName: `${runtime.metadata!.name}.`, namespace: runtime.metadata!.namespace! },
+          involvedObject: {
+            apiVersion: API_VERSION,
+            kind: "Runtime",
+            name: runtime.metadata!.name!,
+            namespace: runtime.metadata!.namespace!,
+            ...(runtime.metadata?.uid ? { uid: runtime.metadata.uid } : {}),
+          },
+          reason: acting.agent ? "AgentAction" : "DelegatedAction",
+          message,
+          type: "Normal",
+          source: { component: "tenantry-runtimes-admin" },
+          firstTimestamp: now,
+          lastTimestamp: now,
+          count: 1,
+        },
+      });
+    } catch (err) {
+      this.logger.warn({ err: describeError(err) }, "could not record the delegation as an Event");
+    }
+  }
+
+  // --- start ---------------------------------------------------------------------------------------
+
+  private async startRuntime(request: FastifyRequest): Promise<Answer> {
+    const params = request.params as InstanceParams;
+    const acting = await this.actingFor(request, params.user);
+    const service = this.services.get(undefined, params.service);
+    if (!service) throw notFound(`no service ${params.service}`, "service");
+    const tenant = acting.delegated
+      ? ((request.query as { tenant?: string }).tenant ?? this.existing(params)?.spec.tenant)
+      : acting.caller.tenant;
+    if (!tenant) {
+      throw new ProblemError(
+        400,
+        "invalid request",
+        "a delegated start of a new runtime must name the user's tenant",
+        {
+          field: "tenant",
+        },
+      );
+    }
+    const config = {
+      ...((service.spec.defaults as Record<string, unknown>) ?? {}),
+      ...(request.body as object),
+    };
+    const placement = runtimePlacement(
+      { ...params, tenant },
+      service.spec.namespaceMode ?? "Segregated",
+      service.spec.runtimesNamespace,
+    );
+    const key = keyOf(params.user, params.service, params.instance);
+
+    // One start per instance on this replica at a time; across replicas the create decides.
+    for (;;) {
+      const pending = this.starting.get(key);
+      if (!pending) break;
+      await pending.catch(() => undefined);
+    }
+    const work = (async () => {
+      let runtime = this.runtimes.get(placement.namespace, placement.name);
+      if (runtime && runtime.spec.tenant !== tenant)
+        throw notFound(`no runtime ${params.service}/${params.instance} of ${params.user}`);
+      if (!runtime) {
+        const refusal = checkStartLimits(
+          service,
+          params.user,
+          this.serviceRuntimes(params.service),
+          true,
+          this.inFlight(params),
+        );
+        if (refusal) throw this.tooMany(refusal);
+        runtime = await this.create(placement, { ...params, tenant, config });
+        await this.recordDelegation(acting, runtime, "start");
+        return runtime;
+      }
+      await this.checkCompatible(service, runtime, config);
+      if (runtime.spec.desiredState === "Stopped") {
+        const refusal = checkStartLimits(
+          service,
+          params.user,
+          this.serviceRuntimes(params.service),
+          false,
+          this.inFlight(params),
+        );
+        if (refusal) throw this.tooMany(refusal);
+        runtime = await this.patchSpec(runtime, { desiredState: "Running", config });
+        await this.recordDelegation(acting, runtime, "resume");
+      }
+      return runtime;
+    })();
+    this.starting.set(key, work);
+    try {
+      const runtime = await work;
+      const status = this.statusOf(runtime, request);
+      if (status.ready) return { status: 201, body: status };
+      return {
+        status: 202,
+        body: status,
+        headers: { location: status.progressUrl, "retry-after": String(this.retryAfter) },
+      };
+    } finally {
+      if (this.starting.get(key) === work) this.starting.delete(key);
+    }
+  }
+
+  private inFlight(params: InstanceParams): { user: number; all: number } {
+    // Keys being written here whose objects the cache may not hold yet (the current one excluded).
+    let user = 0;
+    let all = 0;
+    for (const key of this.starting.keys()) {
+      const [u, s, i] = key.split("\n");
+      if (s !== params.service || (u === params.user && i === params.instance)) continue;
+      if (this.runtimes.byIndex(BY_KEY, key).length) continue;
+      all++;
+      if (u === params.user) user++;
+    }
+    return { user, all };
+  }
+
+  private serviceRuntimes(service: string): Runtime[] {
+    return this.runtimes.list().filter((r) => r.spec?.service === service);
+  }
+
+  private existing(params: InstanceParams): Runtime | undefined {
+    return this.runtimes.byIndex(BY_KEY, keyOf(params.user, params.service, params.instance))[0];
+  }
+
+  private async create(
+    placement: { namespace: string; name: string },
+    spec: InstanceParams & { tenant: string; config: Record<string, unknown> },
+  ): Promise<Runtime> {
+    await this.ensureNamespace(placement.namespace, spec.tenant);
+    const body: Runtime = {
+      apiVersion: API_VERSION,
+      kind: "Runtime",
+      metadata: { name: placement.name, namespace: placement.namespace },
+      spec: { ...spec, desiredState: "Running" },
+    } as Runtime;
+    try {
+      return (await this.options.client.objects.create(body)) as Runtime;
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+      // Another replica (or request) created it first: answer its state.
+      return (await this.options.client.objects.read(body as never)) as Runtime;
+    }
+  }
+
+  /** The Runtime object's namespace, created in the user's tenant when missing (segregated mode). */
+  private async ensureNamespace(namespace: string, tenant: string): Promise<void> {
+    if (this.knownNamespaces.has(namespace)) return;
+    const combined = !namespace.startsWith(`${tenant}-rt-`);
+    try {
+      await this.options.client.core.createNamespace({
+        body: {
+          metadata: {
+            name: namespace,
+            labels: { [MANAGED_BY_LABEL]: MANAGED_BY, ...(combined ? {} : { [TENANT_LABEL]: tenant }) },
+          },
+        },
+      });
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+    this.knownNamespaces.add(namespace);
+  }
+
+  /** The plugin's check-service decides; without one, any changed parameter is incompatible. */
+  private async checkCompatible(
+    service: RuntimeService,
+    runtime: Runtime,
+    proposed: Record<string, unknown>,
+  ) {
+    const current = (runtime.spec.config as Record<string, unknown>) ?? {};
+    const plugin = this.options.pluginOf?.(service);
+    if (plugin?.checkService) {
+      const result = await plugin.checkService({
+        user: runtime.spec.user,
+        service: runtime.spec.service,
+        instance: runtime.spec.instance,
+        current,
+        proposed,
+      });
+      if (!result.compatible) throw conflict(result.field, result.message);
+      return;
+    }
+    for (const field of new Set([...Object.keys(current), ...Object.keys(proposed)])) {
+      if (JSON.stringify(current[field]) !== JSON.stringify(proposed[field])) {
+        throw conflict(
+          field,
+          `${field} is ${JSON.stringify(proposed[field] ?? null)} in the request but ${JSON.stringify(current[field] ?? null)} in the existing runtime; delete it first to change it`,
+        );
+      }
+    }
+  }
+
+  private async patchSpec(runtime: Runtime, spec: Partial<Runtime["spec"]>): Promise<Runtime> {
+    return this.options.client.objects.patchRaw<Runtime>(
+      {
+        apiVersion: API_VERSION,
+        kind: "Runtime",
+        metadata: { name: runtime.metadata!.name!, namespace: runtime.metadata!.namespace! },
+        spec,
+      } as Runtime,
+      PatchStrategy.MergePatch,
+    );
+  }
+
+  private tooMany(refusal: { field: string; limit: number; detail: string }): ProblemError {
+    const retry = refusal.field === "instancesPerUser" ? 60 : this.retryAfter;
+    return new ProblemError(
+      429,
+      "too many starts",
+      refusal.detail,
+      { field: `limits.${refusal.field}`, limit: refusal.limit },
+      { "retry-after": String(retry) },
+    );
+  }
+
+  // --- reading -------------------------------------------------------------------------------------
+
+  /** The runtime `params` names, as the caller may see it (another tenant's is not found). */
+  private async find(params: InstanceParams, acting: Acting): Promise<Runtime> {
+    let runtime = this.existing(params);
+    if (!runtime && acting.agent) {
+      runtime = this.runtimes.get(acting.agent.namespace, acting.agent.runtime);
+      if (
+        runtime &&
+        keyOf(runtime.spec.user, runtime.spec.service, runtime.spec.instance) !==
+          keyOf(params.user, params.service, params.instance)
+      ) {
+        throw forbidden(
+          `the agent of runtime ${acting.agent.namespace}/${acting.agent.runtime} may stop only its own runtime`,
+        );
+      }
+    }
+    if (!runtime || (!acting.delegated && runtime.spec.tenant !== acting.caller.tenant)) {
+      throw notFound(`no runtime ${params.service}/${params.instance} of ${params.user}`);
+    }
+    return runtime;
+  }
+
+  private statusOf(runtime: Runtime, request: FastifyRequest): RuntimeStatusBody {
+    const { spec, status } = runtime;
+    const phase = status?.phase ?? "Pending";
+    const ready =
+      phase === "Running" &&
+      !!status?.endpoint?.url &&
+      !(status.conditions ?? []).some((c) => c.type === "Ready" && c.status !== "True");
+    const base = this.publicBase(request);
+    const path = `/services/${encodeURIComponent(spec.user)}/${spec.service}/${spec.instance}`;
+    return {
+      user: spec.user,
+      tenant: spec.tenant,
+      service: spec.service,
+      instance: spec.instance,
+      namespace: runtime.metadata?.namespace ?? "",
+      name: runtime.metadata?.name ?? "",
+      desiredState: spec.desiredState ?? "Running",
+      phase,
+      ...(status?.reason ? { reason: status.reason } : {}),
+      ...(status?.message ? { message: status.message } : {}),
+      ready,
+      ...(status?.route?.token ? { url: `${base}/r/${status.route.token}/` } : {}),
+      progressUrl: `${base}${path}/progress`,
+      ...(status?.cluster ? { cluster: status.cluster } : {}),
+      ...(status?.endpoint?.pod ? { pod: status.endpoint.pod } : {}),
+      steps: START_STEPS.map(
+        (name) => status?.steps?.find((s) => s.name === name) ?? { name, state: "Pending" },
+      ),
+      ...(status?.startedAt ? { startedAt: status.startedAt } : {}),
+      ...(status?.lastActivity ? { lastActivity: status.lastActivity } : {}),
+    };
+  }
+
+  private publicBase(request: FastifyRequest): string {
+    const configured = this.options.publicUrl?.();
+    if (configured) return configured.replace(/\/+$/, "");
+    return `${request.protocol}://${request.headers.host ?? request.host}`;
+  }
+
+  private page(items: Runtime[], query: PageQuery, request: FastifyRequest) {
+    const limit = query.limit ?? DEFAULT_PAGE;
+    const sortKey = (r: Runtime) => `${r.metadata?.namespace}/${r.metadata?.name}`;
+    const after = query.continue ? decodeContinue(query.continue) : "";
+    const sorted = items
+      .filter((r) => sortKey(r) > after)
+      .sort((a, b) => sortKey(a).localeCompare(sortKey(b)));
+    const pageItems = sorted.slice(0, limit);
+    const last = pageItems.at(-1);
+    return {
+      items: pageItems.map((r) => this.statusOf(r, request)),
+      ...(sorted.length > limit && last
+        ? { continue: Buffer.from(sortKey(last)).toString("base64url") }
+        : {}),
+    };
+  }
+
+  /** Server-sent events from the informer: one event per change of the runtime's steps or phase. */
+  private streamProgress(runtime: Runtime, request: FastifyRequest, reply: FastifyReply): void {
+    const ns = runtime.metadata!.namespace!;
+    const name = runtime.metadata!.name!;
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    });
+    let last = "";
+    let done = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      removeHandler();
+      clearInterval(keepAlive);
+      res.end();
+    };
+    const emit = (current: Runtime | undefined) => {
+      if (done) return;
+      if (!current) {
+        res.write(
+          `event: deleted\ndata: ${JSON.stringify({ ready: false, failed: true, message: "the runtime was deleted" })}\n\n`,
+        );
+        return finish();
+      }
+      const status = this.statusOf(current, request);
+      const doneSteps = status.steps.filter((s) => s.state === "Done").length;
+      const event = {
+        progress: Math.round((doneSteps / START_STEPS.length) * 100),
+        phase: status.phase,
+        message:
+          status.steps.findLast((s) => s.state !== "Pending")?.message ?? status.message ?? `${status.phase}`,
+        steps: status.steps,
+        ready: status.ready,
+        failed: status.phase === "Failed",
+        ...(status.ready && status.url ? { url: status.url } : {}),
+      };
+      const text = JSON.stringify(event);
+      if (text !== last) {
+        last = text;
+        res.write(`data: ${text}\n\n`);
+      }
+      if (
+        status.ready ||
+        status.phase === "Failed" ||
+        status.phase === "Stopped" ||
+        status.phase === "Deleting"
+      )
+        finish();
+    };
+    const removeHandler = this.runtimes.addHandler({
+      onAdd: (r) => r.metadata?.namespace === ns && r.metadata?.name === name && emit(r),
+      onUpdate: (_o, r) => r.metadata?.namespace === ns && r.metadata?.name === name && emit(r),
+      onDelete: (r) => r.metadata?.namespace === ns && r.metadata?.name === name && emit(undefined),
+    });
+    const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
+    request.raw.on("close", finish);
+    emit(this.runtimes.get(ns, name) ?? runtime);
+  }
+
+  private send(reply: FastifyReply, answer: Answer) {
+    for (const [k, v] of Object.entries(answer.headers ?? {})) reply.header(k, v);
+    return reply.code(answer.status).send(answer.body);
+  }
+
+  private problem(reply: FastifyReply, err: ProblemError) {
+    for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
+    return reply
+      .code(err.status)
+      .type("application/problem+json")
+      .send({ type: "about:blank", title: err.title, status: err.status, detail: err.message, ...err.extra });
+  }
+}
+
+interface Acting {
+  caller: UserCaller;
+  /** The caller acts for another user (a delegation, or a runtime's agent). */
+  delegated: boolean;
+  agent?: Extract<Caller, { kind: "agent" }>;
+}
+
+interface ValidationIssue {
+  instancePath: string;
+  keyword: string;
+  params: Record<string, unknown>;
+  message?: string;
+}
+
+/** Ajv's complaint as a problem naming the field and the limit it broke. */
+function invalidRequest(issues: ValidationIssue[], context = "request"): ProblemError {
+  const issue = issues[0]!;
+  const path = issue.instancePath.replace(/^\//, "").replaceAll("/", ".");
+  const field = path || (issue.params.missingProperty as string | undefined) || context;
+  const limitKey = ["limit", "pattern", "format", "allowedValues"].find((k) => k in issue.params);
+  const limit = limitKey ? (issue.params[limitKey] as string | number) : undefined;
+  return new ProblemError(400, "invalid request", `${context} ${field}: ${issue.message ?? issue.keyword}`, {
+    field,
+    ...(limit !== undefined ? { limit: Array.isArray(limit) ? limit.join(", ") : limit } : {}),
+  });
+}
+
+function decodeContinue(token: string): string {
+  const text = Buffer.from(token, "base64url").toString("utf8");
+  if (!text.includes("/")) {
+    throw new ProblemError(400, "invalid request", "continue is not a token a previous page gave", {
+      field: "continue",
+    });
+  }
+  return text;
+}
+
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+const delegateText = () =>
+  "the permission delegate on runtimes.tenantry.dev (ClusterRole tenantry:runtimes-delegate)";
+const forbidden = (detail: string) => new ProblemError(403, "forbidden", detail);
+const notFound = (detail: string, field?: string) =>
+  new ProblemError(404, "not found", detail, field ? { field } : {});
+const conflict = (field: string, detail: string) =>
+  new ProblemError(409, "incompatible with the running runtime", detail, { field });
+
+/** Starts a runtimes Admin API; its informers are synced when it resolves. */
+export async function startRuntimesAdmin(options: RuntimesAdminOptions): Promise<RuntimesAdmin> {
+  const admin = new RuntimesAdmin(options);
+  await admin.start();
+  return admin;
+}

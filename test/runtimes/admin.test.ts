@@ -1,0 +1,434 @@
+/**
+ * The runtimes Admin API of the tenantry serving the home cluster, called as users, runtime agents
+ * and delegating admins: Runtime objects are created, read, stopped and deleted for real; what
+ * the controller would write to a Runtime's status is written here where a test needs a phase.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
+import type { BuiltinIdentity } from "../../src/identity/index.js";
+import { type ClusterClient, isNotFound, loadClusterClient } from "../../src/kube/index.js";
+import {
+  RUNTIME_LABEL,
+  RUNTIMES_AUDIENCE,
+  RUNTIMES_DELEGATE_CLUSTER_ROLE,
+  runtimePlacement,
+} from "../../src/runtimes/index.js";
+import { testEnvironment, uniqueName } from "../support/clusters.js";
+import { eventually } from "../support/eventually.js";
+import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
+
+const API = "tenantry.dev/v1alpha1";
+
+interface Reply {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown>;
+}
+
+async function call(
+  method: string,
+  path: string,
+  token?: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
+  const res = await fetch(`${testEnvironment().tenantry.runtimesAdminUrl}${path}`, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+      ...headers,
+    },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  return {
+    status: res.status,
+    headers: res.headers,
+    body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+  };
+}
+
+function home(): ClusterClient {
+  const env = testEnvironment();
+  const entry = env.clusters.find((c) => c.name === env.tenantry.cluster)!;
+  return loadClusterClient(entry.name, entry.kubeconfig);
+}
+
+async function remove(client: ClusterClient, obj: KubernetesObject): Promise<void> {
+  try {
+    await client.objects.delete(obj);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+}
+
+describe("runtimes Admin API", () => {
+  const client = home();
+  const tenant = uniqueName("rta");
+  const otherTenant = uniqueName("rtb");
+  const service = uniqueName("svc");
+  const alice = uniqueName("alice");
+  const bob = uniqueName("bob");
+  const carol = uniqueName("carol");
+  const admin = uniqueName("admin");
+  const password = "runtime-secret-1";
+  const tokens: Record<string, string> = {};
+  let identity: BuiltinIdentity;
+  const serviceObject = {
+    apiVersion: API,
+    kind: "RuntimeService",
+    metadata: { name: service },
+    spec: {
+      plugin: { builtin: "generic" },
+      defaults: { image: "example/app:1", port: 8888 },
+      limits: { concurrentStartsPerUser: 2, concurrentStarts: 100, instancesPerUser: 3 },
+    },
+  };
+
+  before(async () => {
+    assert.ok(testEnvironment().tenantry.runtimesAdminUrl, "the test tenantry serves the runtimes Admin API");
+    identity = await sharedBuiltinIdentity();
+    await client.objects.create(serviceObject);
+    for (const [name, t] of [
+      [alice, tenant],
+      [bob, tenant],
+      [carol, otherTenant],
+      [admin, otherTenant],
+    ] as const) {
+      await identity.createUser({ name, password, tenant: t, tenantAdmin: false });
+      tokens[name] = (await identity.login({ username: name, password })).token;
+    }
+    await client.objects.create({
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: `${admin}-delegate` },
+      roleRef: {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: RUNTIMES_DELEGATE_CLUSTER_ROLE,
+      },
+      subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: admin }],
+    } as KubernetesObject);
+    // The service reaches the Admin API's informer.
+    await eventually(async () => {
+      const r = await call("GET", `/services/${alice}/${service}/none`, tokens[alice]);
+      assert.equal(r.status, 404);
+      assert.match(String(r.body.detail), /no runtime/);
+    });
+  });
+
+  after(async () => {
+    await remove(client, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: `${admin}-delegate` },
+    });
+    await remove(client, serviceObject);
+    for (const name of [alice, bob, carol, admin]) await identity?.deleteUser(name).catch(() => {});
+    for (const user of [alice, bob]) {
+      await remove(client, {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: runtimePlacement({ tenant, user, service, instance: "x" }).namespace },
+      });
+    }
+    for (const t of [tenant, otherTenant])
+      await remove(client, { apiVersion: API, kind: "Tenant", metadata: { name: t } });
+    await stopSharedBuiltinIdentity();
+  });
+
+  test("a start creates one Runtime in the user's tenant namespace and answers 202 with where to watch", async () => {
+    const r = await call("POST", `/services/${alice}/${service}/one`, tokens[alice], { cpu: "1" });
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    const placement = runtimePlacement({ tenant, user: alice, service, instance: "one" });
+    assert.equal(r.body.namespace, placement.namespace);
+    assert.equal(r.body.name, placement.name);
+    assert.equal(r.headers.get("location"), r.body.progressUrl);
+    assert.ok(Number(r.headers.get("retry-after")) > 0);
+    const runtime = (await client.objects.read({
+      apiVersion: API,
+      kind: "Runtime",
+      metadata: placement,
+    })) as KubernetesObject & {
+      spec: Record<string, unknown>;
+    };
+    assert.deepEqual(runtime.spec, {
+      user: alice,
+      tenant,
+      service,
+      instance: "one",
+      desiredState: "Running",
+      config: { image: "example/app:1", port: 8888, cpu: "1" },
+    });
+    const ns = await client.core.readNamespace({ name: placement.namespace });
+    assert.equal(ns.metadata?.labels?.["tenantry.dev/tenant"], tenant);
+  });
+
+  test("the same start again answers the same runtime; a changed parameter is 409 naming it", async () => {
+    const again = await call("POST", `/services/${alice}/${service}/one`, tokens[alice], { cpu: "1" });
+    assert.equal(again.status, 202);
+    assert.equal(again.body.name, runtimePlacement({ tenant, user: alice, service, instance: "one" }).name);
+    const changed = await call("POST", `/services/${alice}/${service}/one`, tokens[alice], { cpu: "2" });
+    assert.equal(changed.status, 409);
+    assert.equal(changed.body.field, "cpu");
+  });
+
+  test("ten concurrent starts of one instance make one runtime", async () => {
+    const replies = await Promise.all(
+      Array.from({ length: 10 }, () => call("POST", `/services/${bob}/${service}/same`, tokens[bob], {})),
+    );
+    assert.deepEqual(new Set(replies.map((r) => r.status)), new Set([202]));
+    assert.equal(new Set(replies.map((r) => r.body.name)).size, 1);
+    const list = await client.objects.list(
+      API,
+      "Runtime",
+      runtimePlacement({ tenant, user: bob, service, instance: "x" }).namespace,
+    );
+    assert.equal(list.items.length, 1);
+  });
+
+  test("unknown service 404, bad names and bodies 400 naming the field and the limit", async () => {
+    const unknown = await call("POST", `/services/${alice}/no-such-service/one`, tokens[alice], {});
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.body.field, "service");
+    const bad = await call("POST", `/services/${alice}/${service}/Not_A_Label`, tokens[alice], {});
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.field, "instance");
+    assert.ok(bad.body.limit);
+    const array = await call("POST", `/services/${alice}/${service}/one`, tokens[alice], [1]);
+    assert.equal(array.status, 400);
+    const big = await call("POST", `/services/${alice}/${service}/big`, tokens[alice], {
+      blob: "x".repeat(70 * 1024),
+    });
+    assert.equal(big.status, 400);
+    assert.equal(big.body.field, "body");
+  });
+
+  test("over the per-user concurrent starts 429 with Retry-After naming the limit", async () => {
+    // alice has `one` starting; a second start fits, a third does not.
+    assert.equal((await call("POST", `/services/${alice}/${service}/two`, tokens[alice], {})).status, 202);
+    const refused = await call("POST", `/services/${alice}/${service}/three`, tokens[alice], {});
+    assert.equal(refused.status, 429);
+    assert.equal(refused.body.field, "limits.concurrentStartsPerUser");
+    assert.equal(refused.body.limit, 2);
+    assert.ok(Number(refused.headers.get("retry-after")) > 0);
+  });
+
+  test("GET answers 503 with phase and Retry-After while starting, 200 with the proxy URL when running", async () => {
+    const path = `/services/${alice}/${service}/one`;
+    const starting = await call("GET", path, tokens[alice]);
+    assert.equal(starting.status, 503);
+    assert.equal(starting.body.phase, "Pending");
+    assert.ok(starting.headers.get("retry-after"));
+
+    const placement = runtimePlacement({ tenant, user: alice, service, instance: "one" });
+    const progress = fetch(`${testEnvironment().tenantry.runtimesAdminUrl}${path}/progress`, {
+      headers: { authorization: `Bearer ${tokens[alice]}` },
+    });
+    const token = "t".repeat(43);
+    // What the controller writes as the runtime comes up.
+    const now = new Date().toISOString();
+    const steps = ["Namespace", "Volumes", "Scheduled", "Pulling", "Ready"].map((name) => ({
+      name,
+      state: "Done",
+      time: now,
+    }));
+    await client.objects.patchSubresource(
+      {
+        apiVersion: API,
+        kind: "Runtime",
+        metadata: placement,
+        status: { phase: "Starting", steps: steps.slice(0, 2) },
+      } as KubernetesObject,
+      "status",
+      PatchStrategy.MergePatch,
+    );
+    await client.objects.patchSubresource(
+      {
+        apiVersion: API,
+        kind: "Runtime",
+        metadata: placement,
+        status: { phase: "Running", steps, route: { token }, endpoint: { url: "http://127.77.0.9:8888" } },
+      } as KubernetesObject,
+      "status",
+      PatchStrategy.MergePatch,
+    );
+    const res = await progress;
+    assert.equal(res.headers.get("content-type"), "text/event-stream");
+    const events = (await res.text())
+      .split("\n\n")
+      .filter((e) => e.startsWith("data: "))
+      .map((e) => JSON.parse(e.slice(6)) as { progress: number; ready: boolean; url?: string });
+    const last = events.at(-1)!;
+    assert.equal(last.ready, true);
+    assert.equal(last.progress, 100);
+    assert.match(String(last.url), new RegExp(`/r/${token}/$`));
+
+    const running = await eventually(async () => {
+      const r = await call("GET", path, tokens[alice]);
+      assert.equal(r.status, 200);
+      return r;
+    });
+    assert.equal(running.body.phase, "Running");
+    assert.equal(running.body.ready, true);
+    assert.match(String(running.body.url), new RegExp(`/r/${token}/$`));
+    const answer = await call("POST", path, tokens[alice], { cpu: "1" });
+    assert.equal(answer.status, 201);
+  });
+
+  test("a user acts only on their own runtimes in their tenant", async () => {
+    const other = await call("GET", `/services/${alice}/${service}/one`, tokens[bob]);
+    assert.equal(other.status, 403);
+    assert.match(String(other.body.detail), /own runtimes/);
+    const start = await call("POST", `/services/${alice}/${service}/four`, tokens[bob], {});
+    assert.equal(start.status, 403);
+    const unauth = await call("GET", `/services/${alice}/${service}/one`, "not-a-token");
+    assert.equal(unauth.status, 401);
+    const none = await call("GET", `/services/${alice}/${service}/one`);
+    assert.equal(none.status, 401);
+  });
+
+  test("lists a user's runtimes a page at a time; all users only with the delegation permission", async () => {
+    const first = await call("GET", `/services/${alice}?limit=1`, tokens[alice]);
+    assert.equal(first.status, 200);
+    assert.equal((first.body.items as unknown[]).length, 1);
+    assert.ok(first.body.continue);
+    const second = await call(
+      "GET",
+      `/services/${alice}?limit=1&continue=${first.body.continue}`,
+      tokens[alice],
+    );
+    assert.equal((second.body.items as unknown[]).length, 1);
+    assert.equal(second.body.continue, undefined);
+    const names = [
+      ...(first.body.items as { instance: string }[]),
+      ...(second.body.items as { instance: string }[]),
+    ].map((i) => i.instance);
+    assert.deepEqual(names.sort(), ["one", "two"]);
+
+    assert.equal((await call("GET", "/services", tokens[alice])).status, 403);
+    const all = await call("GET", "/services?limit=500", tokens[admin]);
+    assert.equal(all.status, 200);
+    const users = new Set((all.body.items as { user: string }[]).map((i) => i.user));
+    assert.ok(users.has(alice) && users.has(bob));
+  });
+
+  test("delegation: refused without the permission, allowed with it, recorded as an Event", async () => {
+    const path = `/services/${alice}/${service}/two/stop`;
+    const noHeader = await call("DELETE", path, tokens[admin]);
+    assert.equal(noHeader.status, 403);
+    const noPermission = await call("DELETE", path, tokens[carol], undefined, {
+      "tenantry-on-behalf-of": alice,
+    });
+    assert.equal(noPermission.status, 403);
+    assert.match(String(noPermission.body.detail), /delegate/);
+    const mismatch = await call("DELETE", path, tokens[admin], undefined, { "tenantry-on-behalf-of": bob });
+    assert.equal(mismatch.status, 400);
+    const stopped = await call("DELETE", path, tokens[admin], undefined, { "tenantry-on-behalf-of": alice });
+    assert.equal(stopped.status, 202, JSON.stringify(stopped.body));
+    assert.equal(stopped.body.desiredState, "Stopped");
+    const placement = runtimePlacement({ tenant, user: alice, service, instance: "two" });
+    await eventually(async () => {
+      const events = await client.core.listNamespacedEvent({
+        namespace: placement.namespace,
+        fieldSelector: `involvedObject.name=${placement.name}`,
+      });
+      const event = events.items.find((e) => e.reason === "DelegatedAction");
+      assert.ok(event, "an Event records the delegated stop");
+      assert.match(event.message ?? "", new RegExp(`${admin}.*stop.*${alice}`));
+    });
+    // A delegated start of another user's runtime names that user's tenant.
+    const missingTenant = await call(
+      "POST",
+      `/services/${alice}/${service}/five`,
+      tokens[admin],
+      {},
+      { "tenantry-on-behalf-of": alice },
+    );
+    assert.equal(missingTenant.status, 400);
+    assert.equal(missingTenant.body.field, "tenant");
+  });
+
+  test("a runtime pod's agent may stop its own runtime and nothing else", async () => {
+    const placement = runtimePlacement({ tenant, user: bob, service, instance: "same" });
+    const sa = uniqueName("agent");
+    await client.core.createNamespacedServiceAccount({
+      namespace: placement.namespace,
+      body: { metadata: { name: sa } },
+    });
+    const pod = await client.core.createNamespacedPod({
+      namespace: placement.namespace,
+      body: {
+        metadata: { name: `${placement.name}-pod`, labels: { [RUNTIME_LABEL]: placement.name } },
+        spec: { serviceAccountName: sa, containers: [{ name: "app", image: "example/app:1" }] },
+      },
+    });
+    const issued = await client.core.createNamespacedServiceAccountToken({
+      name: sa,
+      namespace: placement.namespace,
+      body: {
+        spec: {
+          audiences: [RUNTIMES_AUDIENCE],
+          expirationSeconds: 600,
+          boundObjectRef: {
+            kind: "Pod",
+            apiVersion: "v1",
+            name: pod.metadata!.name!,
+            uid: pod.metadata!.uid!,
+          },
+        },
+      },
+    });
+    const agent = issued.status!.token;
+    const base = `/services/${bob}/${service}/same`;
+    assert.equal((await call("GET", base, agent)).status, 403);
+    assert.equal((await call("DELETE", base, agent)).status, 403);
+    assert.equal((await call("DELETE", `/services/${alice}/${service}/one/stop`, agent)).status, 403);
+    const stopped = await call("DELETE", `${base}/stop`, agent);
+    assert.equal(stopped.status, 202, JSON.stringify(stopped.body));
+    assert.equal(stopped.body.desiredState, "Stopped");
+
+    // The same service-account token for the API server's audience is no agent's.
+    const plain = await client.core.createNamespacedServiceAccountToken({
+      name: sa,
+      namespace: placement.namespace,
+      body: {
+        spec: {
+          audiences: [],
+          expirationSeconds: 600,
+          boundObjectRef: {
+            kind: "Pod",
+            apiVersion: "v1",
+            name: pod.metadata!.name!,
+            uid: pod.metadata!.uid!,
+          },
+        },
+      },
+    });
+    const refused = await call("DELETE", `${base}/stop`, plain.status!.token);
+    assert.equal(refused.status, 403);
+    await remove(client, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: pod.metadata!.name!, namespace: placement.namespace },
+    });
+  });
+
+  test("a stopped runtime resumes on POST; DELETE removes the object", async () => {
+    const path = `/services/${bob}/${service}/same`;
+    const resumed = await call("POST", path, tokens[bob], {});
+    assert.equal(resumed.status, 202);
+    assert.equal(resumed.body.desiredState, "Running");
+    const deleted = await call("DELETE", path, tokens[bob]);
+    assert.equal(deleted.status, 202);
+    await eventually(async () => assert.equal((await call("GET", path, tokens[bob])).status, 404));
+  });
+
+  test("another tenant's user sees none of them", async () => {
+    const r = await call("GET", `/services/${carol}`, tokens[carol]);
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.items, []);
+  });
+});
