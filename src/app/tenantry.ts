@@ -13,7 +13,13 @@ import {
   ProviderConfigWatch,
   TenantProvisioner,
 } from "../identity/index.js";
-import { applyObject, type ClusterClient, LeaderElector, loadClusterClient } from "../kube/index.js";
+import {
+  applyObject,
+  type ClusterClient,
+  isNotFound,
+  LeaderElector,
+  loadClusterClient,
+} from "../kube/index.js";
 import {
   type ClusterIdentity,
   ensureClusterIdentity,
@@ -148,7 +154,12 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const quotaAdmission = new QuotaAdmission({
     store,
     namespaces: informers.tenantNamespaces,
-    quotas: informers.quotas,
+    quotasOf: (tenant) => informers.quotasOf(tenant),
+    readNamespace: (name) =>
+      client.core.readNamespace({ name }).catch((err: unknown) => {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }),
   });
   const offloading = new MulticlusterInformers(client, namespace);
   await offloading.start();

@@ -15,7 +15,7 @@ import { declaredNamespaceName } from "./controllers/render.js";
 const BY_MEMBER = "member";
 /** Index of Tenants by the full names of the namespaces their spec.namespaces declare. */
 const BY_DECLARED_NAMESPACE = "declared-namespace";
-/** Index of tenant namespaces by their tenant label. */
+/** Index of tenant namespaces (by their tenant label) and of quotas (by spec.tenant). */
 const BY_TENANT = "tenant";
 
 function memberKeys(tenant: Tenant): string[] {
@@ -59,6 +59,7 @@ export class TenantInformers {
       apiVersion: TENANTS_API_VERSION,
       kind: "TenantResourceQuota",
     });
+    this.quotas.addIndex(BY_TENANT, (q) => [q.spec.tenant]);
   }
 
   private get all(): Informer<KubernetesObject>[] {
@@ -98,6 +99,11 @@ export class TenantInformers {
   /** Tenants whose spec.namespaces declare `namespace` (normally at most one). */
   tenantsDeclaring(namespace: string): Tenant[] {
     return this.tenants.byIndex(BY_DECLARED_NAMESPACE, namespace);
+  }
+
+  /** The cached TenantResourceQuotas of a tenant. */
+  quotasOf(tenant: string): TenantResourceQuota[] {
+    return this.quotas.byIndex(BY_TENANT, tenant);
   }
 
   /** The cached namespaces of a tenant. */

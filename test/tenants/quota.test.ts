@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Pod,
+} from "@kubernetes/client-node";
 import { testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { type TestUser, testUser } from "../support/users.js";
@@ -202,5 +210,105 @@ describe("tenant-wide quota (TenantResourceQuota)", () => {
       over.message,
       /count\/deployments.apps: requested 1, used [01], reserved [01], limited to 1/,
     );
+  });
+});
+
+describe("tenant-wide quota on dry runs and growing updates", () => {
+  const tenant = uniqueName("qg");
+  const namespace = `${tenant}-a`;
+  let admin: KubeConfig;
+  let core: CoreV1Api;
+  let custom: CustomObjectsApi;
+
+  before(async () => {
+    admin = testKubeConfig("home");
+    core = admin.makeApiClient(CoreV1Api);
+    custom = admin.makeApiClient(CustomObjectsApi);
+    await custom.createClusterCustomObject({
+      ...group,
+      plural: "tenants",
+      body: {
+        apiVersion: "tenantry.dev/v1alpha1",
+        kind: "Tenant",
+        metadata: { name: tenant },
+        spec: {
+          owners: [{ kind: "User", name: `owner-${tenant}` }],
+          namespaces: [{ name: "a" }],
+          quota: { hard: { pods: "2", "requests.cpu": "1" } },
+        },
+      },
+    });
+    await eventually(async () => {
+      await core.readNamespace({ name: namespace });
+      const q = (await custom.getClusterCustomObject({
+        ...group,
+        plural: "tenantresourcequotas",
+        name: tenant,
+      })) as {
+        status?: { used?: Record<string, string> };
+      };
+      assert.equal(q.status?.used?.pods, "0");
+    });
+  });
+
+  after(async () => {
+    await custom.deleteClusterCustomObject({ ...group, plural: "tenants", name: tenant }).catch(() => {});
+  });
+
+  test("a dry run is refused exactly where the real request would be, and reserves nothing", async () => {
+    const dry = await outcome(
+      core.createNamespacedPod({ namespace, body: pod("dry", { cpu: "2" }), dryRun: "All" }),
+    );
+    assert.equal(dry.ok, false, "a dry run over the quota was admitted");
+    assert.match(dry.message, /requests\.cpu/);
+    const fits = await outcome(
+      core.createNamespacedPod({ namespace, body: pod("dry-ok", { cpu: "500m" }), dryRun: "All" }),
+    );
+    assert.equal(fits.ok, true, fits.message);
+    const q = (await custom.getClusterCustomObject({
+      ...group,
+      plural: "tenantresourcequotas",
+      name: tenant,
+    })) as {
+      status?: { reservations?: unknown[] };
+    };
+    assert.deepEqual(q.status?.reservations ?? [], [], "a dry run left a reservation");
+  });
+
+  test("an in-place resize that grows a pod's requests past the quota is refused; one that fits passes", async () => {
+    // Pending on purpose: kube-apiserver refuses to resize a pod bound to a simulated node ("node
+    // without support for resize"), while an unscheduled pod's resize is admitted like any.
+    const pending = pod("grow", { cpu: "200m" });
+    pending.spec!.nodeSelector = { "tenantry.dev/no-such-node": "anywhere" };
+    const created = await outcome(core.createNamespacedPod({ namespace, body: pending }));
+    assert.equal(created.ok, true, created.message);
+    await eventually(async () => {
+      const q = (await custom.getClusterCustomObject({
+        ...group,
+        plural: "tenantresourcequotas",
+        name: tenant,
+      })) as {
+        status?: { used?: Record<string, string> };
+      };
+      assert.equal(q.status?.used?.["requests.cpu"], "200m");
+    });
+    const resize = (cpu: string) =>
+      outcome(
+        core.patchNamespacedPodResize(
+          {
+            name: "grow",
+            namespace,
+            body: {
+              spec: { containers: [{ name: "c", resources: { requests: { cpu }, limits: { cpu } } }] },
+            },
+          },
+          setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+        ),
+      );
+    const tooMuch = await resize("2");
+    assert.equal(tooMuch.ok, false, "a resize past the quota was admitted");
+    assert.match(tooMuch.message, /requests\.cpu/);
+    const fits = await resize("400m");
+    assert.equal(fits.ok, true, fits.message);
   });
 });

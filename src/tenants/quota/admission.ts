@@ -1,5 +1,5 @@
 import type { V1Namespace } from "@kubernetes/client-node";
-import { toAmounts, toResourceList } from "../../common/index.js";
+import { type ResourceAmounts, toAmounts, toResourceList } from "../../common/index.js";
 import type { Informer } from "../../kube/index.js";
 import {
   type AdmissionDecision,
@@ -19,7 +19,13 @@ import { matchesScopes, objectUsage, tracked } from "./usage.js";
 export interface QuotaAdmissionOptions {
   store: QuotaStore;
   namespaces: Informer<V1Namespace>;
-  quotas: Informer<TenantResourceQuota>;
+  /** The tenant's quotas, from the cache (an index, not a scan of every quota). */
+  quotasOf: (tenant: string) => TenantResourceQuota[];
+  /**
+   * Reads a namespace the cache has not seen yet (created a moment ago): a cache miss must not let
+   * a creation in a tenant namespace past its quota.
+   */
+  readNamespace: (name: string) => Promise<V1Namespace | undefined>;
   /** How long an admitted creation holds its reservation if its object never shows up. */
   reservationTtlMs?: number;
 }
@@ -53,6 +59,15 @@ export class QuotaAdmission {
           apiVersions: ["*"],
           operations: ["CREATE"],
           resources: ["*"],
+          scope: "Namespaced",
+        },
+        // What an update can grow, as kube-apiserver's ResourceQuota evaluates it: a pod's
+        // resources (in-place resize), a claim's storage, a Service's type and ports.
+        {
+          apiGroups: [""],
+          apiVersions: ["v1"],
+          operations: ["UPDATE"],
+          resources: GROWING_UPDATES,
           scope: "Namespaced",
         },
       ],
@@ -90,47 +105,76 @@ export class QuotaAdmission {
   }
 
   async handle(request: AdmissionRequest): Promise<AdmissionDecision> {
-    if (request.subResource || request.dryRun || !request.namespace) return allow();
-    const tenant = this.options.namespaces.get(undefined, request.namespace)?.metadata?.labels?.[
-      TENANT_LABEL
-    ];
+    if (!request.namespace) return allow();
+    const growing = request.operation === "UPDATE";
+    if (request.subResource && !(growing && request.subResource === "resize")) return allow();
+    const tenant = await this.tenantOf(request.namespace);
     if (!tenant) return allow();
     const ref = { group: request.resource.group, resource: request.resource.resource };
     const object = request.object as
       | { metadata?: { name?: string; labels?: Record<string, string> } }
       | undefined;
     const user = object?.metadata?.labels?.[USER_LABEL];
-    const quotas = this.options.quotas
-      .list()
+    const quotas = this.options
+      .quotasOf(tenant)
       .filter(
         (q) =>
-          q.spec.tenant === tenant &&
-          (!q.spec.user || userLabelValue(q.spec.user) === user || q.spec.user === request.userInfo.username),
+          !q.spec.user || userLabelValue(q.spec.user) === user || q.spec.user === request.userInfo.username,
       )
       .filter((q) => matchesScopes(ref, object, q.spec.scopes, q.spec.scopeSelector));
-    const usage = objectUsage(ref, object);
+    // An update reserves only what it adds to the object's usage; a creation all of it.
+    const usage = growing
+      ? growth(objectUsage(ref, request.oldObject), objectUsage(ref, object))
+      : objectUsage(ref, object);
+    if (usage.size === 0) return allow();
     const reserved: string[] = [];
     for (const quota of quotas) {
       const name = quota.metadata!.name!;
       const amounts = tracked(usage, toAmounts(quota.spec.hard));
       if (amounts.size === 0) continue;
-      const refusal = await this.committer.submit(name, {
-        tenant,
-        reservation: {
-          id: request.uid,
-          namespace: request.namespace,
-          resource: ref.group ? `${ref.resource}.${ref.group}` : ref.resource,
-          name: object?.metadata?.name ?? request.name ?? "",
-          amounts: toResourceList(amounts),
-        },
-      });
+      const reservation = {
+        id: request.uid,
+        namespace: request.namespace,
+        resource: ref.group ? `${ref.resource}.${ref.group}` : ref.resource,
+        name: object?.metadata?.name ?? request.name ?? "",
+        amounts: toResourceList(amounts),
+      };
+      // A dry run is decided as the real request would be, on a fresh read, and writes nothing.
+      const refusal = request.dryRun
+        ? await this.decideDryRun(name, tenant, reservation)
+        : await this.committer.submit(name, { tenant, reservation });
       if (refusal) {
-        await this.release(reserved, request.uid);
+        if (!request.dryRun) await this.release(reserved, request.uid);
         return deny(refusal, 403);
       }
       reserved.push(name);
     }
     return allow();
+  }
+
+  private async tenantOf(namespace: string): Promise<string | undefined> {
+    const cached = this.options.namespaces.get(undefined, namespace);
+    const found = cached ?? (await this.options.readNamespace(namespace));
+    return found?.metadata?.labels?.[TENANT_LABEL];
+  }
+
+  private async decideDryRun(
+    name: string,
+    tenant: string,
+    reservation: Omit<Reservation, "expiresAt">,
+  ): Promise<string | undefined> {
+    const quota = await this.options.store.get(name);
+    const result = admit(
+      {
+        hard: quota.spec.hard,
+        used: quota.status?.used ?? {},
+        reservations: quota.status?.reservations ?? [],
+      },
+      reservation,
+      new Date(),
+      this.options.reservationTtlMs ?? 30_000,
+    );
+    return result.admitted ? undefined : describeExceeded(name, tenant, result.exceeded);
   }
 
   /** Gives back what an earlier quota reserved when a later one refuses. */
@@ -148,6 +192,19 @@ export class QuotaAdmission {
         });
     }
   }
+}
+
+/** Core resources whose updates can grow quota usage. */
+const GROWING_UPDATES = ["pods", "pods/resize", "persistentvolumeclaims", "services"];
+
+/** What `after` uses beyond `before`, per resource; nothing for what shrank or stayed. */
+function growth(before: ResourceAmounts, after: ResourceAmounts): ResourceAmounts {
+  const grown: ResourceAmounts = new Map();
+  for (const [name, value] of after) {
+    const added = value - (before.get(name) ?? 0n);
+    if (added > 0n) grown.set(name, added);
+  }
+  return grown;
 }
 
 interface QuotaRequest {
