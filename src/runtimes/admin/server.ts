@@ -324,7 +324,11 @@ export class RuntimesAdmin {
           const params = request.params as InstanceParams;
           const acting = await this.actingFor(request, params.user, { agentMayStop: true });
           const runtime = await this.find(params, acting);
-          if (acting.agent && acting.agent.runtime !== runtime.metadata?.name) {
+          if (
+            acting.agent &&
+            (acting.agent.runtime !== runtime.metadata?.name ||
+              acting.agent.namespace !== runtime.metadata?.namespace)
+          ) {
             throw forbidden(
               `the agent of runtime ${acting.agent.namespace}/${acting.agent.runtime} may stop only its own runtime`,
             );
@@ -682,10 +686,38 @@ export class RuntimesAdmin {
         );
       }
     }
+    // Just created (here or by another replica) and not yet in the cache: one read where it must be.
+    if (!runtime && !acting.delegated && acting.caller.tenant) {
+      runtime = await this.readPlaced(params, acting.caller.tenant);
+    }
     if (!runtime || (!acting.delegated && runtime.spec.tenant !== acting.caller.tenant)) {
       throw notFound(`no runtime ${params.service}/${params.instance} of ${params.user}`);
     }
     return runtime;
+  }
+
+  private async readPlaced(params: InstanceParams, tenant: string): Promise<Runtime | undefined> {
+    const service = this.services.get(undefined, params.service);
+    if (!service) return undefined;
+    const placement = runtimePlacement(
+      { ...params, tenant },
+      service.spec.namespaceMode ?? "Segregated",
+      service.spec.runtimesNamespace,
+    );
+    try {
+      const runtime = (await this.options.client.objects.read({
+        apiVersion: API_VERSION,
+        kind: "Runtime",
+        metadata: placement,
+      })) as Runtime;
+      const same =
+        keyOf(runtime.spec.user, runtime.spec.service, runtime.spec.instance) ===
+        keyOf(params.user, params.service, params.instance);
+      return same ? runtime : undefined;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
   }
 
   private statusOf(runtime: Runtime, request: FastifyRequest): RuntimeStatusBody {

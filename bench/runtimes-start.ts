@@ -1,0 +1,206 @@
+/**
+ * `npm run bench:runtimes-start`: how long a user waits for a runtime, measured as a client sees
+ * it — POST /services/{user}/{service}/{instance} sent → first GET answering 200 — on a local
+ * cluster with simulated nodes and tenantry (Admin API and runtimes controller) on it. One start at
+ * a time (--runs of them), then --concurrent starts at once, each by its own user (so each start
+ * also gets its namespace). Goal (issue): p50 under 2 s; 100 concurrent, p99 under 10 s.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command } from "commander";
+import { pino } from "pino";
+import { startEmbeddedTenantry } from "../src/app/embedded.js";
+import type { RunningTenantry } from "../src/app/tenantry.js";
+import { loadClusterClient } from "../src/kube/index.js";
+import { ClusterHarness } from "../src/localcluster/index.js";
+import { percentile, printTable } from "./support/report.js";
+
+const program = new Command()
+  .option("--runs <n>", "single starts, one after another", "10")
+  .option("--concurrent <list>", "starts at once, one user each", "1,100")
+  .option("--nodes <n>", "simulated nodes", "3")
+  .option("--timeout <seconds>", "a start not answering 200 by then counts as failed", "60")
+  .option(
+    "--defaults <json>",
+    "the benchmark service's plugin defaults",
+    '{"image":"registry.example/app:1","port":8888}',
+  )
+  .parse();
+const flags = program.opts<{
+  runs: string;
+  concurrent: string;
+  nodes: string;
+  timeout: string;
+  defaults: string;
+}>();
+const timeoutMs = Number(flags.timeout) * 1000;
+const API = "tenantry.dev/v1alpha1";
+const SERVICE = "bench";
+const TENANT = "bench";
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Outcome {
+  ms: number;
+  ok: boolean;
+  last: string;
+}
+
+async function call(url: string, method: string, token: string, body?: unknown) {
+  const res = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+/** One start as a client sees it: POST, then GET every 50 ms until 200. */
+async function startOne(base: string, user: string, token: string, instance: string): Promise<Outcome> {
+  const path = `${base}/services/${user}/${SERVICE}/${instance}`;
+  const started = performance.now();
+  const posted = await call(path, "POST", token, {});
+  if (posted.status !== 201 && posted.status !== 202) {
+    return {
+      ms: performance.now() - started,
+      ok: false,
+      last: `POST ${posted.status} ${posted.body.detail}`,
+    };
+  }
+  let last = `POST ${posted.status}`;
+  while (performance.now() - started < timeoutMs) {
+    const got = await call(path, "GET", token);
+    if (got.status === 200) return { ms: performance.now() - started, ok: true, last: "200" };
+    last = `GET ${got.status} ${got.body.phase ?? ""} ${got.body.reason ?? ""}`.trim();
+    await sleep(50);
+  }
+  return { ms: performance.now() - started, ok: false, last };
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "tenantry-bench-runtimes-"));
+  const harness = new ClusterHarness({ dir, log: () => {} });
+  let tenantry: RunningTenantry | undefined;
+  let passed = false;
+  try {
+    process.stderr.write("starting a cluster and tenantry …\n");
+    const [state] = await harness.up([{ name: "home", nodes: Number(flags.nodes) }]);
+    const logger = pino(
+      { level: "info" },
+      pino.destination({ dest: join(dir, "tenantry.log"), sync: false }),
+    );
+    tenantry = await startEmbeddedTenantry(state!, logger);
+    const base = tenantry.runtimesAdmin?.url;
+    const identity = tenantry.builtinIdentity;
+    if (!base || !identity)
+      throw new Error("this tenantry serves no runtimes Admin API or built-in identity");
+    const client = loadClusterClient("home", state!.kubeconfig);
+    const concurrency = flags.concurrent
+      .split(",")
+      .map(Number)
+      .filter((n) => n > 0);
+    const most = Math.max(1, ...concurrency);
+    await client.objects.create({
+      apiVersion: API,
+      kind: "RuntimeService",
+      metadata: { name: SERVICE },
+      spec: {
+        plugin: { builtin: "generic" },
+        defaults: JSON.parse(flags.defaults),
+        limits: { concurrentStartsPerUser: 10, concurrentStarts: most * 2, instancesPerUser: 1000 },
+      },
+    });
+    process.stderr.write(`creating ${most} users …\n`);
+    const users: { name: string; token: string }[] = [];
+    for (let i = 0; i < most; i++) {
+      const name = `user${i}`;
+      await identity.createUser({
+        name,
+        password: `password-${i}-bench`,
+        tenant: TENANT,
+        tenantAdmin: false,
+      });
+      users.push({
+        name,
+        token: (await identity.login({ username: name, password: `password-${i}-bench` })).token,
+      });
+    }
+    await sleep(1000); // the service reaches the Admin API's cache
+
+    const rows: (string | number)[][] = [];
+    const notes: string[] = [];
+    const report = (label: string, outcomes: Outcome[]) => {
+      const ok = outcomes.filter((o) => o.ok).map((o) => o.ms);
+      const secs = (value: number) => (Number.isFinite(value) ? (value / 1000).toFixed(2) : "-");
+      rows.push([
+        label,
+        String(outcomes.length),
+        String(ok.length),
+        secs(percentile(ok, 50)),
+        secs(percentile(ok, 99)),
+        secs(ok.length ? Math.max(...ok) : Number.NaN),
+      ]);
+      const failed = outcomes.filter((o) => !o.ok);
+      if (failed.length)
+        notes.push(
+          `${label}: ${failed.length} not answering 200 within ${flags.timeout}s, e.g. ${failed[0]!.last}`,
+        );
+    };
+    const cleanUp = async (instances: { user: { name: string; token: string }; instance: string }[]) => {
+      await Promise.all(
+        instances.map((i) =>
+          call(`${base}/services/${i.user.name}/${SERVICE}/${i.instance}`, "DELETE", i.user.token),
+        ),
+      );
+      for (const i of instances) {
+        const deadline = Date.now() + 60_000;
+        while (Date.now() < deadline) {
+          const got = await call(
+            `${base}/services/${i.user.name}/${SERVICE}/${i.instance}`,
+            "GET",
+            i.user.token,
+          );
+          if (got.status === 404) break;
+          await sleep(100);
+        }
+      }
+    };
+
+    const singles: Outcome[] = [];
+    for (let run = 0; run < Number(flags.runs); run++) {
+      process.stderr.write(`single start ${run + 1}/${flags.runs}\n`);
+      const user = users[0]!;
+      singles.push(await startOne(base, user.name, user.token, `s${run}`));
+      await cleanUp([{ user, instance: `s${run}` }]);
+    }
+    report("1 (sequential)", singles);
+    for (const n of concurrency) {
+      process.stderr.write(`${n} concurrent starts\n`);
+      const batch = users.slice(0, n).map((user) => ({ user, instance: `c${n}` }));
+      report(
+        `${n} at once`,
+        await Promise.all(batch.map((b) => startOne(base, b.user.name, b.user.token, b.instance))),
+      );
+      await cleanUp(batch);
+    }
+    printTable(
+      `runtime start: POST → GET 200 (seconds; ${flags.nodes} simulated nodes, one namespace per user)`,
+      ["starts", "runs", "answered 200", "p50 s", "p99 s", "max s"],
+      rows,
+      [...notes, "p50/p99 are nearest-rank percentiles over the starts that answered 200."],
+    );
+    passed = true;
+  } finally {
+    await tenantry?.stop().catch(() => {});
+    if (passed) {
+      await harness.reset().catch(() => {});
+      await rm(dir, { recursive: true, force: true }).catch(() => {});
+    } else {
+      await harness.down().catch(() => {});
+      process.stderr.write(`logs: ${dir}/tenantry.log and ${dir}/<cluster>/logs\n`);
+    }
+  }
+}
+
+await main();
