@@ -426,6 +426,31 @@ describe("runtimes Admin API", () => {
     await eventually(async () => assert.equal((await call("GET", path, tokens[bob])).status, 404));
   });
 
+  test("a start while the runtime is being deleted is 409 with Retry-After, not a second runtime", async () => {
+    const path = `/services/${bob}/${service}/going`;
+    assert.equal((await call("POST", path, tokens[bob], {})).status, 202);
+    const placement = runtimePlacement({ tenant, user: bob, service, instance: "going" });
+    const ref = { apiVersion: API, kind: "Runtime", metadata: placement };
+    // Stands for the controller's clean-up finalizer, which holds the object while it works.
+    await client.objects.patchRaw(
+      { ...ref, metadata: { ...placement, finalizers: ["test.tenantry.dev/hold"] } } as KubernetesObject,
+      PatchStrategy.MergePatch,
+    );
+    assert.equal((await call("DELETE", path, tokens[bob])).status, 202);
+    const refused = await eventually(async () => {
+      const r = await call("POST", path, tokens[bob], {});
+      assert.equal(r.status, 409);
+      return r;
+    });
+    assert.equal(refused.body.phase, "Deleting");
+    assert.ok(refused.headers.get("retry-after"));
+    await client.objects.patchRaw(
+      { ...ref, metadata: { ...placement, finalizers: null } } as unknown as KubernetesObject,
+      PatchStrategy.MergePatch,
+    );
+    await eventually(async () => assert.equal((await call("GET", path, tokens[bob])).status, 404));
+  });
+
   test("another tenant's user sees none of them", async () => {
     const r = await call("GET", `/services/${carol}`, tokens[carol]);
     assert.equal(r.status, 200);

@@ -48,6 +48,7 @@ export const OPENAPI_PATH = "/services/openapi.json";
 const API_VERSION = TENANTS_API_VERSION;
 const BY_USER = "user";
 const BY_KEY = "key";
+const BY_SERVICE = "service";
 
 export interface RuntimesAdminOptions {
   client: ClusterClient;
@@ -114,6 +115,7 @@ export class RuntimesAdmin {
     this.events = client.kubeConfig.makeApiClient(CoreV1Api);
     this.runtimes = Informer.forResource<Runtime>(client, { apiVersion: API_VERSION, kind: "Runtime" });
     this.runtimes.addIndex(BY_USER, (r) => (r.spec?.user ? [r.spec.user] : []));
+    this.runtimes.addIndex(BY_SERVICE, (r) => (r.spec?.service ? [r.spec.service] : []));
     this.runtimes.addIndex(BY_KEY, (r) =>
       r.spec ? [keyOf(r.spec.user, r.spec.service, r.spec.instance)] : [],
     );
@@ -526,6 +528,15 @@ export class RuntimesAdmin {
         await this.recordDelegation(acting, runtime, "start");
         return runtime;
       }
+      if (runtime.metadata?.deletionTimestamp) {
+        throw new ProblemError(
+          409,
+          "being deleted",
+          `runtime ${params.service}/${params.instance} of ${params.user} is being deleted; start it again once it is gone`,
+          { phase: "Deleting" },
+          { "retry-after": String(this.retryAfter) },
+        );
+      }
       await this.checkCompatible(service, runtime, config);
       if (runtime.spec.desiredState === "Stopped") {
         const refusal = checkStartLimits(
@@ -571,7 +582,7 @@ export class RuntimesAdmin {
   }
 
   private serviceRuntimes(service: string): Runtime[] {
-    return this.runtimes.list().filter((r) => r.spec?.service === service);
+    return this.runtimes.byIndex(BY_SERVICE, service);
   }
 
   private existing(params: InstanceParams): Runtime | undefined {
@@ -822,13 +833,9 @@ export class RuntimesAdmin {
         last = text;
         res.write(`data: ${text}\n\n`);
       }
-      if (
-        status.ready ||
-        status.phase === "Failed" ||
-        status.phase === "Stopped" ||
-        status.phase === "Deleting"
-      )
-        finish();
+      // A resumed runtime is still Stopped until the controller acts: only a stop wanted ends the stream.
+      const stopped = status.phase === "Stopped" && status.desiredState === "Stopped";
+      if (status.ready || stopped || status.phase === "Failed" || status.phase === "Deleting") finish();
     };
     const removeHandler = this.runtimes.addHandler({
       onAdd: (r) => r.metadata?.namespace === ns && r.metadata?.name === name && emit(r),
