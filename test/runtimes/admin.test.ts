@@ -4,15 +4,17 @@
  * the controller would write to a Runtime's status is written here where a test needs a phase.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
-import type { BuiltinIdentity } from "../../src/identity/index.js";
+import { Authenticator, type BuiltinIdentity } from "../../src/identity/index.js";
 import { type ClusterClient, isNotFound, loadClusterClient } from "../../src/kube/index.js";
 import {
   RUNTIME_LABEL,
   RUNTIMES_AUDIENCE,
   RUNTIMES_DELEGATE_CLUSTER_ROLE,
   runtimePlacement,
+  startRuntimesAdmin,
 } from "../../src/runtimes/index.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
@@ -339,6 +341,16 @@ describe("runtimes Admin API", () => {
       assert.ok(event, "an Event records the delegated stop");
       assert.match(event.message ?? "", new RegExp(`${admin}.*stop.*${alice}`));
     });
+    await eventually(() => {
+      const audit = readFileSync(testEnvironment().tenantry.logFile, "utf8")
+        .split("\n")
+        .filter((line) => line.includes('"audit":"runtime-delegation"'))
+        .map((line) => JSON.parse(line) as Record<string, string>);
+      assert.ok(
+        audit.some((l) => l.actor === admin && l.onBehalfOf === alice && l.action === "stop"),
+        "an audit line names the admin and the user",
+      );
+    });
     // A delegated start of another user's runtime names that user's tenant.
     const missingTenant = await call(
       "POST",
@@ -449,6 +461,40 @@ describe("runtimes Admin API", () => {
       PatchStrategy.MergePatch,
     );
     await eventually(async () => assert.equal((await call("GET", path, tokens[bob])).status, 404));
+  });
+
+  test("two Admin API replicas answer concurrent starts of one instance with one runtime", async () => {
+    const second = await startRuntimesAdmin({
+      client,
+      authenticator: new Authenticator({ providers: [identity] }),
+    });
+    try {
+      const path = `/services/${bob}/${service}/twice`;
+      const replies = await Promise.all(
+        Array.from({ length: 10 }, async (_, i) => {
+          if (i % 2 === 0) return call("POST", path, tokens[bob], {});
+          const res = await fetch(`${second.url}${path}`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${tokens[bob]}`, "content-type": "application/json" },
+            body: "{}",
+          });
+          return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+        }),
+      );
+      assert.deepEqual(
+        new Set(replies.map((r) => r.status)),
+        new Set([202]),
+        JSON.stringify(replies.map((r) => r.body)),
+      );
+      const uids = new Set<string>();
+      const placement = runtimePlacement({ tenant, user: bob, service, instance: "twice" });
+      const list = await client.objects.list(API, "Runtime", placement.namespace);
+      for (const item of list.items) if (item.metadata?.name === placement.name) uids.add(item.metadata.uid!);
+      assert.equal(uids.size, 1);
+      assert.equal((await call("DELETE", path, tokens[bob])).status, 202);
+    } finally {
+      await second.stop();
+    }
   });
 
   test("another tenant's user sees none of them", async () => {
