@@ -428,6 +428,86 @@ describe("runtimes Admin API", () => {
     });
   });
 
+  test("the agent of a runtime in another runtimes cluster is reviewed there and may stop only its own", async () => {
+    const env = testEnvironment();
+    const edgeEntry = env.clusters.find((c) => c.name === "edge-1")!;
+    const edge = loadClusterClient(edgeEntry.name, edgeEntry.kubeconfig);
+    const remoteService = uniqueName("remote");
+    const secret = uniqueName("edge-kubeconfig");
+    const serviceRef = { apiVersion: API, kind: "RuntimeService", metadata: { name: remoteService } };
+    const placement = runtimePlacement({ tenant, user: bob, service: remoteService, instance: "far" });
+    try {
+      await client.core.createNamespacedSecret({
+        namespace: "tenantry-system",
+        body: {
+          metadata: { name: secret },
+          stringData: { kubeconfig: readFileSync(edgeEntry.kubeconfig, "utf8") },
+        },
+      });
+      await client.objects.create({
+        ...serviceRef,
+        spec: {
+          plugin: { builtin: "generic" },
+          cluster: { name: "edge-1", kubeconfigSecretRef: { name: secret } },
+        },
+      } as KubernetesObject);
+      const path = `/services/${bob}/${remoteService}/far`;
+      await eventually(async () => assert.equal((await call("POST", path, tokens[bob], {})).status, 202));
+      // The runtime's pod, as the controller would deploy it in the runtimes cluster.
+      await edge.core.createNamespace({ body: { metadata: { name: placement.namespace } } });
+      await edge.core.createNamespacedServiceAccount({
+        namespace: placement.namespace,
+        body: { metadata: { name: "agent" } },
+      });
+      const pod = await edge.core.createNamespacedPod({
+        namespace: placement.namespace,
+        body: {
+          metadata: { name: `${placement.name}-pod`, labels: { [RUNTIME_LABEL]: placement.name } },
+          spec: { serviceAccountName: "agent", containers: [{ name: "app", image: "example/app:1" }] },
+        },
+      });
+      const tokenFor = async (podName: string, uid: string) =>
+        (
+          await edge.core.createNamespacedServiceAccountToken({
+            name: "agent",
+            namespace: placement.namespace,
+            body: {
+              spec: {
+                audiences: [RUNTIMES_AUDIENCE],
+                expirationSeconds: 600,
+                boundObjectRef: { kind: "Pod", apiVersion: "v1", name: podName, uid },
+              },
+            },
+          })
+        ).status!.token;
+      const token = await tokenFor(pod.metadata!.name!, pod.metadata!.uid!);
+      // A pod in edge-1 labelled with the name of a runtime that runs in home is not that runtime's agent.
+      const localName = runtimePlacement({ tenant, user: bob, service, instance: "same" }).name;
+      const impostor = await edge.core.createNamespacedPod({
+        namespace: placement.namespace,
+        body: {
+          metadata: { name: `${localName}-pod`, labels: { [RUNTIME_LABEL]: localName } },
+          spec: { serviceAccountName: "agent", containers: [{ name: "app", image: "example/app:1" }] },
+        },
+      });
+      const impostorToken = await tokenFor(impostor.metadata!.name!, impostor.metadata!.uid!);
+      const local = await call("DELETE", `/services/${bob}/${service}/same/stop`, impostorToken);
+      assert.equal(local.status, 403, JSON.stringify(local.body));
+      const stopped = await call("DELETE", `${path}/stop`, token);
+      assert.equal(stopped.status, 202, JSON.stringify(stopped.body));
+      assert.equal(stopped.body.desiredState, "Stopped");
+      assert.equal((await call("DELETE", path, tokens[bob])).status, 202);
+    } finally {
+      await remove(edge, { apiVersion: "v1", kind: "Namespace", metadata: { name: placement.namespace } });
+      await remove(client, serviceRef);
+      await remove(client, {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: secret, namespace: "tenantry-system" },
+      });
+    }
+  });
+
   test("a stopped runtime resumes on POST; DELETE removes the object", async () => {
     const path = `/services/${bob}/${service}/same`;
     const resumed = await call("POST", path, tokens[bob], {});

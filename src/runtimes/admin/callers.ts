@@ -56,6 +56,8 @@ export interface AgentCaller {
   /** Name of its Runtime (the pod's `tenantry.dev/runtime` label). */
   runtime: string;
   pod: string;
+  /** The runtimes cluster its pod runs in; absent: the cluster the Admin API serves from. */
+  cluster?: string;
 }
 
 export type Caller = UserCaller | AgentCaller;
@@ -77,6 +79,13 @@ export interface AdminCallersOptions {
   audience?: string;
   /** Called for each token a tenantry identity provider vouched for (first-login provisioning). */
   onAuthenticated?: (identity: Identity) => Promise<void>;
+  /** The other clusters runtimes run in (RuntimeService `spec.cluster`): their pods' agents are reviewed there. */
+  runtimesClusters?: () => Promise<RuntimesCluster[]>;
+}
+
+export interface RuntimesCluster {
+  name: string;
+  client: ClusterClient;
 }
 
 export class AdminCallers {
@@ -135,16 +144,11 @@ export class AdminCallers {
    * then as any token the API server accepts (an administrator's, for delegation).
    */
   private async review(token: string): Promise<CallerResult> {
-    const agent = await this.authn.createTokenReview({
-      body: { spec: { token, audiences: [this.audience] } },
-    });
-    const podName = agent.status?.user?.extra?.[POD_NAME_EXTRA]?.[0];
-    if (agent.status?.authenticated && agent.status.audiences?.includes(this.audience) && podName) {
-      return this.agentOf(
-        agent.status.user?.username ?? "",
-        podName,
-        agent.status.user?.extra?.[POD_UID_EXTRA]?.[0],
-      );
+    const local = await this.agentReview(token, { name: "", client: this.options.client }, this.authn);
+    if (local) return local;
+    for (const cluster of (await this.options.runtimesClusters?.()) ?? []) {
+      const remote = await this.agentReview(token, cluster);
+      if (remote) return remote;
     }
     const plain = await this.authn.createTokenReview({ body: { spec: { token } } });
     const user = plain.status?.user;
@@ -169,8 +173,28 @@ export class AdminCallers {
     };
   }
 
+  /** The token as a runtime pod's, for our audience, in one cluster; undefined when it is not one. */
+  private async agentReview(
+    token: string,
+    cluster: RuntimesCluster,
+    api = cluster.client.kubeConfig.makeApiClient(AuthenticationV1Api),
+  ): Promise<CallerResult | undefined> {
+    const review = await api.createTokenReview({ body: { spec: { token, audiences: [this.audience] } } });
+    const podName = review.status?.user?.extra?.[POD_NAME_EXTRA]?.[0];
+    if (!review.status?.authenticated || !review.status.audiences?.includes(this.audience) || !podName) {
+      return undefined;
+    }
+    return this.agentOf(
+      cluster,
+      review.status.user?.username ?? "",
+      podName,
+      review.status.user?.extra?.[POD_UID_EXTRA]?.[0],
+    );
+  }
+
   /** A pod's service account: its Runtime is the pod's runtime label in the pod's namespace. */
   private async agentOf(
+    cluster: RuntimesCluster,
     username: string,
     podName: string,
     podUid: string | undefined,
@@ -178,7 +202,7 @@ export class AdminCallers {
     const namespace = /^system:serviceaccount:([^:]+):/.exec(username)?.[1];
     if (!namespace) return { ok: false, status: 401, detail: `${username} is not a service account` };
     try {
-      const pod = await this.options.client.core.readNamespacedPod({ name: podName, namespace });
+      const pod = await cluster.client.core.readNamespacedPod({ name: podName, namespace });
       if (podUid && pod.metadata?.uid !== podUid) {
         return {
           ok: false,
@@ -194,7 +218,17 @@ export class AdminCallers {
           detail: `pod ${namespace}/${podName} carries no ${RUNTIME_LABEL} label: it is no runtime's agent`,
         };
       }
-      return { ok: true, caller: { kind: "agent", username, namespace, runtime, pod: podName } };
+      return {
+        ok: true,
+        caller: {
+          kind: "agent",
+          username,
+          namespace,
+          runtime,
+          pod: podName,
+          ...(cluster.name ? { cluster: cluster.name } : {}),
+        },
+      };
     } catch (err) {
       if (isNotFound(err)) {
         return {

@@ -5,7 +5,7 @@
  */
 import type { AddressInfo } from "node:net";
 import swagger from "@fastify/swagger";
-import { CoreV1Api, type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
+import { CoreV1Api, KubeConfig, type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
 import Fastify, {
   type FastifyInstance,
   type FastifyReply,
@@ -15,7 +15,7 @@ import Fastify, {
 import type { Logger } from "pino";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
-  type ClusterClient,
+  ClusterClient,
   describeError,
   Informer,
   isAlreadyExists,
@@ -29,7 +29,13 @@ import { runtimePlacement } from "../api/placement.js";
 import { type Runtime, START_STEPS } from "../api/runtime.js";
 import type { RuntimeService } from "../api/runtime-service.js";
 import type { ServicePlugin } from "../plugins/spi.js";
-import { AdminCallers, type Caller, ON_BEHALF_OF_HEADER, type UserCaller } from "./callers.js";
+import {
+  AdminCallers,
+  type Caller,
+  ON_BEHALF_OF_HEADER,
+  type RuntimesCluster,
+  type UserCaller,
+} from "./callers.js";
 import { checkStartLimits, isStarting } from "./limits.js";
 import {
   DEFAULT_PAGE,
@@ -49,6 +55,8 @@ const API_VERSION = TENANTS_API_VERSION;
 const BY_USER = "user";
 const BY_KEY = "key";
 const BY_SERVICE = "service";
+/** Where a RuntimeService's kubeconfigSecretRef points. */
+const SECRETS_NAMESPACE = "tenantry-system";
 
 export interface RuntimesAdminOptions {
   client: ClusterClient;
@@ -100,6 +108,8 @@ export class RuntimesAdmin {
   /** Starts this replica is writing, per runtime key: concurrent POSTs for one instance share one. */
   private readonly starting = new Map<string, Promise<Runtime>>();
   private readonly knownNamespaces = new Set<string>();
+  /** Clients of the runtimes clusters services name, by Secret name, re-read after a minute. */
+  private readonly clusterClients = new Map<string, { cluster: RuntimesCluster; until: number }>();
   private address?: AddressInfo;
 
   constructor(private readonly options: RuntimesAdminOptions) {
@@ -111,6 +121,7 @@ export class RuntimesAdmin {
       ...(options.authenticator ? { authenticator: options.authenticator } : {}),
       ...(options.audience ? { audience: options.audience } : {}),
       ...(options.onAuthenticated ? { onAuthenticated: options.onAuthenticated } : {}),
+      runtimesClusters: () => this.runtimesClusters(),
     });
     this.events = client.kubeConfig.makeApiClient(CoreV1Api);
     this.runtimes = Informer.forResource<Runtime>(client, { apiVersion: API_VERSION, kind: "Runtime" });
@@ -329,7 +340,8 @@ export class RuntimesAdmin {
           if (
             acting.agent &&
             (acting.agent.runtime !== runtime.metadata?.name ||
-              acting.agent.namespace !== runtime.metadata?.namespace)
+              acting.agent.namespace !== runtime.metadata?.namespace ||
+              acting.agent.cluster !== this.services.get(undefined, runtime.spec.service)?.spec.cluster?.name)
           ) {
             throw forbidden(
               `the agent of runtime ${acting.agent.namespace}/${acting.agent.runtime} may stop only its own runtime`,
@@ -369,6 +381,40 @@ export class RuntimesAdmin {
       );
     });
     return app;
+  }
+
+  /** Every runtimes cluster a service names (besides this one), from its kubeconfig Secret. */
+  private async runtimesClusters(): Promise<RuntimesCluster[]> {
+    const refs = new Map<string, string>();
+    for (const service of this.services.list()) {
+      const cluster = service.spec.cluster;
+      if (cluster) refs.set(cluster.kubeconfigSecretRef.name, cluster.name);
+    }
+    const clusters: RuntimesCluster[] = [];
+    for (const [secret, name] of refs) {
+      const known = this.clusterClients.get(secret);
+      if (known && known.until > Date.now() && known.cluster.name === name) {
+        clusters.push(known.cluster);
+        continue;
+      }
+      try {
+        const data = (
+          await this.options.client.core.readNamespacedSecret({ name: secret, namespace: SECRETS_NAMESPACE })
+        ).data?.kubeconfig;
+        if (!data) throw new Error(`Secret ${SECRETS_NAMESPACE}/${secret} has no key kubeconfig`);
+        const kubeConfig = new KubeConfig();
+        kubeConfig.loadFromString(Buffer.from(data, "base64").toString("utf8"));
+        const cluster = { name, client: new ClusterClient(name, kubeConfig) };
+        this.clusterClients.set(secret, { cluster, until: Date.now() + 60_000 });
+        clusters.push(cluster);
+      } catch (err) {
+        this.logger.warn(
+          { err: describeError(err), cluster: name },
+          "runtimes cluster unreachable for agent reviews",
+        );
+      }
+    }
+    return clusters;
   }
 
   // --- who acts for whom -------------------------------------------------------------------------
