@@ -483,19 +483,19 @@ describe("ReplicatedDeployment on the shared topology", () => {
     });
 
     await home.core.createNode({ body: first });
-    assert.deepEqual(await regions(1), ["bench-region-0"]);
+    assert.deepEqual(await regions(1), ["fake-region-0"]);
     await home.core.createNode({ body: second });
-    assert.deepEqual(await regions(2), ["bench-region-0", "bench-region-1"]);
+    assert.deepEqual(await regions(2), ["fake-region-0", "fake-region-1"]);
 
     // The second node moves to the first one's region: one replica for both.
     await home.core.patchNode(
       {
         name: second.metadata!.name!,
-        body: { metadata: { labels: { [REGION]: "bench-region-0" } } },
+        body: { metadata: { labels: { [REGION]: "fake-region-0" } } },
       },
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
-    assert.deepEqual(await regions(1), ["bench-region-0"]);
+    assert.deepEqual(await regions(1), ["fake-region-0"]);
     await eventually(async () => {
       const rd = await readReplicated(follow, "follow");
       assert.deepEqual(
