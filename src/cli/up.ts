@@ -4,6 +4,7 @@ import { pino } from "pino";
 import { DEMO_MEMBER, DEMO_OWNER, DEMO_PASSWORDS, DEMO_TENANT, installDemo } from "../app/demo.js";
 import { startEmbeddedTenantry } from "../app/embedded.js";
 import { ClusterHarness, defaultClusters } from "../localcluster/index.js";
+import { OPENAPI_PATH } from "../runtimes/index.js";
 
 /**
  * `tenantry up` (what `npm start` runs): the embedded default. Starts the local clusters, runs
@@ -52,6 +53,11 @@ export function registerUpCommand(program: Command): void {
           ...(tenantry.gateway
             ? [
                 `  tenant gateway at ${tenantry.gateway.url}, metrics at ${tenantry.gateway.metricsUrl ?? "(none)"}`,
+              ]
+            : []),
+          ...(tenantry.runtimesAdmin
+            ? [
+                `  runtimes Admin API at ${tenantry.runtimesAdmin.url} (OpenAPI: ${tenantry.runtimesAdmin.url}${OPENAPI_PATH})`,
               ]
             : []),
           `  tenantry log: ${logFile}`,
