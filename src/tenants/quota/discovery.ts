@@ -36,20 +36,44 @@ export function resourceForQuotaName(name: string): ResourceRef | undefined {
   return { group: "", resource: "pods" };
 }
 
-/** Resolves a resource to its kind through API discovery (cached per client). */
+/**
+ * Resolves a resource to its kind through API discovery. What is found is kept; what discovery
+ * failed on, or did not find (a CRD not installed yet), is asked again after `retryAfterMs`, so
+ * one API server hiccup never leaves a resource uncounted for good.
+ */
 export class KindResolver {
-  private readonly cache = new Map<string, Promise<ResourceKind | undefined>>();
+  private readonly found = new Map<string, ResourceKind>();
+  private readonly missing = new Map<string, number>();
+  private readonly inFlight = new Map<string, Promise<ResourceKind | undefined>>();
+  private readonly now: () => number;
+  private readonly retryAfterMs: number;
 
-  constructor(private readonly client: ClusterClient) {}
+  constructor(
+    private readonly client: Pick<ClusterClient, "objects">,
+    options: { now?: () => number; retryAfterMs?: number } = {},
+  ) {
+    this.now = options.now ?? Date.now;
+    this.retryAfterMs = options.retryAfterMs ?? 10_000;
+  }
 
   resolve(ref: ResourceRef): Promise<ResourceKind | undefined> {
     const known = COMPUTE.find((k) => k.group === ref.group && k.resource === ref.resource);
     if (known) return Promise.resolve(known);
     const key = `${ref.resource}.${ref.group}`;
-    let pending = this.cache.get(key);
+    const found = this.found.get(key);
+    if (found) return Promise.resolve(found);
+    if ((this.missing.get(key) ?? 0) > this.now()) return Promise.resolve(undefined);
+    let pending = this.inFlight.get(key);
     if (!pending) {
-      pending = this.lookup(ref).catch(() => undefined);
-      this.cache.set(key, pending);
+      pending = this.lookup(ref)
+        .catch(() => undefined)
+        .then((kind) => {
+          this.inFlight.delete(key);
+          if (kind) this.found.set(key, kind);
+          else this.missing.set(key, this.now() + this.retryAfterMs);
+          return kind;
+        });
+      this.inFlight.set(key, pending);
     }
     return pending;
   }
