@@ -16,7 +16,9 @@ export * from "./api/index.js";
 export {
   MANAGED_BY,
   MANAGED_BY_LABEL,
+  NAMESPACE_ISOLATION,
   NAMESPACE_ORIGIN_LABEL,
+  NETWORK_ISOLATION_LABEL,
   TENANT_LABEL,
   USER_LABEL,
 } from "./controllers/labels.js";

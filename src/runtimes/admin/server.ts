@@ -689,6 +689,10 @@ export class RuntimesAdmin {
         instance: runtime.spec.instance,
         current,
         proposed,
+        state:
+          runtime.spec.desiredState === "Stopped" || runtime.status?.phase === "Failed"
+            ? "Stopped"
+            : "Running",
       });
       if (!result.compatible) throw conflict(result.field, result.message);
       return;

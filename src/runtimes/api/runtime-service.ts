@@ -8,10 +8,12 @@ import {
   ConditionList,
   DnsLabel,
   DnsSubdomain,
+  LabelMap,
   ListSet,
   ObservedGeneration,
   ResourceSchema,
   StringEnum,
+  TolerationSchema,
 } from "../../apis/index.js";
 
 export const NAMESPACE_MODES = ["Segregated", "Combined"] as const;
@@ -168,6 +170,28 @@ export const RuntimeServiceSpecSchema = Type.Object(
         maximum: 31536000,
       }),
     ),
+    pods: Type.Optional(
+      Type.Object(
+        {
+          nodeSelector: Type.Optional(
+            LabelMap("Labels a node must carry; merged into every runtime pod's nodeSelector."),
+          ),
+          tolerations: Type.Optional(
+            Type.Array(TolerationSchema, {
+              description: "Tolerations added to every runtime pod, so runtimes may use tainted nodes.",
+              maxItems: 16,
+            }),
+          ),
+          priorityClassName: Type.Optional(
+            DnsSubdomain({ description: "PriorityClass of every runtime pod." }),
+          ),
+        },
+        {
+          description:
+            "Where this service's pods run: merged into every pod template the plugin returns and into the service's image pre-pull DaemonSet.",
+        },
+      ),
+    ),
     proxyModule: Type.Optional(
       Type.Object(
         {
@@ -198,7 +222,26 @@ export const RuntimeServiceStatusSchema = Type.Object(
         maxItems: 32,
       }),
     ),
-    conditions: Type.Optional(ConditionList("`Ready`: the plugin answered init.")),
+    prePull: Type.Optional(
+      Type.Object(
+        {
+          daemonSet: Type.String({
+            description: "The DaemonSet pre-pulling the images (namespace/name in the runtimes cluster).",
+            maxLength: 317,
+          }),
+          images: ListSet(Type.String({ maxLength: 1024 }), {
+            description: "Images pre-pulled on every eligible node.",
+            maxItems: 64,
+          }),
+        },
+        { description: "The image pre-pull DaemonSet (the plugin's image-pull and image-cleanup callouts)." },
+      ),
+    ),
+    conditions: Type.Optional(
+      ConditionList(
+        "`Ready`: the plugin answered init; `ImagesPulled`: the pre-pull DaemonSet is up to date.",
+      ),
+    ),
   },
   { description: "Whether the plugin is usable." },
 );

@@ -72,6 +72,13 @@ export const RuntimeSpecSchema = Type.Object(
         "Running: deployed and serving. Stopped: deployment and service removed, volumes and secrets kept.",
       default: "Running",
     }),
+    startRequestedAt: Type.Optional(
+      Type.String({
+        description:
+          "When a start was last asked for again; a new value retries a runtime whose start failed.",
+        format: "date-time",
+      }),
+    ),
   },
   { description: "Which runtime, and whether it should run." },
 );
@@ -117,7 +124,10 @@ export const RuntimeStatusSchema = Type.Object(
             pattern: "^[A-Za-z0-9_-]+$",
           }),
         },
-        { description: "How the proxy reaches it; set once, never changed." },
+        {
+          description:
+            "How the proxy reaches it: a new token at every start or resume; none while stopped or failed (the old URL stops working).",
+        },
       ),
     ),
     endpoint: Type.Optional(
@@ -137,6 +147,12 @@ export const RuntimeStatusSchema = Type.Object(
       AtomicList(AppliedObjectSchema, {
         description: "What the plugin's YAML created in the runtime's namespace.",
         maxItems: 64,
+      }),
+    ),
+    startTime: Type.Optional(
+      Type.String({
+        description: "When the current start (or resume) began: the start timeout counts from here.",
+        format: "date-time",
       }),
     ),
     startedAt: Type.Optional(

@@ -47,33 +47,66 @@ export interface DeployServiceRequest {
 }
 
 export interface DeployServiceResult {
-  /** All-in-one YAML: Deployment, Service, PersistentVolumeClaims, Secrets, ConfigMaps. */
+  /** All-in-one YAML: a Deployment (or StatefulSet), Services, PersistentVolumeClaims, Secrets, ConfigMaps. */
   yaml: string;
+  /**
+   * Where the runtime answers in its pod: `port` (default: the workload's first container port)
+   * and `path` (default `""`: it serves at its root; the basePath without its trailing slash for a
+   * service that serves under it). The endpoint URL is `http://<podIP>:<port><path>`.
+   */
+  endpoint?: { port?: number; path?: string };
 }
 
 export interface CheckServiceRequest {
   user: string;
   service: string;
   instance: string;
-  /** The configuration the runtime runs with. */
+  /** The configuration the runtime runs (or last ran) with. */
   current: Record<string, unknown>;
   /** The configuration a new start request asks for. */
   proposed: Record<string, unknown>;
+  /** Whether the runtime is running (every change would need a restart) or stopped (it restarts anyway). */
+  state: "Running" | "Stopped";
 }
 
 export type CheckServiceResult = { compatible: true } | { compatible: false; field: string; message: string };
 
+/** The image pull specification: the service, its default parameters and a list of images. */
 export interface ImageSpec {
+  service: string;
+  defaults: Record<string, unknown>;
+  /**
+   * image-pull: the images pre-pulled now (answered with the images wanted); image-cleanup: the
+   * images pre-pulled that image-pull no longer wants (answered with those to remove now).
+   */
   images: string[];
+}
+
+export interface ImageList {
+  images: string[];
+}
+
+/** A parameter a start request may not have, naming the field and (where there is one) the limit. */
+export interface ConfigViolation {
+  field: string;
+  message: string;
+  limit?: string | number;
 }
 
 export interface ServicePlugin {
   init(): Promise<PluginInitResult>;
+  /**
+   * Built-in plugins only (not a callout): the start request's parameters checked before the
+   * Admin API accepts it, so that bad ones are answered 400 instead of a failed runtime.
+   */
+  validateConfig?(config: Record<string, unknown>): ConfigViolation[];
   deployService(request: DeployServiceRequest): Promise<DeployServiceResult>;
   checkService?(request: CheckServiceRequest): Promise<CheckServiceResult>;
   deregisterService?(registration: RuntimeRegistration): Promise<void>;
-  imagePull?(spec: ImageSpec): Promise<void>;
-  imageCleanup?(spec: ImageSpec): Promise<void>;
+  /** The images to pre-pull on every eligible node of the runtimes cluster. */
+  imagePull?(spec: ImageSpec): Promise<ImageList>;
+  /** Of the images no longer wanted, those to stop pre-pulling now (the others stay a while). */
+  imageCleanup?(spec: ImageSpec): Promise<ImageList>;
 }
 
 /** A plugin's own failure: the runtime goes Failed with this message. */

@@ -10,6 +10,13 @@ export const NAMESPACE_ORIGIN_LABEL = "tenantry.dev/namespace-origin";
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const MANAGED_BY = "tenantry";
 export const POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce";
+/**
+ * On a tenant namespace, `Namespace` narrows the tenant's isolation policy there to the namespace
+ * itself (and the tenant's allowFromNamespaces): the tenant's other namespaces cannot reach it.
+ * The runtimes capability sets it on each user's runtimes namespace (document 000 §3.2).
+ */
+export const NETWORK_ISOLATION_LABEL = "tenantry.dev/network-isolation";
+export const NAMESPACE_ISOLATION = "Namespace";
 
 /** Webhook namespaceSelector for the namespaces that belong to some tenant. */
 export const IN_TENANT_NAMESPACES = { matchExpressions: [{ key: TENANT_LABEL, operator: "Exists" }] };

@@ -161,9 +161,10 @@ function userRbac(tenant: Tenant, namespace: string, user: TenantUser): Kubernet
 
 /**
  * Default-deny ingress from outside the tenant: the tenant's own namespaces and the chosen system
- * namespaces may connect; every other namespace (other tenants included) may not.
+ * namespaces may connect; every other namespace (other tenants included) may not. A namespace
+ * isolated on its own admits only itself instead of the tenant's namespaces.
  */
-function isolationPolicy(tenant: Tenant, namespace: string): KubernetesObject | undefined {
+function isolationPolicy(tenant: Tenant, namespace: string, alone: boolean): KubernetesObject | undefined {
   if (tenant.spec.networkIsolation?.enabled === false) return undefined;
   const policy = {
     apiVersion: "networking.k8s.io/v1",
@@ -176,7 +177,9 @@ function isolationPolicy(tenant: Tenant, namespace: string): KubernetesObject | 
         {
           // Plain JSON field names: objects are applied as raw JSON, not through client-node's models.
           from: [
-            { namespaceSelector: { matchLabels: { [TENANT_LABEL]: tenant.metadata!.name! } } },
+            alone
+              ? { podSelector: {} }
+              : { namespaceSelector: { matchLabels: { [TENANT_LABEL]: tenant.metadata!.name! } } },
             ...(tenant.spec.networkIsolation?.allowFromNamespaces ?? []).map((selector) => ({
               namespaceSelector: selector,
             })),
@@ -265,13 +268,14 @@ export function namespaceContents(
   namespace: string,
   templateRefs: { name: string; parameters?: Record<string, string> }[],
   templates: Map<string, NamespaceTemplate>,
+  { isolatedAlone = false }: { isolatedAlone?: boolean } = {},
 ): KubernetesObject[] {
   const objects: KubernetesObject[] = [
     ownersRoleBinding(tenant, namespace),
     ...namespaceOwnerRbac(tenant, namespace),
   ];
   for (const user of tenant.spec.users ?? []) objects.push(...userRbac(tenant, namespace, user));
-  const policy = isolationPolicy(tenant, namespace);
+  const policy = isolationPolicy(tenant, namespace, isolatedAlone);
   if (policy) objects.push(policy);
   objects.push(...limitRanges(tenant, namespace));
   for (const ref of templateRefs) {
