@@ -1,0 +1,173 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { V1Deployment } from "@kubernetes/client-node";
+import { stringify } from "yaml";
+import { GenericPlugin } from "../plugins/generic.js";
+import { RUNTIME_LABEL, RUNTIME_SERVICE_LABEL } from "../plugins/spi.js";
+import {
+  AGENT_ENV,
+  AGENT_SERVICE_ACCOUNT,
+  buildManifest,
+  ENDPOINT_ANNOTATION,
+  ManifestError,
+} from "./manifest.js";
+
+const context = {
+  namespace: "acme-rt-alice",
+  name: "echo-main",
+  service: "echo",
+  stopUrl: "http://127.0.0.1:9000/services/alice/echo/main/stop",
+  pods: {
+    nodeSelector: { "tenantry.dev/process-node": "true" },
+    tolerations: [{ key: "tenantry.dev/process-node", operator: "Equal" as const, value: "true" }],
+    priorityClassName: "runtimes",
+  },
+};
+
+const deployment = (extra: Record<string, unknown> = {}) => ({
+  apiVersion: "apps/v1",
+  kind: "Deployment",
+  metadata: { name: "echo-main" },
+  spec: {
+    selector: { matchLabels: { app: "echo" } },
+    template: {
+      metadata: { labels: { app: "echo" } },
+      spec: { containers: [{ name: "echo", image: "echo:1", ports: [{ containerPort: 8080 }] }] },
+    },
+    ...extra,
+  },
+});
+
+const yamlOf = (...objects: object[]) => objects.map((o) => stringify(o)).join("---\n");
+
+function refusal(yaml: string): ManifestError {
+  try {
+    buildManifest({ yaml }, context);
+  } catch (err) {
+    assert.ok(err instanceof ManifestError, String(err));
+    return err;
+  }
+  assert.fail("the manifest was accepted");
+}
+
+describe("a plugin's manifest", () => {
+  it("stamps labels, placement and the agent on the workload, keeps the plugin's own", async () => {
+    const deployed = await new GenericPlugin().deployService({
+      registration: {
+        user: "alice",
+        tenant: "acme",
+        service: "echo",
+        instance: "main",
+        namespace: context.namespace,
+        name: context.name,
+        cluster: "home",
+        basePath: "/r/tok/",
+      },
+      config: { image: "docker.io/jmalloc/echo-server:0.3.7", port: 8080, volumeSize: "1Gi" },
+    });
+    const { objects, endpoint } = buildManifest(deployed, context);
+    assert.deepEqual(
+      objects.map((o) => o.kind),
+      ["PersistentVolumeClaim", "Service", "Deployment"],
+    );
+    assert.deepEqual(endpoint, { port: 8080, path: "" });
+    for (const object of objects) {
+      assert.equal(object.metadata?.namespace, context.namespace);
+      assert.equal(object.metadata?.labels?.[RUNTIME_LABEL], context.name);
+      assert.equal(object.metadata?.labels?.[RUNTIME_SERVICE_LABEL], "echo");
+    }
+    const workload = objects.find((o) => o.kind === "Deployment") as V1Deployment;
+    assert.equal(workload.metadata?.annotations?.[ENDPOINT_ANNOTATION], JSON.stringify(endpoint));
+    const pod = workload.spec!.template;
+    assert.equal(pod.metadata?.labels?.[RUNTIME_LABEL], context.name);
+    assert.equal(pod.metadata?.labels?.["app.kubernetes.io/instance"], context.name);
+    assert.equal(pod.spec?.serviceAccountName, AGENT_SERVICE_ACCOUNT);
+    assert.equal(pod.spec?.automountServiceAccountToken, false);
+    assert.deepEqual(pod.spec?.nodeSelector, context.pods.nodeSelector);
+    assert.deepEqual(pod.spec?.tolerations, context.pods.tolerations);
+    assert.equal(pod.spec?.priorityClassName, "runtimes");
+    const token = pod.spec?.volumes?.find((v) => v.projected)?.projected?.sources?.[0]?.serviceAccountToken;
+    assert.equal(token?.audience, "tenantry-runtimes");
+    const container = pod.spec!.containers[0]!;
+    assert.equal(container.env?.find((e) => e.name === AGENT_ENV.stopUrl)?.value, context.stopUrl);
+    assert.ok(container.readinessProbe?.httpGet, "the generic plugin probes the port");
+    assert.ok(container.volumeMounts?.some((m) => m.mountPath === "/data"));
+    assert.equal(workload.spec?.replicas, 1);
+  });
+
+  it("the endpoint port defaults to the first container port; a path loses its trailing slash", () => {
+    const { endpoint } = buildManifest(
+      { yaml: yamlOf(deployment()), endpoint: { path: "/r/tok/" } },
+      context,
+    );
+    assert.deepEqual(endpoint, { port: 8080, path: "/r/tok" });
+  });
+
+  it("refuses a forbidden kind, naming it", () => {
+    const err = refusal(
+      yamlOf(deployment(), {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: "echo-main" },
+      }),
+    );
+    assert.equal(err.field, "objects[1].kind");
+    assert.match(err.message, /RoleBinding is not allowed/);
+  });
+
+  it("refuses another namespace, naming it", () => {
+    const err = refusal(
+      yamlOf(deployment(), {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "echo-main-x", namespace: "kube-system" },
+      }),
+    );
+    assert.equal(err.field, "objects[1].metadata.namespace");
+    assert.match(err.message, /kube-system/);
+  });
+
+  it("refuses names outside the runtime's prefix, two workloads, none, more replicas, other Service types", () => {
+    assert.equal(
+      refusal(yamlOf({ ...deployment(), metadata: { name: "someone-else" } })).field,
+      "objects[0].metadata.name",
+    );
+    assert.equal(
+      refusal(yamlOf(deployment(), { ...deployment(), metadata: { name: "echo-main-2" } })).field,
+      "objects",
+    );
+    assert.equal(
+      refusal(yamlOf({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "echo-main" } })).field,
+      "objects",
+    );
+    assert.equal(refusal(yamlOf(deployment({ replicas: 3 }))).field, "objects[0].spec.replicas");
+    assert.equal(
+      refusal(
+        yamlOf(deployment(), {
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "echo-main" },
+          spec: { type: "NodePort", ports: [{ port: 80 }] },
+        }),
+      ).field,
+      "objects[1].spec.type",
+    );
+    assert.equal(refusal(yamlOf(deployment(), deployment())).field, "objects[1].metadata.name");
+  });
+
+  it("refuses what tenantry sets: service account, owners", () => {
+    const withAccount = deployment();
+    (withAccount.spec.template.spec as Record<string, unknown>).serviceAccountName = "admin";
+    assert.equal(refusal(yamlOf(withAccount)).field, "objects[0].spec.template.spec.serviceAccountName");
+    assert.equal(
+      refusal(yamlOf({ ...deployment(), metadata: { name: "echo-main", ownerReferences: [] } })).field,
+      "objects[0].metadata.ownerReferences",
+    );
+  });
+
+  it("refuses text that is not YAML objects", () => {
+    assert.match(refusal("a: [1").message, /not valid YAML/);
+    assert.match(refusal("- 1\n").message, /not an object/);
+    assert.match(refusal("").message, /no objects/);
+  });
+});
