@@ -31,7 +31,15 @@ import {
   ReflectionController,
   ReplicatedDeploymentController,
 } from "../multicluster/index.js";
-import { type RuntimesAdmin, runtimesDelegateClusterRole, startRuntimesAdmin } from "../runtimes/index.js";
+import {
+  PluginRegistry,
+  RuntimeController,
+  RuntimeServiceController,
+  type RuntimesAdmin,
+  RuntimesInformers,
+  runtimesDelegateClusterRole,
+  startRuntimesAdmin,
+} from "../runtimes/index.js";
 import {
   installCrds,
   isSystemComponent,
@@ -97,6 +105,8 @@ export interface TenantryOptions {
   metricsPort?: number;
   /** The runtimes Admin API (`/services/…`, plain HTTP for the runtimes proxy); on by default, on a free loopback port. */
   runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
+  /** The runtimes controllers: the image the pre-pull DaemonSets' main container runs (default registry.k8s.io/pause). */
+  runtimes?: { pauseImage?: string };
   identityProviders?: {
     /** Built-in users and tokens (default on). */
     builtin?: { tokenTtlSeconds?: number; keyRotationSeconds?: number } | false;
@@ -264,11 +274,16 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         });
   if (gateway) logger.info({ url: gateway.url }, "tenant gateway serving");
+  const runtimesInformers = new RuntimesInformers(client);
+  await runtimesInformers.start();
+  const plugins = new PluginRegistry();
   const runtimesAdmin =
     options.runtimesAdmin === false
       ? undefined
       : await startRuntimesAdmin({
           client,
+          informers: runtimesInformers,
+          pluginOf: (service) => plugins.pluginOf(service),
           authenticator,
           onAuthenticated: (identity) => provisioner.ensure(identity),
           host: options.runtimesAdmin?.host ?? "127.0.0.1",
@@ -308,6 +323,25 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         }),
         new ReplicatedDeploymentController({ client, informers: offloading, logger }),
+        new RuntimeServiceController({
+          client,
+          informers: runtimesInformers,
+          plugins,
+          tenantryNamespace: namespace,
+          ...(options.runtimes?.pauseImage ? { pauseImage: options.runtimes.pauseImage } : {}),
+          logger,
+        }),
+        new RuntimeController({
+          client,
+          informers: runtimesInformers,
+          plugins,
+          tenantOf: (name) => informers.tenants.get(undefined, name),
+          tenantryNamespace: namespace,
+          adminUrl: () =>
+            (options.runtimesAdmin !== false ? options.runtimesAdmin?.publicUrl?.() : undefined) ??
+            runtimesAdmin?.url,
+          logger,
+        }),
       ];
       controllers = mine;
       for (const controller of mine) {
@@ -340,6 +374,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     async stop() {
       await elector.stop();
       await runtimesAdmin?.stop();
+      await runtimesInformers.stop();
       await gateway?.stop();
       await accessServer.stop();
       await server.stop();

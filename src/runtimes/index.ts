@@ -22,6 +22,7 @@ export {
   fitLabel,
   type RuntimeKey,
   type RuntimePlacement,
+  runtimeNamespaceLabels,
   runtimePlacement,
   userSlug,
 } from "./api/placement.js";
@@ -49,13 +50,43 @@ export {
   type RuntimeServiceSpec,
   type RuntimeServiceStatus,
 } from "./api/runtime-service.js";
+export { KubeconfigClients, type RuntimesCluster, SECRETS_NAMESPACE } from "./clusters.js";
+export {
+  AGENT_ENV,
+  AGENT_SERVICE_ACCOUNT,
+  ALLOWED_KINDS,
+  buildManifest,
+  ENDPOINT_ANNOTATION,
+  ManifestError,
+} from "./controller/manifest.js";
+export { MIRROR_LABEL, RUNTIMES_NETWORK_POLICY } from "./controller/namespaces.js";
+export {
+  RUNTIME_FINALIZER,
+  RuntimeController,
+  type RuntimeControllerOptions,
+} from "./controller/runtime-controller.js";
+export {
+  DEFAULT_PAUSE_IMAGE,
+  prePullName,
+  RuntimeServiceController,
+  type RuntimeServiceControllerOptions,
+  SERVICE_FINALIZER,
+} from "./controller/service-controller.js";
+export { RuntimesInformers } from "./informers.js";
+export { ExecPlugin } from "./plugins/exec.js";
+export { GENERIC_LIMITS, GenericPlugin, validateGenericConfig } from "./plugins/generic.js";
+export { HttpPlugin } from "./plugins/http.js";
+export { PluginRegistry } from "./plugins/registry.js";
+export { REPLY_STATUSES } from "./plugins/remote.js";
 export {
   CALLOUTS,
   type Callout,
   type CheckServiceRequest,
   type CheckServiceResult,
+  type ConfigViolation,
   type DeployServiceRequest,
   type DeployServiceResult,
+  type ImageList,
   type ImageSpec,
   PluginError,
   type PluginInitResult,

@@ -14,6 +14,7 @@ import {
   TENANT_EXTRA_KEY,
 } from "../../identity/index.js";
 import { type ClusterClient, describeError, isNotFound } from "../../kube/index.js";
+import type { RuntimesCluster } from "../clusters.js";
 import { RUNTIME_LABEL } from "../plugins/spi.js";
 
 /** Audience a runtime pod's projected service-account token must be issued for. */
@@ -81,11 +82,6 @@ export interface AdminCallersOptions {
   onAuthenticated?: (identity: Identity) => Promise<void>;
   /** The other clusters runtimes run in (RuntimeService `spec.cluster`): their pods' agents are reviewed there. */
   runtimesClusters?: () => Promise<RuntimesCluster[]>;
-}
-
-export interface RuntimesCluster {
-  name: string;
-  client: ClusterClient;
 }
 
 export class AdminCallers {

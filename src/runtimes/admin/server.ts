@@ -5,7 +5,7 @@
  */
 import type { AddressInfo } from "node:net";
 import swagger from "@fastify/swagger";
-import { CoreV1Api, KubeConfig, type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
+import { PatchStrategy } from "@kubernetes/client-node";
 import Fastify, {
   type FastifyInstance,
   type FastifyReply,
@@ -15,27 +15,22 @@ import Fastify, {
 import type { Logger } from "pino";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
-  ClusterClient,
+  type ClusterClient,
   describeError,
-  Informer,
+  type Informer,
   isAlreadyExists,
   isNotFound,
   silentLogger,
-  startInformers,
-  stopInformers,
 } from "../../kube/index.js";
-import { MANAGED_BY, MANAGED_BY_LABEL, TENANT_LABEL, TENANTS_API_VERSION } from "../../tenants/index.js";
-import { runtimePlacement } from "../api/placement.js";
+import { TENANTS_API_VERSION } from "../../tenants/index.js";
+import { runtimeNamespaceLabels, runtimePlacement } from "../api/placement.js";
 import { type Runtime, START_STEPS } from "../api/runtime.js";
 import type { RuntimeService } from "../api/runtime-service.js";
+import { KubeconfigClients, type RuntimesCluster } from "../clusters.js";
+import { recordRuntimeEvent } from "../events.js";
+import { BY_KEY, BY_SERVICE, BY_USER, RuntimesInformers, runtimeKeyOf } from "../informers.js";
 import type { ServicePlugin } from "../plugins/spi.js";
-import {
-  AdminCallers,
-  type Caller,
-  ON_BEHALF_OF_HEADER,
-  type RuntimesCluster,
-  type UserCaller,
-} from "./callers.js";
+import { AdminCallers, type Caller, ON_BEHALF_OF_HEADER, type UserCaller } from "./callers.js";
 import { checkStartLimits, isStarting } from "./limits.js";
 import {
   DEFAULT_PAGE,
@@ -52,14 +47,11 @@ import {
 
 export const OPENAPI_PATH = "/services/openapi.json";
 const API_VERSION = TENANTS_API_VERSION;
-const BY_USER = "user";
-const BY_KEY = "key";
-const BY_SERVICE = "service";
-/** Where a RuntimeService's kubeconfigSecretRef points. */
-const SECRETS_NAMESPACE = "tenantry-system";
 
 export interface RuntimesAdminOptions {
   client: ClusterClient;
+  /** Shared caches of Runtimes and RuntimeServices (started by whoever made them); default: its own. */
+  informers?: RuntimesInformers;
   /** Validates tokens of tenantry's identity providers; other tokens go to a TokenReview. */
   authenticator?: Authenticator;
   /** Audience of runtime pods' projected tokens (default `tenantry-runtimes`). */
@@ -95,21 +87,22 @@ class ProblemError extends Error {
   }
 }
 
-const keyOf = (user: string, service: string, instance: string) => `${user}\n${service}\n${instance}`;
+const keyOf = runtimeKeyOf;
 
 export class RuntimesAdmin {
   readonly runtimes: Informer<Runtime>;
   readonly services: Informer<RuntimeService>;
+  private readonly informers: RuntimesInformers;
+  private readonly ownInformers: boolean;
   private readonly app: FastifyInstance;
   private readonly callers: AdminCallers;
   private readonly logger: Logger;
   private readonly retryAfter: number;
-  private readonly events: CoreV1Api;
   /** Starts this replica is writing, per runtime key: concurrent POSTs for one instance share one. */
   private readonly starting = new Map<string, Promise<Runtime>>();
   private readonly knownNamespaces = new Set<string>();
-  /** Clients of the runtimes clusters services name, by Secret name, re-read after a minute. */
-  private readonly clusterClients = new Map<string, { cluster: RuntimesCluster; until: number }>();
+  /** Clients of the runtimes clusters services name. */
+  private readonly clusterClients: KubeconfigClients;
   private address?: AddressInfo;
 
   constructor(private readonly options: RuntimesAdminOptions) {
@@ -123,17 +116,11 @@ export class RuntimesAdmin {
       ...(options.onAuthenticated ? { onAuthenticated: options.onAuthenticated } : {}),
       runtimesClusters: () => this.runtimesClusters(),
     });
-    this.events = client.kubeConfig.makeApiClient(CoreV1Api);
-    this.runtimes = Informer.forResource<Runtime>(client, { apiVersion: API_VERSION, kind: "Runtime" });
-    this.runtimes.addIndex(BY_USER, (r) => (r.spec?.user ? [r.spec.user] : []));
-    this.runtimes.addIndex(BY_SERVICE, (r) => (r.spec?.service ? [r.spec.service] : []));
-    this.runtimes.addIndex(BY_KEY, (r) =>
-      r.spec ? [keyOf(r.spec.user, r.spec.service, r.spec.instance)] : [],
-    );
-    this.services = Informer.forResource<RuntimeService>(client, {
-      apiVersion: API_VERSION,
-      kind: "RuntimeService",
-    });
+    this.clusterClients = new KubeconfigClients(client);
+    this.ownInformers = !options.informers;
+    this.informers = options.informers ?? new RuntimesInformers(client);
+    this.runtimes = this.informers.runtimes;
+    this.services = this.informers.services;
     this.app = this.build();
   }
 
@@ -144,7 +131,7 @@ export class RuntimesAdmin {
   }
 
   async start(): Promise<string> {
-    await startInformers(this.informers());
+    if (this.ownInformers) await this.informers.start();
     await this.app.listen({ host: this.options.host ?? "127.0.0.1", port: this.options.port ?? 0 });
     this.address = this.app.server.address() as AddressInfo;
     this.logger.info({ url: this.url }, "runtimes Admin API serving");
@@ -153,11 +140,7 @@ export class RuntimesAdmin {
 
   async stop(): Promise<void> {
     await this.app.close();
-    await stopInformers(this.informers());
-  }
-
-  private informers(): Informer<KubernetesObject>[] {
-    return [this.runtimes, this.services] as unknown as Informer<KubernetesObject>[];
+    if (this.ownInformers) await this.informers.stop();
   }
 
   /** For tests and the composition root: answer a request without a socket. */
@@ -392,21 +375,8 @@ export class RuntimesAdmin {
     }
     const clusters: RuntimesCluster[] = [];
     for (const [secret, name] of refs) {
-      const known = this.clusterClients.get(secret);
-      if (known && known.until > Date.now() && known.cluster.name === name) {
-        clusters.push(known.cluster);
-        continue;
-      }
       try {
-        const data = (
-          await this.options.client.core.readNamespacedSecret({ name: secret, namespace: SECRETS_NAMESPACE })
-        ).data?.kubeconfig;
-        if (!data) throw new Error(`Secret ${SECRETS_NAMESPACE}/${secret} has no key kubeconfig`);
-        const kubeConfig = new KubeConfig();
-        kubeConfig.loadFromString(Buffer.from(data, "base64").toString("utf8"));
-        const cluster = { name, client: new ClusterClient(name, kubeConfig) };
-        this.clusterClients.set(secret, { cluster, until: Date.now() + 60_000 });
-        clusters.push(cluster);
+        clusters.push(await this.clusterClients.get(secret, name));
       } catch (err) {
         this.logger.warn(
           { err: describeError(err), cluster: name },
@@ -493,31 +463,16 @@ export class RuntimesAdmin {
       },
       message,
     );
-    const now = new Date();
-    try {
-      await this.events.createNamespacedEvent({
-        namespace: runtime.metadata!.namespace!,
-        body: {
-          metadata: { generateName: `${runtime.metadata!.name}.`, namespace: runtime.metadata!.namespace! },
-          involvedObject: {
-            apiVersion: API_VERSION,
-            kind: "Runtime",
-            name: runtime.metadata!.name!,
-            namespace: runtime.metadata!.namespace!,
-            ...(runtime.metadata?.uid ? { uid: runtime.metadata.uid } : {}),
-          },
-          reason: acting.agent ? "AgentAction" : "DelegatedAction",
-          message,
-          type: "Normal",
-          source: { component: "tenantry-runtimes-admin" },
-          firstTimestamp: now,
-          lastTimestamp: now,
-          count: 1,
-        },
-      });
-    } catch (err) {
-      this.logger.warn({ err: describeError(err) }, "could not record the delegation as an Event");
-    }
+    await recordRuntimeEvent(
+      this.options.client,
+      runtime,
+      {
+        reason: acting.agent ? "AgentAction" : "DelegatedAction",
+        message,
+        component: "tenantry-runtimes-admin",
+      },
+      this.logger,
+    );
   }
 
   // --- start ---------------------------------------------------------------------------------------
@@ -544,6 +499,13 @@ export class RuntimesAdmin {
       ...((service.spec.defaults as Record<string, unknown>) ?? {}),
       ...(request.body as object),
     };
+    const violation = this.options.pluginOf?.(service)?.validateConfig?.(config)[0];
+    if (violation) {
+      throw new ProblemError(400, "invalid request", violation.message, {
+        field: violation.field,
+        ...(violation.limit !== undefined ? { limit: violation.limit } : {}),
+      });
+    }
     const placement = runtimePlacement(
       { ...params, tenant },
       service.spec.namespaceMode ?? "Segregated",
@@ -595,6 +557,18 @@ export class RuntimesAdmin {
         if (refusal) throw this.tooMany(refusal);
         runtime = await this.patchSpec(runtime, { desiredState: "Running", config });
         await this.recordDelegation(acting, runtime, "resume");
+      } else if (runtime.status?.phase === "Failed") {
+        // A failed start is tried again (with the parameters now asked for).
+        const refusal = checkStartLimits(
+          service,
+          params.user,
+          this.serviceRuntimes(params.service),
+          false,
+          this.inFlight(params),
+        );
+        if (refusal) throw this.tooMany(refusal);
+        runtime = await this.patchSpec(runtime, { config, startRequestedAt: new Date().toISOString() });
+        await this.recordDelegation(acting, runtime, "retry");
       }
       return runtime;
     })();
@@ -664,7 +638,7 @@ export class RuntimesAdmin {
         body: {
           metadata: {
             name: namespace,
-            labels: { [MANAGED_BY_LABEL]: MANAGED_BY, ...(combined ? {} : { [TENANT_LABEL]: tenant }) },
+            labels: runtimeNamespaceLabels(combined ? undefined : tenant),
           },
         },
       });

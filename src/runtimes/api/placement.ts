@@ -4,6 +4,13 @@
  * anyone (idempotent starts: the same request always names the same object).
  */
 import { createHash } from "node:crypto";
+import {
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  NAMESPACE_ISOLATION,
+  NETWORK_ISOLATION_LABEL,
+  TENANT_LABEL,
+} from "../../tenants/index.js";
 import { DEFAULT_RUNTIMES_NAMESPACE, type NamespaceMode } from "./runtime-service.js";
 
 export interface RuntimeKey {
@@ -66,5 +73,17 @@ export function runtimePlacement(
   return {
     namespace: fitLabel(`${key.tenant}-rt-${userSlug(key.user)}`),
     name: fitLabel(`${key.service}-${key.instance}`),
+  };
+}
+
+/**
+ * Labels of a runtimes namespace: a user's (segregated) one belongs to their tenant — its quota,
+ * admission policies and isolation apply — and is isolated on its own (only itself and the
+ * runtimes proxy reach it); the combined one belongs to no tenant.
+ */
+export function runtimeNamespaceLabels(tenant: string | undefined): Record<string, string> {
+  return {
+    [MANAGED_BY_LABEL]: MANAGED_BY,
+    ...(tenant ? { [TENANT_LABEL]: tenant, [NETWORK_ISOLATION_LABEL]: NAMESPACE_ISOLATION } : {}),
   };
 }

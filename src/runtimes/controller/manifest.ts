@@ -45,7 +45,7 @@ export const ALLOWED_KINDS: readonly AllowedKind[] = [
 const APPLY_ORDER = ["ConfigMap", "Secret", "PersistentVolumeClaim", "Service", "Deployment", "StatefulSet"];
 export const MAX_OBJECTS = 32;
 
-/** The workload's annotation remembering where the runtime answers (the plugin's `endpoint`). */
+/** The workload's and its pods' annotation: where the runtime answers (the plugin's `endpoint`). */
 export const ENDPOINT_ANNOTATION = "tenantry.dev/endpoint";
 export const AGENT_SERVICE_ACCOUNT = "tenantry-runtime-agent";
 export const AGENT_VOLUME = "tenantry-agent";
@@ -265,7 +265,15 @@ function complete(
   // One pod holding a ReadWriteOnce claim: the old pod goes before the new one comes.
   if (copy.kind === "Deployment") spec.strategy ??= { type: "Recreate" };
   const template = spec.template as { metadata?: KubernetesObject["metadata"]; spec: V1PodSpec };
-  template.metadata = { ...template.metadata, labels: { ...(template.metadata?.labels ?? {}), ...labels } };
+  template.metadata = {
+    ...template.metadata,
+    labels: { ...(template.metadata?.labels ?? {}), ...labels },
+    // On the pod too: where it answers is read off the pod that answers.
+    annotations: {
+      ...(template.metadata?.annotations ?? {}),
+      [ENDPOINT_ANNOTATION]: JSON.stringify(endpoint),
+    },
+  };
   const claimTemplates = spec.volumeClaimTemplates as
     | { metadata?: KubernetesObject["metadata"] }[]
     | undefined;

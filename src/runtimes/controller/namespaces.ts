@@ -1,0 +1,171 @@
+/**
+ * A runtimes namespace made ready for a start, in whichever cluster the runtime runs:
+ *
+ * - in the Runtime objects' own cluster the Admin API created it in the user's tenant (quota,
+ *   admission policies and the tenant's isolation come from the tenants capability); it is created
+ *   again if it went missing;
+ * - in another runtimes cluster it is created there for the same tenant. tenantry runs on that
+ *   cluster too, so the tenant's machinery there applies as soon as the Tenant exists there: if the
+ *   runtimes cluster has no Tenant of that name, a mirror of the tenant's policies is kept there
+ *   (owners, users, quota limits, limit ranges, pod security, allowed classes, isolation; no
+ *   declared namespaces, templates or node pool, and owners may create no namespaces there),
+ *   labelled `tenantry.dev/mirror-of`. A Tenant of that name that the runtimes cluster's
+ *   administrator made is used as it is.
+ *
+ * Every runtimes namespace also gets the NetworkPolicy `tenantry-runtimes` (ingress from the
+ * namespace itself and from tenantry's namespace, where the runtimes proxy runs; from nowhere
+ * else) and the runtime pods' service account `tenantry-runtime-agent` (no API token mounted).
+ */
+import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
+import { PatchStrategy } from "@kubernetes/client-node";
+import { applyIfChanged, applyObject, isAlreadyExists, isNotFound } from "../../kube/index.js";
+import {
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  NAMESPACE_ORIGIN_LABEL,
+  TENANTS_API_VERSION,
+  type Tenant,
+} from "../../tenants/index.js";
+import { runtimeNamespaceLabels } from "../api/placement.js";
+import { AGENT_SERVICE_ACCOUNT } from "./manifest.js";
+import type { Target } from "./targets.js";
+
+export const RUNTIMES_NETWORK_POLICY = "tenantry-runtimes";
+/** On a Tenant kept in a runtimes cluster as a copy of one elsewhere: the cluster it copies. */
+export const MIRROR_LABEL = "tenantry.dev/mirror-of";
+const POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce";
+
+export interface RuntimeNamespacesOptions {
+  /** The tenant's object in the Runtime objects' cluster. */
+  tenantOf: (name: string) => Tenant | undefined;
+  /** Where the runtimes proxy runs (tenantry's namespace). */
+  tenantryNamespace: string;
+  /** The Runtime objects' cluster, named on mirrored Tenants. */
+  homeCluster: string;
+}
+
+export class NamespaceNotReady extends Error {}
+
+/** The policy fields of `tenant`, for a runtimes cluster. */
+export function mirrorTenant(tenant: Tenant, homeCluster: string): Tenant {
+  const {
+    namespaces: _namespaces,
+    templates: _templates,
+    firstLoginGroups: _firstLoginGroups,
+    nodePool: _nodePool,
+    namespacePrefix: _namespacePrefix,
+    quota,
+    ...policies
+  } = tenant.spec;
+  return {
+    apiVersion: TENANTS_API_VERSION,
+    kind: "Tenant",
+    metadata: {
+      name: tenant.metadata!.name!,
+      labels: { [MIRROR_LABEL]: homeCluster, [MANAGED_BY_LABEL]: MANAGED_BY },
+    },
+    spec: { ...policies, namespaceQuota: 0, ...(quota?.hard ? { quota: { hard: quota.hard } } : {}) },
+  } as Tenant;
+}
+
+export class RuntimeNamespaces {
+  /** `<cluster>/<namespace>/<uid>` whose policy and account were applied by this process. */
+  private readonly prepared = new Set<string>();
+
+  constructor(private readonly options: RuntimeNamespacesOptions) {}
+
+  /** Makes `namespace` ready in `target`; a message for the Namespace step. */
+  async ensure(target: Target, namespace: string, tenant: string | undefined): Promise<string> {
+    const { client } = target;
+    let current: V1Namespace | undefined;
+    try {
+      current = await client.core.readNamespace({ name: namespace });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    if (current?.metadata?.deletionTimestamp) {
+      throw new NamespaceNotReady(`namespace ${namespace} in cluster ${target.name} is being deleted`);
+    }
+    const labels = runtimeNamespaceLabels(tenant);
+    if (!current) {
+      const extra = tenant && !target.local ? await this.ensureTenant(target, tenant) : {};
+      try {
+        current = await client.core.createNamespace({
+          body: { metadata: { name: namespace, labels: { ...labels, ...extra } } },
+        });
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw err;
+        current = await client.core.readNamespace({ name: namespace });
+      }
+    } else if (Object.entries(labels).some(([k, v]) => current?.metadata?.labels?.[k] !== v)) {
+      // A merge patch, not an apply: the namespace's other labels are the tenants capability's.
+      await client.objects.patchRaw(
+        { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels } },
+        PatchStrategy.MergePatch,
+      );
+    }
+    // Keyed by uid: a namespace deleted and made again needs its policy and account again.
+    const key = `${target.name}/${namespace}/${current.metadata?.uid}`;
+    if (!this.prepared.has(key)) {
+      for (const object of this.contents(namespace)) await applyObject(client, object);
+      this.prepared.add(key);
+    }
+    return `namespace ${namespace} ready in cluster ${target.name}`;
+  }
+
+  /** The Tenant in a runtimes cluster (a mirror unless its administrator made one); the namespace labels it implies. */
+  private async ensureTenant(target: Target, name: string): Promise<Record<string, string>> {
+    const home = this.options.tenantOf(name);
+    if (!home) throw new NamespaceNotReady(`tenant ${name} does not exist`);
+    const ref = { apiVersion: TENANTS_API_VERSION, kind: "Tenant", metadata: { name } };
+    let there: Tenant | undefined;
+    try {
+      there = (await target.client.objects.read(ref)) as Tenant;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    let tenant = there;
+    if (!there || there.metadata?.labels?.[MIRROR_LABEL]) {
+      const mirror = mirrorTenant(home, this.options.homeCluster);
+      await applyIfChanged(target.client, mirror as KubernetesObject, there as KubernetesObject | undefined);
+      tenant = mirror;
+    }
+    return {
+      [NAMESPACE_ORIGIN_LABEL]: "owner",
+      [POD_SECURITY_ENFORCE_LABEL]: tenant?.spec.podSecurity?.level ?? "baseline",
+    };
+  }
+
+  private contents(namespace: string): KubernetesObject[] {
+    const metadata = { namespace, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } };
+    return [
+      {
+        apiVersion: "networking.k8s.io/v1",
+        kind: "NetworkPolicy",
+        metadata: { ...metadata, name: RUNTIMES_NETWORK_POLICY },
+        spec: {
+          podSelector: {},
+          policyTypes: ["Ingress"],
+          ingress: [
+            {
+              from: [
+                { podSelector: {} },
+                {
+                  namespaceSelector: {
+                    matchLabels: { "kubernetes.io/metadata.name": this.options.tenantryNamespace },
+                  },
+                },
+              ],
+            },
+          ],
+        },
+      } as KubernetesObject,
+      {
+        apiVersion: "v1",
+        kind: "ServiceAccount",
+        metadata: { ...metadata, name: AGENT_SERVICE_ACCOUNT },
+        automountServiceAccountToken: false,
+      } as KubernetesObject,
+    ];
+  }
+}

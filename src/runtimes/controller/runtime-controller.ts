@@ -1,0 +1,769 @@
+/**
+ * The Runtime controller: turns each Runtime into a running pod and back, level-based.
+ *
+ * A start (the first, a resume, or a retry after a failure) gets a new route token, written before
+ * the plugin's deploy-service is called; the namespace is made ready; the plugin's YAML is checked
+ * (see manifest.ts) and server-side applied — objects in the Runtime's own cluster are owned by it;
+ * the start is then followed through its steps (Namespace, Volumes, Scheduled, Pulling, Ready) until
+ * a pod answers, whose IP, with the plugin's port and path, is the endpoint. A start that does not
+ * get there within the service's startTimeoutSeconds fails. A plugin that fails, times out or
+ * returns YAML that is refused fails the start with its message, and nothing of it is left.
+ *
+ * Stopped: the workload and its Services go (claims, Secrets, ConfigMaps stay), deregister-service
+ * is called, and the route token goes with the session. Deleted: a finalizer holds the Runtime
+ * until everything it created (claims and Secrets too, in whichever cluster) is deleted and
+ * deregister-service was called.
+ *
+ * Status is the controller's except `lastActivity`, written with server-side apply of its own fields
+ * (runtime-status.ts), also when a reconcile fails.
+ */
+import type { KubernetesObject, V1OwnerReference, V1Pod } from "@kubernetes/client-node";
+import { PatchStrategy } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import {
+  applyObject,
+  type ClusterClient,
+  Controller,
+  describeError,
+  findCondition,
+  isNotFound,
+  objectKey,
+  type ReconcileContext,
+  type ReconcileResult,
+  reconcileDone,
+  requeueAfter,
+  statusCode,
+} from "../../kube/index.js";
+import { TENANTS_API_VERSION, type Tenant } from "../../tenants/index.js";
+import { RUNTIMES_AUDIENCE } from "../admin/callers.js";
+import type { Runtime } from "../api/runtime.js";
+import type { RuntimeService } from "../api/runtime-service.js";
+import { KubeconfigClients } from "../clusters.js";
+import { recordRuntimeEvent } from "../events.js";
+import { BY_SERVICE, type RuntimesInformers } from "../informers.js";
+import type { PluginRegistry } from "../plugins/registry.js";
+import { PluginError, RUNTIME_LABEL, type RuntimeRegistration } from "../plugins/spi.js";
+import { ALLOWED_KINDS, buildManifest, ENDPOINT_ANNOTATION, kindOf, ManifestError } from "./manifest.js";
+import { NamespaceNotReady, RuntimeNamespaces } from "./namespaces.js";
+import { observe } from "./progress.js";
+import { StatusDraft } from "./runtime-status.js";
+import { BY_RUNTIME, runtimeIndexKey, type Target, Targets } from "./targets.js";
+
+export const RUNTIME_FINALIZER = "tenantry.dev/runtime-cleanup";
+const COMPONENT = "tenantry-runtimes-controller";
+const DEFAULT_START_TIMEOUT_SECONDS = 300;
+/** How often a start is looked at while nothing signals progress (image pulls report by events). */
+const PROGRESS_POLL_MS = 2_000;
+/** deregister-service is tried this many times (1 s, 2 s, 4 s … apart) before the controller goes on without it. */
+const DEREGISTER_ATTEMPTS = 5;
+
+export interface RuntimeControllerOptions {
+  /** The cluster the Runtime and RuntimeService objects live in. */
+  client: ClusterClient;
+  informers: RuntimesInformers;
+  plugins: PluginRegistry;
+  /** A tenant by name, in the Runtime objects' cluster (mirrored into other runtimes clusters). */
+  tenantOf: (name: string) => Tenant | undefined;
+  /** tenantry's namespace: where the runtimes proxy runs and kubeconfig Secrets are. */
+  tenantryNamespace?: string;
+  /** Base URL of the Admin API as runtime pods reach it (their agent's stop URL). */
+  adminUrl: () => string | undefined;
+  /** Audience of the agents' tokens (default `tenantry-runtimes`). */
+  audience?: string;
+  logger: Logger;
+  workers?: number;
+}
+
+type Outcome = ReconcileResult;
+
+/** An apply the API server refused for good (admission, quota, an invalid object): the start fails. */
+function refused(err: unknown): boolean {
+  const code = statusCode(err);
+  return code !== undefined && code >= 400 && code < 500 && code !== 409 && code !== 429;
+}
+
+export class RuntimeController {
+  private readonly controller: Controller;
+  private readonly targets: Targets;
+  private readonly namespaces: RuntimeNamespaces;
+  private readonly logger: Logger;
+  /** Failed deregister-service calls per runtime key, for the retry schedule. */
+  private readonly deregisterFailures = new Map<string, number>();
+  private readonly cluster: string;
+
+  constructor(private readonly options: RuntimeControllerOptions) {
+    const { client, informers } = options;
+    this.cluster = client.name;
+    this.logger = options.logger.child({ component: "runtime-controller" });
+    const tenantryNamespace = options.tenantryNamespace ?? "tenantry-system";
+    this.targets = new Targets(
+      client,
+      new KubeconfigClients(client, tenantryNamespace),
+      (_cluster, object) => {
+        const runtime = object.metadata?.labels?.[RUNTIME_LABEL];
+        if (runtime) this.controller.enqueue(objectKey(this.cluster, object.metadata!.namespace!, runtime));
+      },
+      this.logger,
+    );
+    this.namespaces = new RuntimeNamespaces({
+      tenantOf: options.tenantOf,
+      tenantryNamespace,
+      homeCluster: this.cluster,
+    });
+    this.controller = new Controller({
+      name: "runtimes",
+      workers: options.workers ?? 16,
+      logger: options.logger,
+      reconcile: (_key, ctx) => this.reconcile(ctx),
+    });
+    this.controller.watch(informers.runtimes);
+    // A service's change (its plugin answered init, its placement changed) concerns its runtimes.
+    this.controller.watch(informers.services, (service) =>
+      informers.runtimes
+        .byIndex(BY_SERVICE, service.metadata!.name!)
+        .map((r) => objectKey(this.cluster, r.metadata!.namespace!, r.metadata!.name!)),
+    );
+  }
+
+  async start(): Promise<void> {
+    await this.targets.start();
+    await this.controller.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.controller.stop();
+    await this.targets.stop();
+  }
+
+  stats() {
+    return this.controller.stats();
+  }
+
+  private async reconcile(ctx: ReconcileContext): Promise<Outcome> {
+    const { namespace, name } = ctx.ref;
+    const runtime = this.options.informers.runtimes.get(namespace, name);
+    if (!runtime) {
+      this.deregisterFailures.delete(ctx.key);
+      return reconcileDone();
+    }
+    const status = new StatusDraft(runtime);
+    try {
+      const outcome = await this.reconcileRuntime(runtime, status, ctx);
+      await status.write(this.options.client);
+      return outcome;
+    } catch (err) {
+      // Status is written even when the reconcile fails: the phase stays, the reason says why.
+      status.status.reason = "Retrying";
+      status.status.message = `${describeError(err)}; retrying`.slice(0, 32_000);
+      await status
+        .write(this.options.client)
+        .catch((writeErr: unknown) =>
+          ctx.logger.warn({ err: describeError(writeErr) }, "could not write a runtime's status"),
+        );
+      throw err;
+    }
+  }
+
+  private async reconcileRuntime(
+    runtime: Runtime,
+    status: StatusDraft,
+    ctx: ReconcileContext,
+  ): Promise<Outcome> {
+    const service = this.options.informers.services.get(undefined, runtime.spec.service);
+    if (runtime.metadata?.deletionTimestamp) return this.finalize(runtime, service, status, ctx);
+    if (!runtime.metadata?.finalizers?.includes(RUNTIME_FINALIZER)) {
+      await this.patchFinalizers(runtime, [...(runtime.metadata?.finalizers ?? []), RUNTIME_FINALIZER]);
+    }
+    if (!service) {
+      status.set("Failed", "ServiceNotFound", `there is no RuntimeService ${runtime.spec.service}`);
+      status.endSession();
+      status.status.observedGeneration = status.generation;
+      return reconcileDone();
+    }
+    let target: Target;
+    try {
+      target = await this.targets.of(service);
+    } catch (err) {
+      status.status.reason = "ClusterUnreachable";
+      status.status.message = describeError(err);
+      return requeueAfter(10_000);
+    }
+    status.status.cluster = target.name;
+    if (runtime.spec.desiredState === "Stopped")
+      return this.stopRuntime(runtime, service, target, status, ctx);
+    return this.run(runtime, service, target, status, ctx);
+  }
+
+  // --- running ---------------------------------------------------------------------------------
+
+  private async run(
+    runtime: Runtime,
+    service: RuntimeService,
+    target: Target,
+    status: StatusDraft,
+    ctx: ReconcileContext,
+  ): Promise<Outcome> {
+    const generation = status.generation;
+    const current = status.status;
+    // A failed start stays failed until someone asks again (a new generation).
+    if (current.phase === "Failed" && current.observedGeneration === generation) return reconcileDone();
+    const ended = current.phase === "Failed" || current.phase === "Stopped" || current.phase === "Stopping";
+    if (!current.route?.token || ended) {
+      status.beginStart();
+      // The token is known before the plugin is called: its basePath names it.
+      await status.write(this.options.client);
+    }
+    current.observedGeneration = generation;
+    const timeoutMs = (service.spec.startTimeoutSeconds ?? DEFAULT_START_TIMEOUT_SECONDS) * 1000;
+    const elapsed = Date.now() - Date.parse(current.startTime ?? new Date().toISOString());
+    const remaining = timeoutMs - elapsed;
+    const deployed = findCondition(current.conditions, "Deployed");
+    if (!(deployed?.status === "True" && deployed.observedGeneration === generation)) {
+      const outcome = await this.deploy(runtime, service, target, status, ctx);
+      if (outcome)
+        return outcome.kind === "requeueAfter" && remaining <= 0
+          ? this.timeOut(runtime, service, target, status, timeoutMs)
+          : outcome;
+    }
+    return this.follow(runtime, service, target, status, timeoutMs, remaining);
+  }
+
+  /** Namespace, deploy-service, checks, apply. Undefined when deployed; an outcome when not (yet). */
+  private async deploy(
+    runtime: Runtime,
+    service: RuntimeService,
+    target: Target,
+    status: StatusDraft,
+    ctx: ReconcileContext,
+  ): Promise<Outcome | undefined> {
+    const ready = findCondition(service.status?.conditions, "Ready");
+    if (ready?.status !== "True" || ready.observedGeneration !== service.metadata?.generation) {
+      const why =
+        ready?.status === "False" && ready.observedGeneration === service.metadata?.generation
+          ? `service ${service.metadata?.name} is not ready: ${ready.message}`
+          : `waiting for the plugin of service ${service.metadata?.name} to answer init`;
+      status.set("Starting", "WaitingForService", why);
+      status.step("Namespace", { state: "Pending", message: why });
+      // The service's next status change brings this runtime back; the start timeout still runs.
+      return requeueAfter(10_000);
+    }
+    const { namespace, name } = runtime.metadata as { namespace: string; name: string };
+    const tenant = runtime.spec.tenant;
+    const segregated = (service.spec.namespaceMode ?? "Segregated") === "Segregated";
+    try {
+      const message = await this.namespaces.ensure(target, namespace, segregated ? tenant : undefined);
+      status.step("Namespace", { state: "Done", message });
+    } catch (err) {
+      const message = describeError(err);
+      status.step("Namespace", { state: "InProgress", message });
+      status.set("Starting", "NamespaceNotReady", message);
+      if (err instanceof NamespaceNotReady) return requeueAfter(5_000);
+      throw err;
+    }
+
+    const registration = this.registration(runtime, target, status.status.route?.token);
+    const plugin = this.options.plugins.pluginOf(service);
+    let manifest: ReturnType<typeof buildManifest>;
+    try {
+      const result = await plugin.deployService({
+        registration,
+        config: (runtime.spec.config as Record<string, unknown> | undefined) ?? {},
+      });
+      manifest = buildManifest(result, {
+        namespace,
+        name,
+        service: service.metadata!.name!,
+        ...(target.local ? { owner: this.ownerOf(runtime) } : {}),
+        ...(service.spec.pods ? { pods: service.spec.pods } : {}),
+        stopUrl: this.stopUrl(runtime),
+        audience: this.options.audience ?? RUNTIMES_AUDIENCE,
+      });
+    } catch (err) {
+      if (err instanceof ManifestError) {
+        return this.fail(
+          runtime,
+          service,
+          target,
+          status,
+          "InvalidManifest",
+          `the plugin's YAML was refused: ${err.message}`,
+          {
+            registration,
+          },
+        );
+      }
+      const message =
+        err instanceof PluginError ? err.message : `plugin deploy-service: ${describeError(err)}`;
+      return this.fail(runtime, service, target, status, "PluginFailed", message, {});
+    }
+
+    // What exists before this attempt stays if it fails (a resumed runtime's claims and Secrets).
+    const existed = new Set<string>();
+    for (const object of manifest.objects) {
+      try {
+        await target.client.objects.read(object as KubernetesObject & { metadata: { name: string } });
+        existed.add(objectId(object));
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+    try {
+      for (const object of manifest.objects) await applyObject(target.client, object);
+    } catch (err) {
+      const failed = describeError(err);
+      ctx.logger.warn(
+        { err: failed },
+        "applying a runtime's objects failed: removing what this start created",
+      );
+      await this.remove(
+        target,
+        manifest.objects.filter((o) => kindOf(o)?.kept !== true || !existed.has(objectId(o))),
+      );
+      if (refused(err)) {
+        return this.fail(
+          runtime,
+          service,
+          target,
+          status,
+          "Refused",
+          `the runtime's objects were refused: ${failed}`,
+          {
+            registration,
+          },
+        );
+      }
+      throw err;
+    }
+    const applied = manifest.objects.map((o) => ({
+      apiVersion: o.apiVersion!,
+      kind: o.kind!,
+      name: o.metadata!.name!,
+    }));
+    const kept = (status.status.objects ?? []).filter(
+      (o) => kindOf(o)?.kept && !applied.some((a) => a.kind === o.kind && a.name === o.name),
+    );
+    status.status.objects = [...applied, ...kept].slice(0, 64);
+    status.condition("Deployed", {
+      status: "True",
+      reason: "Applied",
+      message: `${applied.length} objects applied in cluster ${target.name}`,
+    });
+    return undefined;
+  }
+
+  /** Follows a deployed start until a pod answers; a start that takes too long fails. */
+  private async follow(
+    runtime: Runtime,
+    service: RuntimeService,
+    target: Target,
+    status: StatusDraft,
+    timeoutMs: number,
+    remaining: number,
+  ): Promise<Outcome> {
+    const key = runtimeIndexKey(runtime.metadata!.namespace!, runtime.metadata!.name!);
+    const pods = target.pods.byIndex(BY_RUNTIME, key);
+    const claims = target.claims.byIndex(BY_RUNTIME, key);
+    let progress = observe({ pods, claims });
+    if (progress.pod && progress.steps.Pulling.state === "InProgress") {
+      progress = observe({ pods, claims, events: await this.podEvents(target, progress.pod) });
+    }
+    for (const [name, report] of Object.entries(progress.steps))
+      status.step(name as keyof typeof progress.steps, report);
+    const current = status.status;
+    if (progress.ready) {
+      const pod = pods.find((p) => p.metadata?.name === progress.ready!.pod)!;
+      const url = endpointUrl(pod, progress.ready.ip);
+      const wasRunning = current.phase === "Running";
+      current.endpoint = { url, pod: progress.ready.pod };
+      if (!wasRunning || !current.startedAt)
+        current.startedAt = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+      status.set("Running", "Ready", `answering at ${url}`);
+      status.condition("Ready", {
+        status: "True",
+        reason: "PodReady",
+        message: `pod ${progress.ready.pod} is ready`,
+      });
+      if (!wasRunning) {
+        await recordRuntimeEvent(
+          this.options.client,
+          runtime,
+          { reason: "Running", message: `pod ${progress.ready.pod} answers at ${url}`, component: COMPONENT },
+          this.logger,
+        );
+      }
+      return reconcileDone();
+    }
+    delete current.endpoint;
+    const waiting = progress.waiting ?? { step: "Ready", message: "waiting for the pod" };
+    status.set(
+      "Starting",
+      current.startedAt ? "NotReady" : "Starting",
+      `${waiting.step}: ${waiting.message}`,
+    );
+    status.condition("Ready", {
+      status: "False",
+      reason: current.startedAt ? "PodNotReady" : "Starting",
+      message: waiting.message,
+    });
+    // Once it has answered, a pod that stops answering is waited for without a deadline.
+    if (!current.startedAt && remaining <= 0)
+      return this.timeOut(runtime, service, target, status, timeoutMs);
+    if (current.startedAt) return requeueAfter(30_000);
+    return requeueAfter(Math.max(100, Math.min(remaining, PROGRESS_POLL_MS)));
+  }
+
+  private async timeOut(
+    runtime: Runtime,
+    service: RuntimeService,
+    target: Target,
+    status: StatusDraft,
+    timeoutMs: number,
+  ): Promise<Outcome> {
+    const message = status.status.message ?? "";
+    // The plugin is told only of a start it deployed.
+    const deployed = findCondition(status.status.conditions, "Deployed")?.status === "True";
+    return this.fail(
+      runtime,
+      service,
+      target,
+      status,
+      "StartTimeout",
+      `not running after ${timeoutMs / 1000} s (startTimeoutSeconds): ${message}`,
+      {
+        ...(deployed ? { registration: this.registration(runtime, target, status.status.route?.token) } : {}),
+        teardown: true,
+      },
+    );
+  }
+
+  /**
+   * The start failed: its workload goes (data stays, as for a stop), the plugin is told the session
+   * is over if it was deployed, and the runtime is Failed until asked to start again.
+   */
+  private async fail(
+    runtime: Runtime,
+    service: RuntimeService,
+    target: Target,
+    status: StatusDraft,
+    reason: string,
+    message: string,
+    { registration, teardown = false }: { registration?: RuntimeRegistration; teardown?: boolean },
+  ): Promise<Outcome> {
+    if (teardown) await this.removeWorkload(target, runtime);
+    if (registration) {
+      const plugin = this.options.plugins.pluginOf(service);
+      if (plugin.deregisterService) {
+        await plugin
+          .deregisterService(registration)
+          .catch((err: unknown) =>
+            this.warn(
+              runtime,
+              "DeregisterFailed",
+              `deregister-service after a failed start: ${describeError(err)}`,
+            ),
+          );
+      }
+    }
+    status.failStep(message);
+    status.set("Failed", reason, message);
+    status.endSession();
+    status.condition("Ready", { status: "False", reason, message });
+    status.condition("Deployed", { status: "False", reason, message });
+    status.status.observedGeneration = status.generation;
+    await this.warn(runtime, reason, message);
+    return reconcileDone();
+  }
+
+  // --- stopping --------------------------------------------------------------------------------
+
+  private async stopRuntime(
+    runtime: Runtime,
+    service: RuntimeService,
+    target: Target,
+    status: StatusDraft,
+    ctx: ReconcileContext,
+  ): Promise<Outcome> {
+    const current = status.status;
+    if (current.phase === "Stopped" && current.observedGeneration === status.generation)
+      return reconcileDone();
+    await this.removeWorkload(target, runtime);
+    delete current.endpoint;
+    delete current.startedAt;
+    status.condition("Ready", { status: "False", reason: "Stopped", message: "the runtime is stopped" });
+    status.condition("Deployed", {
+      status: "False",
+      reason: "Stopped",
+      message: "deployment and service removed; volumes and secrets kept",
+    });
+    current.observedGeneration = status.generation;
+    if (current.route?.token) {
+      const retry = await this.deregister(
+        ctx.key,
+        runtime,
+        service,
+        this.registration(runtime, target, current.route.token),
+      );
+      if (retry) {
+        status.set("Stopping", "Deregistering", retry.message);
+        return requeueAfter(retry.ms);
+      }
+      status.endSession();
+    }
+    const left = target.pods.byIndex(
+      BY_RUNTIME,
+      runtimeIndexKey(runtime.metadata!.namespace!, runtime.metadata!.name!),
+    );
+    if (left.length) {
+      status.set(
+        "Stopping",
+        "PodsTerminating",
+        `waiting for pod ${left.map((p) => p.metadata?.name).join(", ")} to stop`,
+      );
+      return requeueAfter(5_000);
+    }
+    status.resetSteps();
+    status.set("Stopped", "Stopped", "stopped; volumes and secrets kept: the next start resumes with them");
+    return reconcileDone();
+  }
+
+  // --- deleting --------------------------------------------------------------------------------
+
+  private async finalize(
+    runtime: Runtime,
+    service: RuntimeService | undefined,
+    status: StatusDraft,
+    ctx: ReconcileContext,
+  ): Promise<Outcome> {
+    if (!runtime.metadata?.finalizers?.includes(RUNTIME_FINALIZER)) {
+      status.gone = true;
+      return reconcileDone();
+    }
+    status.set("Deleting", "Deleting", "deleting everything the runtime created");
+    status.endSession();
+    // Without its service the runtimes cluster is unknown: only this cluster can be cleaned.
+    const target = service ? await this.targets.of(service) : this.targets.local;
+    await this.removeAll(target, runtime);
+    if (service) {
+      const token = runtime.status?.route?.token;
+      const retry = await this.deregister(
+        ctx.key,
+        runtime,
+        service,
+        this.registration(runtime, target, token),
+      );
+      if (retry) {
+        status.status.message = retry.message;
+        return requeueAfter(retry.ms);
+      }
+    } else {
+      ctx.logger.warn(
+        { service: runtime.spec.service },
+        "the runtime's service is gone: deregister-service skipped",
+      );
+    }
+    const resourceVersion = await status.write(this.options.client);
+    status.gone = true;
+    await this.patchFinalizers(
+      runtime,
+      (runtime.metadata.finalizers ?? []).filter((f) => f !== RUNTIME_FINALIZER),
+      resourceVersion,
+    );
+    return reconcileDone();
+  }
+
+  // --- helpers ---------------------------------------------------------------------------------
+
+  /**
+   * deregister-service, tried again on a schedule when it fails and given up (with a Warning Event)
+   * after a few attempts, so that a broken plugin cannot keep a runtime from stopping or going.
+   * Undefined when done (or given up); when to try again otherwise.
+   */
+  private async deregister(
+    key: string,
+    runtime: Runtime,
+    service: RuntimeService,
+    registration: RuntimeRegistration,
+  ): Promise<{ ms: number; message: string } | undefined> {
+    const plugin = this.options.plugins.pluginOf(service);
+    if (!plugin.deregisterService) return undefined;
+    try {
+      await plugin.deregisterService(registration);
+      this.deregisterFailures.delete(key);
+      return undefined;
+    } catch (err) {
+      const attempts = (this.deregisterFailures.get(key) ?? 0) + 1;
+      const message = `deregister-service failed (attempt ${attempts} of ${DEREGISTER_ATTEMPTS}): ${describeError(err)}`;
+      if (attempts >= DEREGISTER_ATTEMPTS) {
+        this.deregisterFailures.delete(key);
+        await this.warn(runtime, "DeregisterFailed", `${message}; going on without it`);
+        return undefined;
+      }
+      this.deregisterFailures.set(key, attempts);
+      return { ms: 1000 * 2 ** (attempts - 1), message };
+    }
+  }
+
+  private registration(runtime: Runtime, target: Target, token: string | undefined): RuntimeRegistration {
+    return {
+      user: runtime.spec.user,
+      tenant: runtime.spec.tenant,
+      service: runtime.spec.service,
+      instance: runtime.spec.instance,
+      namespace: runtime.metadata!.namespace!,
+      name: runtime.metadata!.name!,
+      cluster: target.name,
+      basePath: token ? `/r/${token}/` : "",
+    };
+  }
+
+  private stopUrl(runtime: Runtime): string {
+    const base = (this.options.adminUrl() ?? "").replace(/\/+$/, "");
+    const { user, service, instance } = runtime.spec;
+    return `${base}/services/${encodeURIComponent(user)}/${service}/${instance}/stop`;
+  }
+
+  private ownerOf(runtime: Runtime): V1OwnerReference {
+    return {
+      apiVersion: TENANTS_API_VERSION,
+      kind: "Runtime",
+      name: runtime.metadata!.name!,
+      uid: runtime.metadata!.uid!,
+      controller: true,
+      blockOwnerDeletion: false,
+    };
+  }
+
+  private async podEvents(target: Target, pod: V1Pod) {
+    try {
+      const list = await target.client.core.listNamespacedEvent({
+        namespace: pod.metadata!.namespace!,
+        fieldSelector: `involvedObject.kind=Pod,involvedObject.name=${pod.metadata!.name}`,
+      });
+      return list.items
+        .filter(
+          (e) => !pod.metadata?.uid || !e.involvedObject.uid || e.involvedObject.uid === pod.metadata.uid,
+        )
+        .sort((a, b) => eventTime(a) - eventTime(b));
+    } catch (err) {
+      this.logger.debug({ err: describeError(err) }, "could not read a runtime pod's events");
+      return [];
+    }
+  }
+
+  /** The workload and its Services (what a stop removes). */
+  private removeWorkload(target: Target, runtime: Runtime): Promise<void> {
+    return this.removeLabelled(target, runtime, (kind) => !kind.kept);
+  }
+
+  /** Everything the runtime created (what a deletion removes). */
+  private removeAll(target: Target, runtime: Runtime): Promise<void> {
+    return this.removeLabelled(target, runtime, () => true);
+  }
+
+  private async removeLabelled(
+    target: Target,
+    runtime: Runtime,
+    which: (kind: (typeof ALLOWED_KINDS)[number]) => boolean,
+  ): Promise<void> {
+    const namespace = runtime.metadata!.namespace!;
+    const selector = `${RUNTIME_LABEL}=${runtime.metadata!.name}`;
+    const found: KubernetesObject[] = [];
+    for (const kind of ALLOWED_KINDS.filter(which)) {
+      const list = await target.client.objects.list(
+        kind.apiVersion,
+        kind.kind,
+        namespace,
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        selector,
+      );
+      for (const item of list.items) {
+        if (!item.metadata?.deletionTimestamp)
+          found.push({ ...item, apiVersion: kind.apiVersion, kind: kind.kind });
+      }
+    }
+    await this.remove(target, found);
+  }
+
+  private async remove(target: Target, objects: KubernetesObject[]): Promise<void> {
+    for (const object of objects) {
+      try {
+        await target.client.objects.delete(
+          {
+            apiVersion: object.apiVersion,
+            kind: object.kind,
+            metadata: { name: object.metadata!.name!, namespace: object.metadata!.namespace! },
+          },
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          "Background",
+        );
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+  }
+
+  /** Sets the Runtime's finalizers; the resourceVersion makes it fail on a concurrent change (retried). */
+  private async patchFinalizers(
+    runtime: Runtime,
+    finalizers: string[],
+    resourceVersion?: string,
+  ): Promise<void> {
+    try {
+      await this.options.client.objects.patchRaw(
+        {
+          apiVersion: TENANTS_API_VERSION,
+          kind: "Runtime",
+          metadata: {
+            name: runtime.metadata!.name!,
+            namespace: runtime.metadata!.namespace!,
+            resourceVersion: resourceVersion ?? runtime.metadata!.resourceVersion!,
+            finalizers,
+          },
+        },
+        PatchStrategy.MergePatch,
+      );
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  private warn(runtime: Runtime, reason: string, message: string): Promise<void> {
+    return recordRuntimeEvent(
+      this.options.client,
+      runtime,
+      { reason, message, type: "Warning", component: COMPONENT },
+      this.logger,
+    );
+  }
+}
+
+function objectId(object: KubernetesObject): string {
+  return `${object.kind}/${object.metadata?.name}`;
+}
+
+function eventTime(event: {
+  lastTimestamp?: Date | string;
+  eventTime?: Date | string;
+  metadata?: { creationTimestamp?: Date | string };
+}) {
+  return Date.parse(String(event.lastTimestamp ?? event.eventTime ?? event.metadata?.creationTimestamp ?? 0));
+}
+
+/** `http://<pod IP>:<port><path>` from the pod's endpoint annotation (or its first container port). */
+export function endpointUrl(pod: V1Pod, ip: string): string {
+  let endpoint: { port?: number; path?: string } = {};
+  try {
+    endpoint = JSON.parse(pod.metadata?.annotations?.[ENDPOINT_ANNOTATION] ?? "{}");
+  } catch {
+    endpoint = {};
+  }
+  const port = endpoint.port ?? pod.spec?.containers.flatMap((c) => c.ports ?? [])[0]?.containerPort ?? 80;
+  const host = ip.includes(":") ? `[${ip}]` : ip;
+  return `http://${host}:${port}${endpoint.path ?? ""}`;
+}
