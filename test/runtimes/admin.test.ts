@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
 import { Authenticator, type BuiltinIdentity } from "../../src/identity/index.js";
-import { type ClusterClient, isNotFound, loadClusterClient } from "../../src/kube/index.js";
+import { type ClusterClient, loadClusterClient } from "../../src/kube/index.js";
 import {
   AGENT_SERVICE_ACCOUNT,
   RUNTIME_LABEL,
@@ -21,52 +21,13 @@ import {
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
+import { adminCall, clusterClient, removeObject } from "../support/runtimes.js";
 
 const API = "tenantry.dev/v1alpha1";
 
-interface Reply {
-  status: number;
-  headers: Headers;
-  body: Record<string, unknown>;
-}
-
-async function call(
-  method: string,
-  path: string,
-  token?: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): Promise<Reply> {
-  const res = await fetch(`${testEnvironment().tenantry.runtimesAdminUrl}${path}`, {
-    method,
-    headers: {
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(body !== undefined ? { "content-type": "application/json" } : {}),
-      ...headers,
-    },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  return {
-    status: res.status,
-    headers: res.headers,
-    body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
-  };
-}
-
-function home(): ClusterClient {
-  const env = testEnvironment();
-  const entry = env.clusters.find((c) => c.name === env.tenantry.cluster)!;
-  return loadClusterClient(entry.name, entry.kubeconfig);
-}
-
-async function remove(client: ClusterClient, obj: KubernetesObject): Promise<void> {
-  try {
-    await client.objects.delete(obj);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
-}
+const call = adminCall;
+const home = () => clusterClient();
+const remove = removeObject;
 
 const HOLD = "test.tenantry.dev/hold";
 
@@ -416,10 +377,6 @@ describe("runtimes Admin API", () => {
     assert.equal((await call("GET", base, agent)).status, 403);
     assert.equal((await call("DELETE", base, agent)).status, 403);
     assert.equal((await call("DELETE", `/services/${alice}/${service}/one/stop`, agent)).status, 403);
-    const stopped = await call("DELETE", `${base}/stop`, agent);
-    assert.equal(stopped.status, 202, JSON.stringify(stopped.body));
-    assert.equal(stopped.body.desiredState, "Stopped");
-
     // The same service-account token for the API server's audience is no agent's.
     const plain = await client.core.createNamespacedServiceAccountToken({
       name: sa,
@@ -439,6 +396,10 @@ describe("runtimes Admin API", () => {
     });
     const refused = await call("DELETE", `${base}/stop`, plain.status!.token);
     assert.equal(refused.status, 403);
+    // Its own stop is allowed (the pod then goes, and its tokens with it).
+    const stopped = await call("DELETE", `${base}/stop`, agent);
+    assert.equal(stopped.status, 202, JSON.stringify(stopped.body));
+    assert.equal(stopped.body.desiredState, "Stopped");
   });
 
   test("the agent of a runtime in another runtimes cluster is reviewed there and may stop only its own", async () => {

@@ -19,7 +19,6 @@
  */
 import type { KubernetesObject, V1OwnerReference, V1PodSpec, V1Toleration } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { MANAGED_BY, MANAGED_BY_LABEL } from "../../tenants/index.js";
 import { RUNTIMES_AUDIENCE } from "../admin/callers.js";
 import type { RuntimeServiceSpec } from "../api/runtime-service.js";
 import { type DeployServiceResult, RUNTIME_LABEL, RUNTIME_SERVICE_LABEL } from "../plugins/spi.js";
@@ -222,12 +221,13 @@ function endpointOf(result: DeployServiceResult, workload: Obj, at: string): { p
   return { port, path };
 }
 
+/**
+ * Not `app.kubernetes.io/managed-by: tenantry`: in tenant namespaces that label locks an object to
+ * tenantry alone, and the cluster's own controllers must keep working on these (claims bound,
+ * Deployments rolled out, pods collected).
+ */
 function labelsOf(context: ManifestContext): Record<string, string> {
-  return {
-    [RUNTIME_LABEL]: context.name,
-    [RUNTIME_SERVICE_LABEL]: context.service,
-    [MANAGED_BY_LABEL]: MANAGED_BY,
-  };
+  return { [RUNTIME_LABEL]: context.name, [RUNTIME_SERVICE_LABEL]: context.service };
 }
 
 function complete(

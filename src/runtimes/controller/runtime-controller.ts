@@ -46,7 +46,7 @@ import { PluginError, RUNTIME_LABEL, type RuntimeRegistration } from "../plugins
 import { ALLOWED_KINDS, buildManifest, ENDPOINT_ANNOTATION, kindOf, ManifestError } from "./manifest.js";
 import { NamespaceNotReady, RuntimeNamespaces } from "./namespaces.js";
 import { observe } from "./progress.js";
-import { StatusDraft } from "./runtime-status.js";
+import { type OwnedStatus, StatusDraft, withLastWritten } from "./runtime-status.js";
 import { BY_RUNTIME, runtimeIndexKey, type Target, Targets } from "./targets.js";
 
 export const RUNTIME_FINALIZER = "tenantry.dev/runtime-cleanup";
@@ -87,6 +87,8 @@ export class RuntimeController {
   private readonly targets: Targets;
   private readonly namespaces: RuntimeNamespaces;
   private readonly logger: Logger;
+  /** The status last written per runtime key, until the cache shows it. */
+  private readonly written = new Map<string, { uid: string; status: OwnedStatus; finalized?: boolean }>();
   /** Failed deregister-service calls per runtime key, for the retry schedule. */
   private readonly deregisterFailures = new Map<string, number>();
   private readonly cluster: string;
@@ -141,12 +143,22 @@ export class RuntimeController {
 
   private async reconcile(ctx: ReconcileContext): Promise<Outcome> {
     const { namespace, name } = ctx.ref;
-    const runtime = this.options.informers.runtimes.get(namespace, name);
-    if (!runtime) {
+    const cached = this.options.informers.runtimes.get(namespace, name);
+    if (!cached) {
       this.deregisterFailures.delete(ctx.key);
+      this.written.delete(ctx.key);
       return reconcileDone();
     }
-    const status = new StatusDraft(runtime);
+    // Acting on a cache that has not seen the last status write would start a start twice, or
+    // clean up and call deregister-service again for a runtime already let go.
+    const last = this.written.get(ctx.key);
+    if (last?.finalized && last.uid === cached.metadata?.uid) return reconcileDone();
+    const behind = last?.uid === cached.metadata?.uid ? withLastWritten(cached, last?.status) : undefined;
+    if (!behind) this.written.delete(ctx.key);
+    const runtime = behind ?? cached;
+    const status = new StatusDraft(runtime, (written) =>
+      this.written.set(ctx.key, { uid: runtime.metadata!.uid!, status: written }),
+    );
     try {
       const outcome = await this.reconcileRuntime(runtime, status, ctx);
       await status.write(this.options.client);
@@ -568,6 +580,7 @@ export class RuntimeController {
       (runtime.metadata.finalizers ?? []).filter((f) => f !== RUNTIME_FINALIZER),
       resourceVersion,
     );
+    this.written.set(ctx.key, { uid: runtime.metadata.uid!, status: status.status, finalized: true });
     return reconcileDone();
   }
 

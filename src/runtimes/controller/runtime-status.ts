@@ -45,6 +45,8 @@ export class StatusDraft {
 
   constructor(
     private readonly runtime: Runtime,
+    /** Told of every status written, so the next reconcile does not act on a cache that is behind. */
+    private readonly onWritten: (status: OwnedStatus) => void = () => {},
     private readonly now: Date = new Date(),
   ) {
     this.status = structuredClone(ownedStatus(runtime.status));
@@ -149,10 +151,22 @@ export class StatusDraft {
         status: this.status,
       });
       this.written = structuredClone(this.status);
+      this.onWritten(this.written);
       return (stored as Runtime).metadata?.resourceVersion;
     } catch (err) {
       if (!isNotFound(err)) throw err;
       return undefined;
     }
   }
+}
+
+/**
+ * The runtime as the controller last wrote it when the cache has not caught up with that write
+ * yet (the controller is the only writer of these fields, so a difference means the cache is
+ * behind); `undefined` once the cache holds it.
+ */
+export function withLastWritten(runtime: Runtime, written: OwnedStatus | undefined): Runtime | undefined {
+  if (!written || sameStoredJson(ownedStatus(runtime.status), written)) return undefined;
+  const lastActivity = runtime.status?.lastActivity;
+  return { ...runtime, status: { ...structuredClone(written), ...(lastActivity ? { lastActivity } : {}) } };
 }
