@@ -99,6 +99,85 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
   return text ? (JSON.parse(text) as Record<string, unknown>) : {};
 }
 
+const MODES = ["ok", "slow", "crash", "fail", "forbidden-kind", "other-namespace"];
+
+/** What the test plugin answers to one callout; `undefined` when the connection is to be dropped. */
+export async function answerCallout(
+  callout: string,
+  body: Record<string, unknown>,
+  state: Pick<TestPlugin, "images" | "cleanup" | "initFailure">,
+): Promise<{ status: number; reply: unknown } | undefined> {
+  const ok = (reply: unknown) => ({ status: 200, reply });
+  switch (callout) {
+    case "init":
+      if (state.initFailure) return ok({ status: "Failure", message: state.initFailure });
+      return ok({
+        capabilities: [
+          "deploy-service",
+          "check-service",
+          "deregister-service",
+          "image-pull",
+          "image-cleanup",
+        ],
+      });
+    case "deploy-service": {
+      const request = body as unknown as DeployServiceRequest;
+      const mode = (request.config as { mode?: string }).mode ?? "ok";
+      if (!MODES.includes(mode)) {
+        return ok({
+          status: "Failure",
+          message: `mode: ${JSON.stringify(mode)} is not one of ${MODES.join(", ")}`,
+        });
+      }
+      const objects = runtimeObjects(request);
+      const reg = request.registration;
+      if (mode === "slow") await new Promise((resolve) => setTimeout(resolve, 5_000));
+      if (mode === "crash") return undefined;
+      if (mode === "fail") return ok({ status: "Failure", message: `no capacity left for ${reg.name}` });
+      if (mode === "forbidden-kind") {
+        objects.push({
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "RoleBinding",
+          metadata: { name: `${reg.name}-admin`, namespace: reg.namespace },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "admin" },
+          subjects: [{ kind: "User", name: reg.user }],
+        });
+      }
+      if (mode === "other-namespace") {
+        objects.push({
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name: `${reg.name}-elsewhere`, namespace: "kube-system" },
+          data: { a: "b" },
+        });
+      }
+      return ok({ yaml: objects.map((o) => stringify(o)).join("---\n"), endpoint: { port: 8080 } });
+    }
+    case "check-service": {
+      const { current, proposed } = body as {
+        current: Record<string, unknown>;
+        proposed: Record<string, unknown>;
+      };
+      if ((current.storageClassName ?? null) !== (proposed.storageClassName ?? null)) {
+        return ok({
+          compatible: false,
+          field: "storageClassName",
+          message: "the claim exists with its class",
+        });
+      }
+      return ok({ compatible: true });
+    }
+    case "deregister-service":
+      return ok({});
+    case "image-pull":
+      return ok({ images: state.images });
+    case "image-cleanup":
+      return ok({ images: state.cleanup((body as { images: string[] }).images) });
+    default:
+      return { status: 404, reply: { status: "Not supported", message: `no callout ${callout}` } };
+  }
+}
+
 export async function startTestPlugin(): Promise<TestPlugin> {
   const calls: PluginCall[] = [];
   const plugin: TestPlugin = {
@@ -120,61 +199,10 @@ export async function startTestPlugin(): Promise<TestPlugin> {
     const callout = (req.url ?? "/").slice(1);
     const body = await readJson(req);
     calls.push({ callout, body });
-    const answer = (value: unknown, status = 200) => {
-      res.writeHead(status, { "content-type": "application/json" });
-      res.end(JSON.stringify(value));
-    };
-    switch (callout) {
-      case "init":
-        if (plugin.initFailure) return answer({ status: "Failure", message: plugin.initFailure });
-        return answer({
-          capabilities: [
-            "deploy-service",
-            "check-service",
-            "deregister-service",
-            "image-pull",
-            "image-cleanup",
-          ],
-        });
-      case "deploy-service": {
-        const request = body as unknown as DeployServiceRequest;
-        const mode = (request.config as { mode?: string }).mode ?? "ok";
-        const objects = runtimeObjects(request);
-        const reg = request.registration;
-        if (mode === "slow") await new Promise((resolve) => setTimeout(resolve, 5_000));
-        if (mode === "crash") return req.socket.destroy();
-        if (mode === "fail")
-          return answer({ status: "Failure", message: `no capacity left for ${reg.name}` });
-        if (mode === "forbidden-kind") {
-          objects.push({
-            apiVersion: "rbac.authorization.k8s.io/v1",
-            kind: "RoleBinding",
-            metadata: { name: `${reg.name}-admin`, namespace: reg.namespace },
-            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "admin" },
-            subjects: [{ kind: "User", name: reg.user }],
-          });
-        }
-        if (mode === "other-namespace") {
-          objects.push({
-            apiVersion: "v1",
-            kind: "ConfigMap",
-            metadata: { name: `${reg.name}-elsewhere`, namespace: "kube-system" },
-            data: { a: "b" },
-          });
-        }
-        return answer({ yaml: objects.map((o) => stringify(o)).join("---\n"), endpoint: { port: 8080 } });
-      }
-      case "check-service":
-        return answer({ compatible: true });
-      case "deregister-service":
-        return answer({});
-      case "image-pull":
-        return answer({ images: plugin.images });
-      case "image-cleanup":
-        return answer({ images: plugin.cleanup((body as { images: string[] }).images) });
-      default:
-        return answer({ status: "Not supported", message: `no callout ${callout}` }, 404);
-    }
+    const answered = await answerCallout(callout, body, plugin);
+    if (!answered) return req.socket.destroy();
+    res.writeHead(answered.status, { "content-type": "application/json" });
+    res.end(JSON.stringify(answered.reply));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   plugin.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
