@@ -7,7 +7,13 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
-import type { KubernetesObject, V1DaemonSet, V1Deployment, V1Namespace } from "@kubernetes/client-node";
+import {
+  type KubernetesObject,
+  PatchStrategy,
+  type V1DaemonSet,
+  type V1Deployment,
+  type V1Namespace,
+} from "@kubernetes/client-node";
 import type { BuiltinIdentity } from "../../src/identity/index.js";
 import type { ClusterClient } from "../../src/kube/index.js";
 import {
@@ -437,6 +443,19 @@ setTimeout(() => {}, 60000);`,
       kind: "NetworkPolicy",
       metadata: { name: RUNTIMES_NETWORK_POLICY, namespace },
     });
+    // Its runtimes live there: the service cannot be moved to another cluster.
+    await assert.rejects(
+      home.objects.patchRaw(
+        {
+          apiVersion: API,
+          kind: "RuntimeService",
+          metadata: { name: names.remote },
+          spec: { cluster: { name: "edge-2", kubeconfigSecretRef: { name: secret } } },
+        } as KubernetesObject,
+        PatchStrategy.MergePatch,
+      ),
+      /cluster cannot change/,
+    );
 
     assert.equal((await call("DELETE", path(names.remote, "far"), token)).status, 202);
     await eventually(async () =>
@@ -485,7 +504,7 @@ setTimeout(() => {}, 60000);`,
           kind: "RuntimeService",
           metadata: { name: names.waiting, annotations: { "test.tenantry.dev/touch": value } },
         } as KubernetesObject,
-        "application/merge-patch+json" as never,
+        PatchStrategy.MergePatch,
       );
     await touch("1");
     await eventually(async () => {

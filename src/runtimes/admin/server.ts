@@ -519,19 +519,22 @@ export class RuntimesAdmin {
       if (!pending) break;
       await pending.catch(() => undefined);
     }
+    const admit = (isNew: boolean) => {
+      const refusal = checkStartLimits(
+        service,
+        params.user,
+        this.serviceRuntimes(params.service),
+        isNew,
+        this.inFlight(params),
+      );
+      if (refusal) throw this.tooMany(refusal);
+    };
     const work = (async () => {
       let runtime = this.runtimes.get(placement.namespace, placement.name);
       if (runtime && runtime.spec.tenant !== tenant)
         throw notFound(`no runtime ${params.service}/${params.instance} of ${params.user}`);
       if (!runtime) {
-        const refusal = checkStartLimits(
-          service,
-          params.user,
-          this.serviceRuntimes(params.service),
-          true,
-          this.inFlight(params),
-        );
-        if (refusal) throw this.tooMany(refusal);
+        admit(true);
         runtime = await this.create(placement, { ...params, tenant, config });
         await this.recordDelegation(acting, runtime, "start");
         return runtime;
@@ -546,29 +549,17 @@ export class RuntimesAdmin {
         );
       }
       await this.checkCompatible(service, runtime, config);
-      if (runtime.spec.desiredState === "Stopped") {
-        const refusal = checkStartLimits(
-          service,
-          params.user,
-          this.serviceRuntimes(params.service),
-          false,
-          this.inFlight(params),
+      // A stopped runtime resumes; a failed start is tried again (with the parameters now asked for).
+      const stopped = runtime.spec.desiredState === "Stopped";
+      if (stopped || runtime.status?.phase === "Failed") {
+        admit(false);
+        runtime = await this.patchSpec(
+          runtime,
+          stopped
+            ? { desiredState: "Running", config }
+            : { config, startRequestedAt: new Date().toISOString() },
         );
-        if (refusal) throw this.tooMany(refusal);
-        runtime = await this.patchSpec(runtime, { desiredState: "Running", config });
-        await this.recordDelegation(acting, runtime, "resume");
-      } else if (runtime.status?.phase === "Failed") {
-        // A failed start is tried again (with the parameters now asked for).
-        const refusal = checkStartLimits(
-          service,
-          params.user,
-          this.serviceRuntimes(params.service),
-          false,
-          this.inFlight(params),
-        );
-        if (refusal) throw this.tooMany(refusal);
-        runtime = await this.patchSpec(runtime, { config, startRequestedAt: new Date().toISOString() });
-        await this.recordDelegation(acting, runtime, "retry");
+        await this.recordDelegation(acting, runtime, stopped ? "resume" : "retry");
       }
       return runtime;
     })();

@@ -209,7 +209,17 @@ export const RuntimeServiceSpecSchema = Type.Object(
       ),
     ),
   },
-  { description: "A service users may start runtimes of." },
+  {
+    description: "A service users may start runtimes of.",
+    "x-kubernetes-validations": [
+      {
+        rule: "has(self.cluster) == has(oldSelf.cluster) && (!has(self.cluster) || self.cluster.name == oldSelf.cluster.name)",
+        message:
+          "cluster cannot change: the service's runtimes run there (its kubeconfigSecretRef may); register another service",
+        fieldPath: ".cluster",
+      },
+    ],
+  },
 );
 export type RuntimeServiceSpec = Static<typeof RuntimeServiceSpecSchema>;
 
