@@ -26,6 +26,7 @@ const program = new Command()
     "the benchmark service's plugin defaults",
     '{"image":"registry.example/app:1","port":8888}',
   )
+  .option("--keep-logs", "keep tenantry's and the cluster's logs after a run that passed")
   .parse();
 const flags = program.opts<{
   runs: string;
@@ -33,6 +34,7 @@ const flags = program.opts<{
   nodes: string;
   timeout: string;
   defaults: string;
+  keepLogs?: boolean;
 }>();
 const timeoutMs = Number(flags.timeout) * 1000;
 const API = "tenantry.dev/v1alpha1";
@@ -206,7 +208,7 @@ async function main(): Promise<void> {
     passed = true;
   } finally {
     await tenantry?.stop().catch(() => {});
-    if (passed) {
+    if (passed && !flags.keepLogs) {
       await harness.reset().catch(() => {});
       await rm(dir, { recursive: true, force: true }).catch(() => {});
     } else {

@@ -30,6 +30,7 @@ export {
   DESIRED_STATES,
   type DesiredState,
   MAX_USER_NAME,
+  RUNTIME_FINALIZER,
   RUNTIME_PHASES,
   type Runtime,
   type RuntimePhase,
@@ -61,7 +62,6 @@ export {
 } from "./controller/manifest.js";
 export { MIRROR_LABEL, RUNTIMES_NETWORK_POLICY } from "./controller/namespaces.js";
 export {
-  RUNTIME_FINALIZER,
   RuntimeController,
   type RuntimeControllerOptions,
 } from "./controller/runtime-controller.js";

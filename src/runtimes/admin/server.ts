@@ -24,7 +24,7 @@ import {
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
 import { runtimeNamespaceLabels, runtimePlacement } from "../api/placement.js";
-import { type Runtime, START_STEPS } from "../api/runtime.js";
+import { RUNTIME_FINALIZER, type Runtime, START_STEPS } from "../api/runtime.js";
 import type { RuntimeService } from "../api/runtime-service.js";
 import { KubeconfigClients, type RuntimesCluster } from "../clusters.js";
 import { recordRuntimeEvent } from "../events.js";
@@ -482,6 +482,9 @@ export class RuntimesAdmin {
     const acting = await this.actingFor(request, params.user);
     const service = this.services.get(undefined, params.service);
     if (!service) throw notFound(`no service ${params.service}`, "service");
+    if (service.metadata?.deletionTimestamp) {
+      throw notFound(`no service ${params.service}: it is being deleted`, "service");
+    }
     const tenant = acting.delegated
       ? ((request.query as { tenant?: string }).tenant ?? this.existing(params)?.spec.tenant)
       : acting.caller.tenant;
@@ -608,7 +611,8 @@ export class RuntimesAdmin {
     const body: Runtime = {
       apiVersion: API_VERSION,
       kind: "Runtime",
-      metadata: { name: placement.name, namespace: placement.namespace },
+      // The controller's clean-up finalizer from the start: one write less on the way to running.
+      metadata: { name: placement.name, namespace: placement.namespace, finalizers: [RUNTIME_FINALIZER] },
       spec: { ...spec, desiredState: "Running" },
     } as Runtime;
     try {

@@ -79,11 +79,14 @@ export function runtimePlacement(
 /**
  * Labels of a runtimes namespace: a user's (segregated) one belongs to their tenant — its quota,
  * admission policies and isolation apply — and is isolated on its own (only itself and the
- * runtimes proxy reach it); the combined one belongs to no tenant.
+ * runtimes proxy reach it); the combined one belongs to no tenant, and enforces the baseline Pod
+ * Security Standard itself.
  */
 export function runtimeNamespaceLabels(tenant: string | undefined): Record<string, string> {
   return {
     [MANAGED_BY_LABEL]: MANAGED_BY,
-    ...(tenant ? { [TENANT_LABEL]: tenant, [NETWORK_ISOLATION_LABEL]: NAMESPACE_ISOLATION } : {}),
+    ...(tenant
+      ? { [TENANT_LABEL]: tenant, [NETWORK_ISOLATION_LABEL]: NAMESPACE_ISOLATION }
+      : { "pod-security.kubernetes.io/enforce": "baseline" }),
   };
 }

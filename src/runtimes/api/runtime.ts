@@ -33,6 +33,12 @@ export const START_STEPS = ["Namespace", "Volumes", "Scheduled", "Pulling", "Rea
 export type StartStep = (typeof START_STEPS)[number];
 export const STEP_STATES = ["Pending", "InProgress", "Done", "Failed"] as const;
 
+/**
+ * Holds a Runtime being deleted until everything it created (in whichever cluster) is deleted and
+ * its plugin's deregister-service was called. The Admin API creates Runtimes with it.
+ */
+export const RUNTIME_FINALIZER = "tenantry.dev/runtime-cleanup";
+
 /** Longest user name accepted (identity providers' names, e.g. `keystone:alice@example.com`). */
 export const MAX_USER_NAME = 256;
 

@@ -97,12 +97,16 @@ export class RuntimeNamespaces {
         if (!isAlreadyExists(err)) throw err;
         current = await client.core.readNamespace({ name: namespace });
       }
-    } else if (Object.entries(labels).some(([k, v]) => current?.metadata?.labels?.[k] !== v)) {
-      // A merge patch, not an apply: the namespace's other labels are the tenants capability's.
-      await client.objects.patchRaw(
-        { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels } },
-        PatchStrategy.MergePatch,
-      );
+    } else {
+      // Its tenant and isolation; the pod security level is its administrator's (or its tenant's).
+      const { [POD_SECURITY_ENFORCE_LABEL]: _level, ...required } = labels;
+      if (Object.entries(required).some(([k, v]) => current?.metadata?.labels?.[k] !== v)) {
+        // A merge patch, not an apply: the namespace's other labels are the tenants capability's.
+        await client.objects.patchRaw(
+          { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels: required } },
+          PatchStrategy.MergePatch,
+        );
+      }
     }
     // Keyed by uid: a namespace deleted and made again needs its policy and account again.
     const key = `${target.name}/${namespace}/${current.metadata?.uid}`;

@@ -36,7 +36,7 @@ import {
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION, type Tenant } from "../../tenants/index.js";
 import { RUNTIMES_AUDIENCE } from "../admin/callers.js";
-import type { Runtime } from "../api/runtime.js";
+import { RUNTIME_FINALIZER, type Runtime } from "../api/runtime.js";
 import type { RuntimeService } from "../api/runtime-service.js";
 import { KubeconfigClients } from "../clusters.js";
 import { recordRuntimeEvent } from "../events.js";
@@ -49,7 +49,6 @@ import { observe } from "./progress.js";
 import { type OwnedStatus, StatusDraft, withLastWritten } from "./runtime-status.js";
 import { BY_RUNTIME, runtimeIndexKey, type Target, Targets } from "./targets.js";
 
-export const RUNTIME_FINALIZER = "tenantry.dev/runtime-cleanup";
 const COMPONENT = "tenantry-runtimes-controller";
 const DEFAULT_START_TIMEOUT_SECONDS = 300;
 /** How often a start is looked at while nothing signals progress (image pulls report by events). */
@@ -309,16 +308,8 @@ export class RuntimeController {
       return this.fail(runtime, service, target, status, "PluginFailed", message, {});
     }
 
-    // What exists before this attempt stays if it fails (a resumed runtime's claims and Secrets).
-    const existed = new Set<string>();
-    for (const object of manifest.objects) {
-      try {
-        await target.client.objects.read(object as KubernetesObject & { metadata: { name: string } });
-        existed.add(objectId(object));
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
-    }
+    // What an earlier start made stays if this one fails (a resumed runtime's claims and Secrets).
+    const existed = new Set((status.status.objects ?? []).map(objectId));
     try {
       for (const object of manifest.objects) await applyObject(target.client, object);
     } catch (err) {
@@ -355,6 +346,10 @@ export class RuntimeController {
       (o) => kindOf(o)?.kept && !applied.some((a) => a.kind === o.kind && a.name === o.name),
     );
     status.status.objects = [...applied, ...kept].slice(0, 64);
+    ctx.logger.info(
+      { cluster: target.name, objects: applied.length, sinceStartMs: sinceStart(status.status.startTime) },
+      "runtime deployed",
+    );
     status.condition("Deployed", {
       status: "True",
       reason: "Applied",
@@ -396,6 +391,13 @@ export class RuntimeController {
         message: `pod ${progress.ready.pod} is ready`,
       });
       if (!wasRunning) {
+        this.logger.info(
+          {
+            runtime: `${runtime.metadata?.namespace}/${runtime.metadata?.name}`,
+            sinceStartMs: sinceStart(current.startTime),
+          },
+          "runtime running",
+        );
         await recordRuntimeEvent(
           this.options.client,
           runtime,
@@ -756,8 +758,12 @@ export class RuntimeController {
   }
 }
 
-function objectId(object: KubernetesObject): string {
-  return `${object.kind}/${object.metadata?.name}`;
+function objectId(object: { kind?: string; name?: string; metadata?: { name?: string } }): string {
+  return `${object.kind}/${object.metadata?.name ?? object.name}`;
+}
+
+function sinceStart(startTime: string | undefined): number | undefined {
+  return startTime ? Date.now() - Date.parse(startTime) : undefined;
 }
 
 function eventTime(event: {
