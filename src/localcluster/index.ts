@@ -7,6 +7,17 @@ export { ClusterHarness, type HarnessOptions } from "./harness.js";
 export { renderKubeconfig } from "./kubeconfig.js";
 export { assertPortFree, freePort, isPortFree } from "./ports.js";
 export {
+  LOCAL_IMAGES,
+  LOCAL_PROVISIONER,
+  LOCAL_STORAGE_CLASS,
+  type LocalImageKind,
+  PROCESS_NODE_LABEL,
+  PROCESS_NODE_NAME,
+  PROCESS_NODE_PLACEMENT,
+  PROCESS_NODE_TAINT,
+} from "./process-node/constants.js";
+export { ensureJupyterServer, type JupyterServerInstall } from "./process-node/jupyter-venv.js";
+export {
   type ClusterSpec,
   defaultClusters,
   KWOK_NODE_ANNOTATION,
