@@ -84,7 +84,7 @@ function fail(res: ServerResponse, code: number, message: string): void {
 }
 
 /** Where the last `lines` lines of the file begin. */
-async function tailOffset(file: string, lines: number): Promise<number> {
+export async function tailOffset(file: string, lines: number): Promise<number> {
   const size = statSync(file).size;
   if (lines <= 0) return size;
   const handle = await open(file, "r");

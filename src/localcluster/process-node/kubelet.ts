@@ -153,7 +153,7 @@ export class ProcessNodeKubelet {
     if (!runtime) {
       const record = this.records.get(pod.metadata!.uid!);
       const terminal = pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
-      if (terminal && !record) return reconcileDone();
+      if (terminal && !record && !pod.metadata?.deletionTimestamp) return reconcileDone();
       runtime = new PodRuntime(this.context, key, pod);
       runtime.adopt(record, pod);
       this.records.delete(pod.metadata!.uid!);

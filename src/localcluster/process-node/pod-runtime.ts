@@ -71,8 +71,9 @@ class ContainerSlot {
   constructor(
     readonly spec: V1Container,
     readonly init: boolean,
+    afterInit: boolean,
   ) {
-    this.state = { waiting: { reason: init ? "PodInitializing" : "ContainerCreating" } };
+    this.state = { waiting: { reason: init || afterInit ? "PodInitializing" : "ContainerCreating" } };
   }
 
   get sidecar(): boolean {
@@ -164,9 +165,10 @@ export class PodRuntime {
     this.namespace = pod.metadata!.namespace!;
     this.name = pod.metadata!.name!;
     this.dir = podDir(ctx.clusterDir, this.uid);
-    for (const spec of pod.spec?.initContainers ?? [])
-      this.slots.set(spec.name, new ContainerSlot(spec, true));
-    for (const spec of pod.spec?.containers ?? []) this.slots.set(spec.name, new ContainerSlot(spec, false));
+    const initContainers = pod.spec?.initContainers ?? [];
+    for (const spec of initContainers) this.slots.set(spec.name, new ContainerSlot(spec, true, false));
+    for (const spec of pod.spec?.containers ?? [])
+      this.slots.set(spec.name, new ContainerSlot(spec, false, initContainers.length > 0));
   }
 
   private get target() {
