@@ -54,7 +54,7 @@ export interface ClusterStatus {
 }
 
 /** Components in start order; they are stopped in reverse. */
-const COMPONENT_ORDER = [
+export const COMPONENT_ORDER = [
   "etcd",
   "kube-apiserver",
   "kube-controller-manager",

@@ -535,7 +535,14 @@ export class PodRuntime {
         break;
       case "echo":
         // A small heap: a hundred echo pods start at once on the runtimes benchmark.
-        argv = [process.execPath, "--max-semi-space-size=1", ECHO_SERVER, "--host", this.ip!];
+        argv = [
+          process.execPath,
+          "--max-semi-space-size=1",
+          "--v8-pool-size=0",
+          ECHO_SERVER,
+          "--host",
+          this.ip!,
+        ];
         break;
       case "jupyter": {
         const install = await this.ctx.images.jupyter();

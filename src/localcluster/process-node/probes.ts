@@ -24,25 +24,11 @@ export function resolvePort(port: number | string | undefined, container: V1Cont
   return container.ports?.find((p) => p.name === port)?.containerPort;
 }
 
-function httpProbe(
-  probe: NonNullable<V1Probe["httpGet"]>,
-  podIP: string,
-  container: V1Container,
-  timeoutMs: number,
-) {
+function httpProbe(probe: NonNullable<V1Probe["httpGet"]>, host: string, port: number, timeoutMs: number) {
   return new Promise<ProbeOutcome>((resolve) => {
-    const port = resolvePort(probe.port as number | string, container);
-    const host = probe.host || podIP;
     const scheme = (probe.scheme ?? "HTTP").toLowerCase();
     const path = probe.path ? (probe.path.startsWith("/") ? probe.path : `/${probe.path}`) : "/";
     const url = `${scheme}://${host}:${port}${path}`;
-    if (port === undefined) {
-      resolve({
-        success: false,
-        output: `port "${probe.port}" is not a port of container ${container.name}`,
-      });
-      return;
-    }
     const headers: Record<string, string> = {
       "User-Agent": "kube-probe/1.33",
       Accept: "*/*",
@@ -86,22 +72,8 @@ function dialError(host: string, port: number, err: NodeJS.ErrnoException): stri
   return err.message;
 }
 
-function tcpProbe(
-  probe: NonNullable<V1Probe["tcpSocket"]>,
-  podIP: string,
-  container: V1Container,
-  timeoutMs: number,
-) {
+function tcpProbe(host: string, port: number, timeoutMs: number) {
   return new Promise<ProbeOutcome>((resolve) => {
-    const port = resolvePort(probe.port as number | string, container);
-    const host = probe.host || podIP;
-    if (port === undefined) {
-      resolve({
-        success: false,
-        output: `port "${probe.port}" is not a port of container ${container.name}`,
-      });
-      return;
-    }
     const socket = connect({ host, port, timeout: timeoutMs });
     socket.on("connect", () => {
       socket.destroy();
@@ -119,8 +91,17 @@ function tcpProbe(
 
 export function runProbe(probe: V1Probe, podIP: string, container: V1Container): Promise<ProbeOutcome> {
   const timeoutMs = (probe.timeoutSeconds ?? 1) * 1000;
-  if (probe.httpGet) return httpProbe(probe.httpGet, podIP, container, timeoutMs);
-  if (probe.tcpSocket) return tcpProbe(probe.tcpSocket, podIP, container, timeoutMs);
+  const target = probe.httpGet ?? probe.tcpSocket;
+  if (target) {
+    const port = resolvePort(target.port as number | string, container);
+    if (port === undefined)
+      return Promise.resolve({
+        success: false,
+        output: `port "${target.port}" is not a port of container ${container.name}`,
+      });
+    const host = target.host || podIP;
+    return probe.httpGet ? httpProbe(probe.httpGet, host, port, timeoutMs) : tcpProbe(host, port, timeoutMs);
+  }
   const kind = probe.exec ? "exec" : probe.grpc ? "grpc" : "empty";
   return Promise.resolve({
     success: false,

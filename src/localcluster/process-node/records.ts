@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { type ProcessIdentity, stopTree } from "./host-processes.js";
+import type { Terminated } from "./pod-status.js";
 
 /**
  * What the process node's kubelet keeps on disk per pod, under
@@ -22,14 +23,8 @@ export interface ContainerRecord {
   ready?: boolean;
 }
 
-export interface RecordedExit {
-  exitCode: number;
-  signal?: number;
-  reason: string;
-  message?: string;
-  startedAt: string;
-  finishedAt: string;
-}
+/** How a container's process ended, as its status shows it. */
+export type RecordedExit = Terminated;
 
 export interface PodRecord {
   uid: string;
