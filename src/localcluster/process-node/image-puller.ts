@@ -22,8 +22,13 @@ export class ImagePuller {
 
   constructor(private readonly programs: { echoServer: string }) {}
 
+  private jupyterPresent = false;
+
   async present(kind: LocalImageKind): Promise<boolean> {
-    return kind !== "jupyter" || (await jupyterServerInstalled());
+    if (kind !== "jupyter") return true;
+    // Once installed it stays: no need to ask Python for its version at every start.
+    this.jupyterPresent ||= await jupyterServerInstalled();
+    return this.jupyterPresent;
   }
 
   /** Pulls (installs) the image; resolves with the milliseconds the pull itself took. */

@@ -158,7 +158,9 @@ export class ProcessNodeKubelet {
       runtime.adopt(record, pod);
       this.records.delete(pod.metadata!.uid!);
       this.runtimes.set(key, runtime);
-      if (runtime.ip && !runtime.ip.startsWith(`127.${secondOctetOf(this.options.podCidr)}.`)) {
+      const ours = (ip: string) =>
+        ip === this.options.hostIP || ip.startsWith(`127.${secondOctetOf(this.options.podCidr)}.`);
+      if (runtime.ip && !ours(runtime.ip)) {
         // The node got another pod network (see NodeHeartbeat.register): this pod's address is not ours.
         this.options.events.warning(
           { kind: "Pod", namespace, name, uid: runtime.uid },

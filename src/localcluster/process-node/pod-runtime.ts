@@ -291,7 +291,8 @@ export class PodRuntime {
     if (this.terminalPhase || this.terminating) return;
     this.startTime ??= now();
     if (!this.ip) {
-      this.ip = allocate();
+      // A pod on the host's network has the host's address, as on any node.
+      this.ip = pod.spec?.hostNetwork ? this.ctx.hostIP : allocate();
       await mkdir(this.dir, { recursive: true });
       await this.save();
     }
