@@ -50,6 +50,10 @@ function run(
 ): Promise<{ code: number; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
+    // An install must not outlive the process that holds its lock (a stopped agent, a Ctrl-C).
+    const stop = () => child.kill("SIGTERM");
+    process.once("exit", stop);
+    child.once("close", () => process.removeListener("exit", stop));
     let output = "";
     let partial = "";
     const take = (chunk: Buffer) => {
