@@ -802,7 +802,7 @@ export class PodRuntime {
     return { file: join(this.dir, "logs", container, `${run}.log`), running: !previous && slot.running };
   }
 
-  /** Whether the pod's spec names the same containers (a pod's containers cannot change). */
+  /** Whether this runtime is for that pod (not an older pod of the same name). */
   matches(pod: V1Pod): boolean {
     return pod.metadata?.uid === this.uid;
   }
