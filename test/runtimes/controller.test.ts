@@ -546,6 +546,14 @@ setTimeout(() => {}, 60000);`,
         assert.equal(ready?.reason, "InitFailed");
         assert.match(ready?.message ?? "", /the license server does not answer/);
       });
+      // A start of it is refused, saying why.
+      const refused = await eventually(async () => {
+        const r = await call("POST", path(name, "x"), token, {});
+        assert.equal(r.status, 503);
+        return r;
+      });
+      assert.equal(refused.body.field, "service");
+      assert.match(String(refused.body.detail), /the license server does not answer/);
       broken.initFailure = undefined;
       await eventually(
         async () => {

@@ -485,6 +485,16 @@ export class RuntimesAdmin {
     if (service.metadata?.deletionTimestamp) {
       throw notFound(`no service ${params.service}: it is being deleted`, "service");
     }
+    const ready = service.status?.conditions?.find((c) => c.type === "Ready");
+    if (ready?.status === "False" && ready.observedGeneration === service.metadata?.generation) {
+      throw new ProblemError(
+        503,
+        "service not ready",
+        `service ${params.service} is not ready: ${ready.message}`,
+        { field: "service", reason: ready.reason },
+        { "retry-after": String(Math.max(this.retryAfter, 10)) },
+      );
+    }
     const tenant = acting.delegated
       ? ((request.query as { tenant?: string }).tenant ?? this.existing(params)?.spec.tenant)
       : acting.caller.tenant;

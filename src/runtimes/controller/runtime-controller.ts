@@ -26,6 +26,7 @@ import {
   Controller,
   describeError,
   findCondition,
+  formatKubeTime,
   isNotFound,
   objectKey,
   type ReconcileContext,
@@ -230,7 +231,15 @@ export class RuntimeController {
     const remaining = timeoutMs - elapsed;
     const deployed = findCondition(current.conditions, "Deployed");
     if (!(deployed?.status === "True" && deployed.observedGeneration === generation)) {
-      const outcome = await this.deploy(runtime, service, target, status, ctx);
+      let outcome: Outcome | undefined;
+      try {
+        outcome = await this.deploy(runtime, service, target, status, ctx);
+      } catch (err) {
+        // Retried with backoff, but not past the start's deadline.
+        if (remaining > 0) throw err;
+        status.set("Starting", "Retrying", describeError(err));
+        return this.timeOut(runtime, service, target, status, timeoutMs);
+      }
       if (outcome)
         return outcome.kind === "requeueAfter" && remaining <= 0
           ? this.timeOut(runtime, service, target, status, timeoutMs)
@@ -248,11 +257,14 @@ export class RuntimeController {
     ctx: ReconcileContext,
   ): Promise<Outcome | undefined> {
     const ready = findCondition(service.status?.conditions, "Ready");
-    if (ready?.status !== "True" || ready.observedGeneration !== service.metadata?.generation) {
-      const why =
-        ready?.status === "False" && ready.observedGeneration === service.metadata?.generation
-          ? `service ${service.metadata?.name} is not ready: ${ready.message}`
-          : `waiting for the plugin of service ${service.metadata?.name} to answer init`;
+    const current = ready?.observedGeneration === service.metadata?.generation;
+    if (ready?.status === "False" && current) {
+      // Its plugin did not answer init: this start fails with what it said.
+      const why = `service ${service.metadata?.name} is not ready: ${ready.message}`;
+      return this.fail(runtime, service, target, status, "ServiceNotReady", why, {});
+    }
+    if (ready?.status !== "True" || !current) {
+      const why = `waiting for the plugin of service ${service.metadata?.name} to answer init`;
       status.set("Starting", "WaitingForService", why);
       status.step("Namespace", { state: "Pending", message: why });
       // The service's next status change brings this runtime back; the start timeout still runs.
@@ -382,8 +394,7 @@ export class RuntimeController {
       const url = endpointUrl(pod, progress.ready.ip);
       const wasRunning = current.phase === "Running";
       current.endpoint = { url, pod: progress.ready.pod };
-      if (!wasRunning || !current.startedAt)
-        current.startedAt = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+      if (!wasRunning || !current.startedAt) current.startedAt = formatKubeTime(new Date());
       status.set("Running", "Ready", `answering at ${url}`);
       status.condition("Ready", {
         status: "True",
