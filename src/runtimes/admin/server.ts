@@ -3,6 +3,7 @@
  * creates, patches and deletes them; the controller does the rest. Reads come from informers
  * (indexed by user and by user/service/instance); nothing lives only in memory.
  */
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import swagger from "@fastify/swagger";
 import { CoreV1Api, KubeConfig, type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
@@ -159,6 +160,14 @@ export class RuntimesAdmin {
   private informers(): Informer<KubernetesObject>[] {
     return [this.runtimes, this.services] as unknown as Informer<KubernetesObject>[];
   }
+
+  /**
+   * Answers a request another server in this process received (the runtimes proxy serving the
+   * Admin API in process, without a hop over loopback). The API must have started.
+   */
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    this.app.routing(req, res);
+  };
 
   /** For tests and the composition root: answer a request without a socket. */
   inject(request: InjectOptions) {

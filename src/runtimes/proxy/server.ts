@@ -457,7 +457,7 @@ export class RuntimesProxy {
     started: number,
   ): void {
     const { headers, hasBody } = forwardRequestHeaders(req.rawHeaders, this.forwardContext(req), edits);
-    const handler = new ForwardHandler(this, req, res, route, started);
+    const handler = new ForwardHandler(this, res, route, started);
     pool.dispatch(
       {
         path,
@@ -639,24 +639,25 @@ export class RuntimesProxy {
 class ForwardHandler implements Dispatcher.DispatchHandler {
   private controller?: Dispatcher.DispatchController;
   private done = false;
-  private readonly abort = (reason: Error) => {
-    this.controller?.abort(reason);
-    if (!this.res.writableEnded) this.res.destroy();
-  };
 
   constructor(
     private readonly proxy: RuntimesProxy,
-    private readonly req: IncomingMessage,
     private readonly res: ServerResponse,
     private readonly route: LiveRoute | undefined,
     private readonly started: number,
   ) {
     route?.requests.add(this.abort);
-    res.once("close", this.onClose);
+    res.on("close", this.onClose);
   }
 
+  /** The route went away: the backend request and the caller's response end now. */
+  private readonly abort = (reason: Error) => {
+    this.controller?.abort(reason);
+    if (!this.res.writableEnded) this.res.destroy();
+  };
+
+  /** The caller went away before the answer ended: the backend request is abandoned too. */
   private readonly onClose = () => {
-    // The caller went away before the answer ended: the backend request is abandoned too.
     if (!this.done) this.controller?.abort(new Error("the caller closed the connection"));
   };
 
@@ -666,20 +667,21 @@ class ForwardHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(
-    controller: Dispatcher.DispatchController,
+    _controller: Dispatcher.DispatchController,
     statusCode: number,
     headers: Record<string, string | string[] | undefined>,
   ): void {
     if (statusCode < 200) return;
     this.res.writeHead(statusCode, forwardResponseHeaders(headers));
     if (this.route) this.route.lastActivity = Date.now();
-    if (this.req.method === "HEAD") return;
-    this.res.on("drain", () => controller.resume());
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (!this.res.write(chunk)) controller.pause();
     if (this.route) this.route.lastActivity = Date.now();
+    if (this.res.write(chunk)) return;
+    // The caller reads slower than the backend sends: wait for it.
+    controller.pause();
+    this.res.once("drain", () => controller.resume());
   }
 
   onResponseEnd(): void {
