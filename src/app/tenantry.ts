@@ -31,7 +31,16 @@ import {
   ReflectionController,
   ReplicatedDeploymentController,
 } from "../multicluster/index.js";
-import { type RuntimesAdmin, runtimesDelegateClusterRole, startRuntimesAdmin } from "../runtimes/index.js";
+import {
+  InformerRouteSource,
+  KubeActivityWriter,
+  type RuntimesAdmin,
+  type RuntimesProxy,
+  runtimesDelegateClusterRole,
+  type ServiceModuleFactory,
+  startRuntimesAdmin,
+  startRuntimesProxy,
+} from "../runtimes/index.js";
 import {
   installCrds,
   isSystemComponent,
@@ -97,6 +106,24 @@ export interface TenantryOptions {
   metricsPort?: number;
   /** The runtimes Admin API (`/services/…`, plain HTTP for the runtimes proxy); on by default, on a free loopback port. */
   runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
+  /**
+   * The runtimes proxy: `/r/<token>/…` to each runtime, every other path to the Admin API (served in
+   * process). On by default, on a free loopback port; runtime URLs the Admin API reports point at it
+   * (at `publicUrl` when it is reached through something else, e.g. an ingress).
+   */
+  runtimesProxy?:
+    | {
+        host?: string;
+        port?: number;
+        publicUrl?: string;
+        /** How often last activity is written to Runtime status (default 30 s). */
+        activityIntervalMs?: number;
+        /** Service modules besides owner-auth and inject-headers. */
+        modules?: Record<string, ServiceModuleFactory>;
+        /** Behind a trusted ingress: keep its X-Forwarded-* headers. */
+        trustForwardedHeaders?: boolean;
+      }
+    | false;
   identityProviders?: {
     /** Built-in users and tokens (default on). */
     builtin?: { tokenTtlSeconds?: number; keyRotationSeconds?: number } | false;
@@ -123,6 +150,7 @@ export interface RunningTenantry {
   metrics: Registry;
   gateway?: RunningGateway;
   runtimesAdmin?: RuntimesAdmin;
+  runtimesProxy?: RuntimesProxy;
   isLeader(): boolean;
   stop(): Promise<void>;
 }
@@ -264,6 +292,9 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         });
   if (gateway) logger.info({ url: gateway.url }, "tenant gateway serving");
+  // Runtime URLs point at the proxy, which starts once the Admin API it serves is up.
+  let proxyUrl: string | undefined;
+  const proxyOptions = options.runtimesProxy === false ? undefined : (options.runtimesProxy ?? {});
   const runtimesAdmin =
     options.runtimesAdmin === false
       ? undefined
@@ -273,9 +304,27 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           onAuthenticated: (identity) => provisioner.ensure(identity),
           host: options.runtimesAdmin?.host ?? "127.0.0.1",
           port: options.runtimesAdmin?.port ?? 0,
-          ...(options.runtimesAdmin?.publicUrl ? { publicUrl: options.runtimesAdmin.publicUrl } : {}),
+          publicUrl: options.runtimesAdmin?.publicUrl ?? (() => proxyOptions?.publicUrl ?? proxyUrl),
           logger,
         });
+  const runtimesProxy = proxyOptions
+    ? await startRuntimesProxy({
+        source: new InformerRouteSource(client, { logger }),
+        ...(runtimesAdmin ? { admin: { handle: runtimesAdmin.handle } } : {}),
+        host: proxyOptions.host ?? "127.0.0.1",
+        port: proxyOptions.port ?? 0,
+        authenticator,
+        ...(proxyOptions.modules ? { modules: proxyOptions.modules } : {}),
+        activity: {
+          writer: new KubeActivityWriter(client),
+          ...(proxyOptions.activityIntervalMs ? { intervalMs: proxyOptions.activityIntervalMs } : {}),
+        },
+        ...(proxyOptions.trustForwardedHeaders ? { trustForwardedHeaders: true } : {}),
+        registry: metrics,
+        logger,
+      })
+    : undefined;
+  proxyUrl = runtimesProxy?.url;
 
   // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
@@ -336,9 +385,11 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     metrics,
     ...(gateway ? { gateway } : {}),
     ...(runtimesAdmin ? { runtimesAdmin } : {}),
+    ...(runtimesProxy ? { runtimesProxy } : {}),
     isLeader: () => elector.isLeader(),
     async stop() {
       await elector.stop();
+      await runtimesProxy?.stop();
       await runtimesAdmin?.stop();
       await gateway?.stop();
       await accessServer.stop();

@@ -165,6 +165,8 @@ export class ServiceModules {
     entry.digest = digest;
     const generation = ++entry.generation;
     const init = (async () => {
+      // Runs after the pending state below is set, so that a synchronous answer is not overwritten.
+      await null;
       try {
         await module.init(settings);
         if (entry.generation !== generation) return;
