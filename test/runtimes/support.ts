@@ -111,6 +111,10 @@ export function httpRequest(
       res.on("error", reject);
     });
     req.on("error", reject);
+    // A request nobody answers fails the test with what it was, instead of hanging it.
+    req.setTimeout(30_000, () =>
+      req.destroy(new Error(`no answer to ${options.method ?? "GET"} ${url} within 30 s`)),
+    );
     req.end(options.body);
   });
 }
