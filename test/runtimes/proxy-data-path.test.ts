@@ -364,3 +364,29 @@ describe("runtimes proxy with the Admin API in process", () => {
     }
   });
 });
+
+describe("stopping the runtimes proxy", () => {
+  test("ends open WebSockets and streams instead of waiting for them", async () => {
+    const backend = await startBackend();
+    const source = new StaticRouteSource();
+    const token = newToken();
+    source.putService(serviceObject("notebook"));
+    source.putRuntime(runtimeObject({ name: "rt", token, endpoint: backend.url }));
+    const proxy = new RuntimesProxy({ source });
+    await proxy.start();
+    try {
+      const { ws } = await openWebSocket(`${proxy.url}/r/${token}/ws`);
+      const stream = await fetch(`${proxy.url}/r/${token}/events?count=1000&interval=20`);
+      const reader = stream.body!.getReader();
+      await reader.read();
+      await proxy.stop();
+      await closed(ws);
+      await eventually(() => {
+        assert.equal(backend.openSockets(), 0);
+        assert.equal(backend.openStreams(), 0);
+      });
+    } finally {
+      await backend.close();
+    }
+  });
+});

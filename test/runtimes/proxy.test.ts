@@ -272,5 +272,8 @@ describe("the Admin API through the runtimes proxy", () => {
     const status = await httpRequest(base, { headers });
     assert.equal(status.status, 200);
     assert.equal(status.json().url, `${proxy}/r/${routeToken}/`);
+    // The progress of a runtime already ready is one event, and the stream ends.
+    const again = await fetch(`${base}/progress`, { headers, signal: AbortSignal.timeout(30_000) });
+    assert.match(await again.text(), /"ready":true/);
   });
 });

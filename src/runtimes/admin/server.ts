@@ -856,10 +856,13 @@ export class RuntimesAdmin {
     });
     let last = "";
     let done = false;
+    // Both are set below; the handler's replay of a runtime already ready finishes before they are.
+    let removeHandler: (() => void) | undefined;
+    let keepAlive: NodeJS.Timeout | undefined;
     const finish = () => {
       if (done) return;
       done = true;
-      removeHandler();
+      removeHandler?.();
       clearInterval(keepAlive);
       res.end();
     };
@@ -892,12 +895,16 @@ export class RuntimesAdmin {
       const stopped = status.phase === "Stopped" && status.desiredState === "Stopped";
       if (status.ready || stopped || status.phase === "Failed" || status.phase === "Deleting") finish();
     };
-    const removeHandler = this.runtimes.addHandler({
+    removeHandler = this.runtimes.addHandler({
       onAdd: (r) => r.metadata?.namespace === ns && r.metadata?.name === name && emit(r),
       onUpdate: (_o, r) => r.metadata?.namespace === ns && r.metadata?.name === name && emit(r),
       onDelete: (r) => r.metadata?.namespace === ns && r.metadata?.name === name && emit(undefined),
     });
-    const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
+    if (done) {
+      removeHandler();
+      return;
+    }
+    keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
     request.raw.on("close", finish);
     emit(this.runtimes.get(ns, name) ?? runtime);
   }

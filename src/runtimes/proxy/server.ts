@@ -124,6 +124,8 @@ export class RuntimesProxy {
   private readonly adminPool?: Pool;
   private readonly live = new Map<string, LiveRoute>();
   private readonly progress = new Map<string, Set<ProgressStream>>();
+  /** Callers' sockets of upgrade requests, from the upgrade until they close. */
+  private readonly upgraded = new Set<Duplex>();
   private readonly activity?: ActivityRecorder;
   private readonly headersTimeout: number;
   private readonly connectTimeout: number;
@@ -209,12 +211,13 @@ export class RuntimesProxy {
   }
 
   async stop(): Promise<void> {
-    await new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    // Upgraded connections are no longer the HTTP server's to close, but still hold it open.
+    for (const socket of this.upgraded) socket.destroy();
     for (const route of this.live.values()) route.closeAll(STOPPED);
     for (const streams of this.progress.values()) for (const stream of [...streams]) stream.end();
+    await closed;
     for (const remove of this.unsubscribe) remove();
     this.unsubscribe = [];
     await this.activity?.stop();
@@ -349,7 +352,7 @@ export class RuntimesProxy {
       route: view,
       rest: path.rest,
       basePath: `${ROUTE_PREFIX}${view.token}/`,
-      secure: this.forwardContext(req).proto === "https",
+      secure: this.isSecure(req),
       setHeader: (name, value) => edits.setHeader(name, value),
       removeHeader: (name) => edits.removeHeader(name),
     };
@@ -404,7 +407,7 @@ export class RuntimesProxy {
     started: number,
   ): void {
     const endpoint = path.rest.split("?")[0];
-    if (endpoint !== PROGRESS_SEGMENT || (req.method !== "GET" && req.method !== "HEAD")) {
+    if (endpoint !== PROGRESS_SEGMENT || req.method !== "GET") {
       this.refuse(res, started, notFound());
       return;
     }
@@ -436,6 +439,14 @@ export class RuntimesProxy {
       return;
     }
     this.dispatch(req, res, this.adminPool!, req.url ?? "/", undefined, undefined, started);
+  }
+
+  /** The caller came over TLS: to this server, or (behind a trusted ingress) to the one in front. */
+  private isSecure(req: IncomingMessage): boolean {
+    if ((req.socket as TLSSocket).encrypted) return true;
+    if (!this.trustForwarded) return false;
+    const proto = req.headers["x-forwarded-proto"];
+    return (Array.isArray(proto) ? proto[0] : proto)?.split(",")[0]?.trim() === "https";
   }
 
   private forwardContext(req: IncomingMessage): ForwardContext {
@@ -485,6 +496,8 @@ export class RuntimesProxy {
 
   private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on("error", () => socket.destroy());
+    this.upgraded.add(socket);
+    socket.once("close", () => this.upgraded.delete(socket));
     void this.upgrade(req, socket, head).catch((err) => {
       this.logger.error({ err: describeError(err) }, "upgrade failed");
       this.refuseSocket(socket, {
