@@ -13,6 +13,7 @@
  * Run: npm run bench:runtimes-proxy [-- --duration 10 --runs 3 --routes 1,1000,10000
  *      --connections 1,10,100 --requests 1000000 --skip-cluster]
  */
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,8 +32,8 @@ import { measureWebSocket } from "./runtimes-proxy/websocket.js";
 import { boundedAll, type Cell, percentile, printTable, rssMiBOfPid } from "./support/report.js";
 
 const flags = new Command()
-  .option("--duration <seconds>", "length of each load run", "10")
-  .option("--runs <n>", "runs of each load point (the median run is reported)", "3")
+  .option("--duration <seconds>", "length of each load run", "8")
+  .option("--runs <n>", "runs of each load point (the median is reported)", "5")
   .option("--routes <list>", "route counts", "1,1000,10000")
   .option("--connections <list>", "concurrent connections", "1,10,100")
   .option("--requests <n>", "proxied requests between the two memory readings", "1000000")
@@ -82,6 +83,7 @@ function advantage(tenantry: number, chp: number, higherIsBetter: boolean): stri
 }
 
 const median = (values: number[]) => percentile(values, 50);
+const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 
 interface Measured extends LoadResult {
   cpuUsPerRequest: number;
@@ -113,9 +115,14 @@ async function throughput(p: Proxies, rows: Cell[][]): Promise<void> {
     await setRoutes(p, have, routes);
     have = routes;
     const paths = Array.from({ length: routes }, (_, i) => `${routePrefix(i)}/hello`);
-    // Warm-up: JIT, connection pools, caches.
+    // Warm-up: JIT, the HTTP parsers, connection pools, caches (longer for processes just started).
     for (const url of [p.tenantry.info.url, p.chp.url]) {
-      await load({ url, paths, connections: 10, durationSeconds: 2 });
+      await load({
+        url,
+        paths,
+        connections: 10,
+        durationSeconds: routes === routeCounts[0] ? 6 : 3,
+      });
     }
     for (const connections of connectionCounts) {
       const t: Measured[] = [];
@@ -215,8 +222,8 @@ async function routeAdds(p: Proxies, rows: Cell[][], informer: number[] | undefi
       const tv = percentile(informer, q);
       rows.push([
         `route add → served ms p${q} (informer)`,
-        ADD_ROUTES_AT,
-        1,
+        String(ADD_ROUTES_AT),
+        "1",
         ms2(tv),
         ms2(cv),
         advantage(tv, cv, false),
@@ -225,7 +232,7 @@ async function routeAdds(p: Proxies, rows: Cell[][], informer: number[] | undefi
     const tv = percentile(inMemory, q);
     rows.push([
       `route add ms p${q} (table alone)`,
-      ADD_ROUTES_AT,
+      String(ADD_ROUTES_AT),
       "-",
       tv.toFixed(4),
       ms2(cv),
@@ -248,6 +255,7 @@ async function untilServed(url: string, timeoutMs = 30_000): Promise<void> {
 
 async function memory(p: Proxies, rows: Cell[][]): Promise<void> {
   const requests = Number(flags.requests);
+  const quarter = Math.ceil(requests / 4);
   const routes = Math.max(...routeCounts);
   const paths = Array.from({ length: routes }, (_, i) => `${routePrefix(i)}/hello`);
   for (const [name, url, pid] of [
@@ -255,42 +263,41 @@ async function memory(p: Proxies, rows: Cell[][]): Promise<void> {
     ["configurable-http-proxy", p.chp.url, p.chp.child.pid!],
   ] as const) {
     log(`memory: ${requests} requests through ${name}`);
-    const before = rssMiBOfPid(pid);
-    const result = await load({ url, paths, connections: 100, amount: requests });
-    const after = rssMiBOfPid(pid);
-    memoryReadings.push({ name, before, after, failures: result.failures });
+    // Read after each quarter: growth that levels off is a heap reaching its size, not a leak.
+    const readings = [rssMiBOfPid(pid)];
+    let failures = 0;
+    for (let i = 0; i < 4; i++) {
+      failures += (await load({ url, paths, connections: 100, amount: quarter })).failures;
+      readings.push(rssMiBOfPid(pid));
+    }
+    memoryReadings.push({ name, readings, failures });
   }
   const [t, c] = memoryReadings as [MemoryReading, MemoryReading];
+  const label = (n: number) => `${((n * quarter) / 1000).toLocaleString("en")}k`;
+  for (let i = 0; i < 5; i++) {
+    rows.push([
+      i === 0 ? "RSS MiB before" : `RSS MiB after ${label(i)} requests`,
+      String(routes),
+      "100",
+      t.readings[i]!.toFixed(0),
+      c.readings[i]!.toFixed(0),
+      advantage(t.readings[i]!, c.readings[i]!, false),
+    ]);
+  }
   rows.push([
-    "RSS MiB before",
-    routes,
-    100,
-    t.before.toFixed(0),
-    c.before.toFixed(0),
-    advantage(t.before, c.before, false),
-  ]);
-  rows.push([
-    `RSS MiB after ${requests.toLocaleString("en")} requests`,
+    "RSS MiB growth, last three quarters",
     String(routes),
     "100",
-    t.after.toFixed(0),
-    c.after.toFixed(0),
-    advantage(t.after, c.after, false),
-  ]);
-  rows.push([
-    "RSS MiB growth",
-    String(routes),
-    "100",
-    (t.after - t.before).toFixed(0),
-    (c.after - c.before).toFixed(0),
+    (t.readings[4]! - t.readings[1]!).toFixed(0),
+    (c.readings[4]! - c.readings[1]!).toFixed(0),
     "-",
   ]);
 }
 
 interface MemoryReading {
   name: string;
-  before: number;
-  after: number;
+  /** RSS in MiB before, and after each quarter of the requests. */
+  readings: number[];
   failures: number;
 }
 const memoryReadings: MemoryReading[] = [];
@@ -422,13 +429,15 @@ async function main(): Promise<void> {
     const chp = await startChp();
     proxies = { backend, tenantry, chp };
     const rows: Cell[][] = [];
+    const loadBefore = loadAverage();
     await throughput(proxies, rows);
     await websockets(proxies, rows);
     await routeAdds(proxies, rows, cluster?.informerAdds);
     await memory(proxies, rows);
     const failed = memoryReadings.filter((m) => m.failures > 0);
+    const loadAfter = loadAverage();
     printTable(
-      `runtimes proxy: tenantry vs configurable-http-proxy ${CHP_VERSION} (same backend, autocannon; ${runs} runs of ${duration} s per load point, median run shown)`,
+      `runtimes proxy: tenantry vs configurable-http-proxy ${CHP_VERSION} (same backend, autocannon; ${runs} runs of ${duration} s per load point, the order alternating; each figure the median of its runs)`,
       ["measure", "routes", "connections", "tenantry", `CHP ${CHP_VERSION}`, "advantage"],
       rows,
       [
@@ -436,9 +445,9 @@ async function main(): Promise<void> {
         "Load rows: requests round-robin over every route (GET /r/<token>/hello, 6-byte answer written straight from the backend's socket so the rows measure the proxies); p50/p99 are nearest-rank over every answer of the run (autocannon's hrtime per response); proxy CPU is user+system time of the proxy's process ÷ requests.",
         "tenantry's proxy is fed its routes by a route table in its process (StaticRouteSource) in the load, WebSocket and memory rows: the data path alone. The informer row follows a real local cluster: a Runtime's status written (route token, endpoint, Ready) → the first GET through an informer-fed proxy answering 200, with 10,000 Runtimes routed.",
         "CHP's route add: POST /api/routes/<prefix> → the first GET through it answering 200 (JupyterHub's way), with 10,000 routes; tenantry's table alone: one route put and found by its token, in µs-resolution ms.",
-        `Memory: resident set of each proxy's process before and after ${Number(flags.requests).toLocaleString("en")} requests at 100 connections over ${Math.max(...routeCounts).toLocaleString("en")} routes.`,
+        `Memory: resident set of each proxy's process before and after each quarter of ${Number(flags.requests).toLocaleString("en")} requests at 100 connections over ${Math.max(...routeCounts).toLocaleString("en")} routes (autocannon, one run). tenantry's process starts larger: it runs under tsx and holds the Kubernetes client and ${Math.max(...routeCounts).toLocaleString("en")} Runtime objects; CHP is plain JavaScript.`,
         ...failed.map((m) => `${m.name}: ${m.failures} failed requests in the memory run`),
-        "The machine is shared (2 cores): the backend and the load generator run beside the proxy measured.",
+        `The machine is shared (2 cores; load average ${loadBefore} before, ${loadAfter} after): the backend and the load generator run beside the proxy measured, and other work beside all three.`,
       ],
     );
     if (cluster) {

@@ -172,31 +172,33 @@ export class StaticRouteSource implements RouteSource {
   }
 
   putService(service: RuntimeService): void {
-    const name = service.metadata!.name!;
-    const previous = this.services.get(name);
-    this.services.set(name, service);
-    for (const h of this.handlers) h.service?.(previous, service);
+    this.change(this.services, service.metadata!.name!, service, "service");
   }
 
   deleteService(name: string): void {
-    const previous = this.services.get(name);
-    if (!previous) return;
-    this.services.delete(name);
-    for (const h of this.handlers) h.service?.(previous, undefined);
+    this.change(this.services, name, undefined, "service");
   }
 
   putSecret(secret: V1Secret): void {
-    const name = secret.metadata!.name!;
-    const previous = this.secrets.get(name);
-    this.secrets.set(name, secret);
-    for (const h of this.handlers) h.secret?.(previous, secret);
+    this.change(this.secrets, secret.metadata!.name!, secret, "secret");
   }
 
   deleteSecret(name: string): void {
-    const previous = this.secrets.get(name);
-    if (!previous) return;
-    this.secrets.delete(name);
-    for (const h of this.handlers) h.secret?.(previous, undefined);
+    this.change(this.secrets, name, undefined, "secret");
+  }
+
+  /** Sets (or, with undefined, removes) one named object and tells the handlers. */
+  private change<T>(
+    map: Map<string, T>,
+    name: string,
+    current: T | undefined,
+    kind: "service" | "secret",
+  ): void {
+    const previous = map.get(name);
+    if (current) map.set(name, current);
+    else if (previous) map.delete(name);
+    else return;
+    for (const h of this.handlers) (h[kind] as ((p?: T, c?: T) => void) | undefined)?.(previous, current);
   }
 
   subscribe(handler: RouteSourceHandler): () => void {
