@@ -9,6 +9,7 @@ import { after, before, describe, test } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import type { BuiltinIdentity } from "../../src/identity/index.js";
+import { LOCAL_IMAGES } from "../../src/localcluster/index.js";
 import {
   InformerRouteSource,
   KubeActivityWriter,
@@ -20,6 +21,7 @@ import { type Backend, startBackend } from "../support/backend.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
+import { podReady, processNodePod, webSocketExchange } from "../support/process-node.js";
 import {
   createRuntime,
   homeClient,
@@ -200,6 +202,43 @@ describe("runtimes proxy on the clusters", () => {
     });
     await replica.flushActivity();
     assert.equal((await readRuntime(client, rt)).status?.lastActivity, later);
+  });
+
+  test("a runtime pod on the process node is reached at its pod IP, HTTP and WebSocket", async () => {
+    const pod = processNodePod("echo", [
+      {
+        name: "echo",
+        image: LOCAL_IMAGES.echo,
+        env: [{ name: "PORT", value: "8080" }],
+        readinessProbe: { httpGet: { path: "/", port: 8080 }, periodSeconds: 1 },
+      },
+    ]);
+    await client.core.createNamespacedPod({ namespace, body: pod });
+    const running = await eventually(
+      async () => {
+        const got = await client.core.readNamespacedPod({ namespace, name: "echo" });
+        assert.ok(podReady(got) && got.status?.podIP, "the echo pod is Ready with a pod IP");
+        return got;
+      },
+      { timeoutMs: 90_000 },
+    );
+    // As the controller writes it (contract rule 3): the pod IP, the service serving at its root.
+    const rt = shape("on-a-pod", { endpoint: `http://${running.status!.podIP}:8080` });
+    await createRuntime(client, rt);
+    const answer = await eventually(async () => {
+      const got = await httpRequest(`${tenantryProxy}/r/${rt.token}/notebooks?x=1`);
+      assert.equal(got.status, 200, got.body);
+      return got;
+    });
+    assert.match(answer.body, /^Request served by echo\n\nGET \/notebooks\?x=1 HTTP\/1\.1/);
+    const messages = await webSocketExchange(
+      `${tenantryProxy.replace(/^http/, "ws")}/r/${rt.token}/ws`,
+      ["one"],
+      {
+        done: (received) => received.length === 2,
+      },
+    );
+    assert.deepEqual(messages, ["Request served by echo", "one"]);
   });
 
   test("a service naming a module the proxy does not know answers 503 naming it", async () => {
