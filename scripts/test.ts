@@ -107,6 +107,7 @@ async function main(): Promise<number> {
           accessUrl: tenantry.accessUrl,
           accessCaPem: tenantry.accessCaPem,
           ...(tenantry.runtimesAdmin ? { runtimesAdminUrl: tenantry.runtimesAdmin.url } : {}),
+          ...(tenantry.runtimesProxy ? { runtimesProxyUrl: tenantry.runtimesProxy.url } : {}),
           ...(home.accessWebhooks
             ? {
                 reviewClient: {

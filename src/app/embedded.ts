@@ -51,6 +51,8 @@ export interface TenantryEndpoints {
   metricsUrl?: string;
   /** The runtimes Admin API (`/services/…`). */
   runtimesAdminUrl?: string;
+  /** The runtimes proxy: runtimes at `/r/<token>/`, the Admin API at every other path. */
+  runtimesProxyUrl?: string;
 }
 
 async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): Promise<void> {
@@ -64,6 +66,7 @@ async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): P
     ...(tenantry.gateway ? { gateway: { url: tenantry.gateway.url, caPem: tenantry.gateway.caPem } } : {}),
     ...(tenantry.gateway?.metricsUrl ? { metricsUrl: tenantry.gateway.metricsUrl } : {}),
     ...(tenantry.runtimesAdmin ? { runtimesAdminUrl: tenantry.runtimesAdmin.url } : {}),
+    ...(tenantry.runtimesProxy ? { runtimesProxyUrl: tenantry.runtimesProxy.url } : {}),
   };
   await writeFile(join(dirname(state.kubeconfig), ENDPOINTS_FILE), `${JSON.stringify(endpoints, null, 2)}\n`);
 }

@@ -32,13 +32,18 @@ import {
   ReplicatedDeploymentController,
 } from "../multicluster/index.js";
 import {
+  InformerRouteSource,
+  KubeActivityWriter,
   PluginRegistry,
   RuntimeController,
   RuntimeServiceController,
   type RuntimesAdmin,
   RuntimesInformers,
+  type RuntimesProxy,
   runtimesDelegateClusterRole,
+  type ServiceModuleFactory,
   startRuntimesAdmin,
+  startRuntimesProxy,
 } from "../runtimes/index.js";
 import {
   installCrds,
@@ -107,6 +112,24 @@ export interface TenantryOptions {
   runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
   /** The runtimes controllers: the image the pre-pull DaemonSets' main container runs (default registry.k8s.io/pause). */
   runtimes?: { pauseImage?: string };
+  /**
+   * The runtimes proxy: `/r/<token>/…` to each runtime, every other path to the Admin API (served in
+   * process). On by default, on a free loopback port; runtime URLs the Admin API reports point at it
+   * (at `publicUrl` when it is reached through something else, e.g. an ingress).
+   */
+  runtimesProxy?:
+    | {
+        host?: string;
+        port?: number;
+        publicUrl?: string;
+        /** How often last activity is written to Runtime status (default 30 s). */
+        activityIntervalMs?: number;
+        /** Service modules besides owner-auth and inject-headers. */
+        modules?: Record<string, ServiceModuleFactory>;
+        /** Behind a trusted ingress: keep its X-Forwarded-* headers. */
+        trustForwardedHeaders?: boolean;
+      }
+    | false;
   identityProviders?: {
     /** Built-in users and tokens (default on). */
     builtin?: { tokenTtlSeconds?: number; keyRotationSeconds?: number } | false;
@@ -133,6 +156,7 @@ export interface RunningTenantry {
   metrics: Registry;
   gateway?: RunningGateway;
   runtimesAdmin?: RuntimesAdmin;
+  runtimesProxy?: RuntimesProxy;
   isLeader(): boolean;
   stop(): Promise<void>;
 }
@@ -277,6 +301,9 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const runtimesInformers = new RuntimesInformers(client);
   await runtimesInformers.start();
   const plugins = new PluginRegistry();
+  // Runtime URLs point at the proxy, which starts once the Admin API it serves is up.
+  let proxyUrl: string | undefined;
+  const proxyOptions = options.runtimesProxy === false ? undefined : (options.runtimesProxy ?? {});
   const runtimesAdmin =
     options.runtimesAdmin === false
       ? undefined
@@ -288,9 +315,27 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           onAuthenticated: (identity) => provisioner.ensure(identity),
           host: options.runtimesAdmin?.host ?? "127.0.0.1",
           port: options.runtimesAdmin?.port ?? 0,
-          ...(options.runtimesAdmin?.publicUrl ? { publicUrl: options.runtimesAdmin.publicUrl } : {}),
+          publicUrl: options.runtimesAdmin?.publicUrl ?? (() => proxyOptions?.publicUrl ?? proxyUrl),
           logger,
         });
+  const runtimesProxy = proxyOptions
+    ? await startRuntimesProxy({
+        source: new InformerRouteSource(client, { logger }),
+        ...(runtimesAdmin ? { admin: { handle: runtimesAdmin.handle } } : {}),
+        host: proxyOptions.host ?? "127.0.0.1",
+        port: proxyOptions.port ?? 0,
+        authenticator,
+        ...(proxyOptions.modules ? { modules: proxyOptions.modules } : {}),
+        activity: {
+          writer: new KubeActivityWriter(client),
+          ...(proxyOptions.activityIntervalMs ? { intervalMs: proxyOptions.activityIntervalMs } : {}),
+        },
+        ...(proxyOptions.trustForwardedHeaders ? { trustForwardedHeaders: true } : {}),
+        registry: metrics,
+        logger,
+      })
+    : undefined;
+  proxyUrl = runtimesProxy?.url;
 
   // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
@@ -370,9 +415,11 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     metrics,
     ...(gateway ? { gateway } : {}),
     ...(runtimesAdmin ? { runtimesAdmin } : {}),
+    ...(runtimesProxy ? { runtimesProxy } : {}),
     isLeader: () => elector.isLeader(),
     async stop() {
       await elector.stop();
+      await runtimesProxy?.stop();
       await runtimesAdmin?.stop();
       await runtimesInformers.stop();
       await gateway?.stop();

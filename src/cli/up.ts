@@ -60,6 +60,11 @@ export function registerUpCommand(program: Command): void {
                 `  runtimes Admin API at ${tenantry.runtimesAdmin.url} (OpenAPI: ${tenantry.runtimesAdmin.url}${OPENAPI_PATH})`,
               ]
             : []),
+          ...(tenantry.runtimesProxy
+            ? [
+                `  runtimes proxy at ${tenantry.runtimesProxy.url} (runtimes at /r/<token>/, the Admin API at every other path)`,
+              ]
+            : []),
           `  tenantry log: ${logFile}`,
           ...remotes.map((r) => `  tenantry on ${r.name}: log ${r.logFile}`),
           `  demo tenant "${DEMO_TENANT}" owned by ${DEMO_OWNER}: ${ownerKubeconfig}`,

@@ -95,3 +95,36 @@ export {
   type RuntimeRegistration,
   type ServicePlugin,
 } from "./plugins/spi.js";
+export {
+  type ActivityWriter,
+  KubeActivityWriter,
+  PROXY_FIELD_MANAGER,
+} from "./proxy/activity.js";
+export { forwardRequestHeaders, forwardResponseHeaders, HeaderEdits } from "./proxy/headers.js";
+export { INJECT_HEADERS_MODULE } from "./proxy/modules/inject-headers.js";
+export { DEFAULT_SESSION_COOKIE, OWNER_AUTH_MODULE } from "./proxy/modules/owner-auth.js";
+export { BUILTIN_MODULES } from "./proxy/modules/registry.js";
+export {
+  type HookOutcome,
+  type ModuleSettings,
+  ModuleSettingsError,
+  type ProxyRequestOptions,
+  type ServiceModule,
+  type ServiceModuleContext,
+  type ServiceModuleFactory,
+} from "./proxy/modules/spi.js";
+export { PROGRESS_SEGMENT } from "./proxy/progress.js";
+export { parseRoutePath, ROUTE_PREFIX, type RouteView, routeView } from "./proxy/route.js";
+export {
+  type AdminBackend,
+  RuntimesProxy,
+  type RuntimesProxyOptions,
+  startRuntimesProxy,
+} from "./proxy/server.js";
+export {
+  InformerRouteSource,
+  MODULE_SECRETS_NAMESPACE,
+  type RouteSource,
+  type RouteSourceHandler,
+  StaticRouteSource,
+} from "./proxy/source.js";

@@ -18,6 +18,8 @@ export interface TestEnvironment {
     logFile: string;
     /** The runtimes Admin API of the home cluster's tenantry. */
     runtimesAdminUrl?: string;
+    /** Its runtimes proxy: runtimes at `/r/<token>/`, the Admin API at every other path. */
+    runtimesProxyUrl?: string;
   };
 }
 

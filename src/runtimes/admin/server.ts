@@ -3,6 +3,7 @@
  * creates, patches and deletes them; the controller does the rest. Reads come from informers
  * (indexed by user and by user/service/instance); nothing lives only in memory.
  */
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import swagger from "@fastify/swagger";
 import { PatchStrategy } from "@kubernetes/client-node";
@@ -142,6 +143,14 @@ export class RuntimesAdmin {
     await this.app.close();
     if (this.ownInformers) await this.informers.stop();
   }
+
+  /**
+   * Answers a request another server in this process received (the runtimes proxy serving the
+   * Admin API in process, without a hop over loopback). The API must have started.
+   */
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    this.app.routing(req, res);
+  };
 
   /** For tests and the composition root: answer a request without a socket. */
   inject(request: InjectOptions) {
@@ -830,10 +839,13 @@ export class RuntimesAdmin {
     });
     let last = "";
     let done = false;
+    // Both are set below; the handler's replay of a runtime already ready finishes before they are.
+    let removeHandler: (() => void) | undefined;
+    let keepAlive: NodeJS.Timeout | undefined;
     const finish = () => {
       if (done) return;
       done = true;
-      removeHandler();
+      removeHandler?.();
       clearInterval(keepAlive);
       res.end();
     };
@@ -866,12 +878,16 @@ export class RuntimesAdmin {
       const stopped = status.phase === "Stopped" && status.desiredState === "Stopped";
       if (status.ready || stopped || status.phase === "Failed" || status.phase === "Deleting") finish();
     };
-    const removeHandler = this.runtimes.addHandler({
+    removeHandler = this.runtimes.addHandler({
       onAdd: (r) => r.metadata?.namespace === ns && r.metadata?.name === name && emit(r),
       onUpdate: (_o, r) => r.metadata?.namespace === ns && r.metadata?.name === name && emit(r),
       onDelete: (r) => r.metadata?.namespace === ns && r.metadata?.name === name && emit(undefined),
     });
-    const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
+    if (done) {
+      removeHandler();
+      return;
+    }
+    keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
     request.raw.on("close", finish);
     emit(this.runtimes.get(ns, name) ?? runtime);
   }

@@ -1,0 +1,77 @@
+/**
+ * tenantry's runtimes proxy in a process of its own (so its memory and CPU are its own), with its
+ * metrics on as in tenantry. Routes come from a route source given in code (the data path alone;
+ * commands over IPC set them), or with `--kubeconfig FILE` from informers on that cluster's Runtime
+ * objects, as in tenantry. Prints `{"url": …}` once serving.
+ */
+import { parseArgs } from "node:util";
+import { Registry } from "prom-client";
+import { loadClusterClient } from "../../src/kube/index.js";
+import {
+  InformerRouteSource,
+  type RouteSource,
+  RuntimesProxy,
+  StaticRouteSource,
+} from "../../src/runtimes/index.js";
+import { BENCH_NAMESPACE, benchRuntime, benchService } from "./routes.js";
+
+const { values: args } = parseArgs({ options: { kubeconfig: { type: "string" } } });
+
+let source: RouteSource;
+let table: StaticRouteSource | undefined;
+if (args.kubeconfig) {
+  source = new InformerRouteSource(loadClusterClient("bench", args.kubeconfig));
+} else {
+  table = new StaticRouteSource();
+  table.putService(benchService());
+  source = table;
+}
+const proxy = new RuntimesProxy({ source, registry: new Registry() });
+const url = await proxy.start();
+process.stdout.write(`${JSON.stringify({ url })}\n`);
+
+let routes = 0;
+
+interface Command {
+  id: number;
+  op: "routes" | "add" | "put";
+  count: number;
+  /** For put: the route number. */
+  index: number;
+  backend: string;
+}
+
+process.on("message", (message: Command) => {
+  try {
+    if (!table) throw new Error("routes come from the cluster in this process");
+    if (message.op === "routes") {
+      for (; routes < message.count; routes++) table.putRuntime(benchRuntime(routes, message.backend));
+      for (; routes > message.count; routes--) table.deleteRuntime(BENCH_NAMESPACE, `rt-${routes - 1}`);
+      process.send!({ id: message.id, routes });
+    } else if (message.op === "put") {
+      table.putRuntime(benchRuntime(message.index, message.backend));
+      process.send!({ id: message.id });
+    } else if (message.op === "add") {
+      // A route added to the table and found by its token: what a request would look up.
+      const samples: number[] = [];
+      for (let i = 0; i < message.count; i++) {
+        const runtime = benchRuntime(routes + i, message.backend);
+        const started = performance.now();
+        table.putRuntime(runtime);
+        if (!table.byToken(runtime.status!.route!.token)) throw new Error("route not visible");
+        samples.push(performance.now() - started);
+      }
+      for (let i = 0; i < message.count; i++) table.deleteRuntime(BENCH_NAMESPACE, `rt-${routes + i}`);
+      process.send!({ id: message.id, samples });
+    }
+  } catch (err) {
+    process.send!({ id: message.id, error: (err as Error).message });
+  }
+});
+
+const shutdown = async () => {
+  await proxy.stop();
+  process.exit(0);
+};
+process.on("SIGTERM", () => void shutdown());
+process.on("SIGINT", () => void shutdown());

@@ -1,0 +1,758 @@
+/**
+ * The runtimes proxy (document 000 §3.1): one HTTP endpoint in front of the Admin API and every
+ * runtime. `/r/<token><rest>` goes to the runtime whose `status.route.token` is `<token>`, at
+ * `<status.endpoint.url><rest>` (contract rule 3); every other path goes to the Admin API. Requests
+ * and WebSocket upgrades pass the service's module first (Table 1), stream through in both
+ * directions without buffering, and stamp the route's last activity.
+ */
+import {
+  createServer,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+} from "node:http";
+import { type AddressInfo, connect, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
+import type { TLSSocket } from "node:tls";
+import type { Logger } from "pino";
+import { Registry } from "prom-client";
+import { type Dispatcher, Pool } from "undici";
+import type { Authenticator } from "../../identity/index.js";
+import { describeError, silentLogger } from "../../kube/index.js";
+import type { Runtime } from "../api/runtime.js";
+import { ActivityRecorder, type ActivityWriter, LiveRoute } from "./activity.js";
+import {
+  type ForwardContext,
+  forwardRequestHeaders,
+  forwardResponseHeaders,
+  HeaderEdits,
+} from "./headers.js";
+import { type AnsweredBy, ProxyMetrics } from "./metrics.js";
+import { type ModuleState, ServiceModules } from "./modules/registry.js";
+import type { HookOutcome, ProxyRequestOptions, ServiceModuleFactory } from "./modules/spi.js";
+import { PROGRESS_SEGMENT, ProgressStream, RETRY_AFTER_SECONDS, sendNotReady } from "./progress.js";
+import { type Problem, refuseUpgrade, sendProblem } from "./respond.js";
+import {
+  parseRoutePath,
+  RESERVED_SEGMENT,
+  ROUTE_PREFIX,
+  type RoutePath,
+  type RouteView,
+  routeView,
+  targetPath,
+} from "./route.js";
+import type { RouteSource } from "./source.js";
+
+/** Where paths outside `/r/` go: the Admin API's URL, or its request handler in this process. */
+export type AdminBackend = { url: string } | { handle: RequestListener };
+
+export interface RuntimesProxyOptions {
+  /** The routes (informers on the Runtime objects in tenantry; the proxy starts and stops it). */
+  source: RouteSource;
+  admin?: AdminBackend;
+  host?: string;
+  port?: number;
+  /** For modules that check tenantry's tokens (owner-auth). */
+  authenticator?: Authenticator;
+  /** Modules besides the built-in ones, by name. */
+  modules?: Record<string, ServiceModuleFactory>;
+  /** Where last activity is written (absent: kept in memory only), and how often (default 30 s). */
+  activity?: { writer: ActivityWriter; intervalMs?: number };
+  registry?: Registry;
+  logger?: Logger;
+  /** Keep X-Forwarded-Proto/Host and extend X-Forwarded-For as sent (behind a trusted ingress). */
+  trustForwardedHeaders?: boolean;
+  backends?: {
+    /** Keep-alive connections per runtime at most (default 256). */
+    connections?: number;
+    /** No response headers within this time: 504 (default 120 s). */
+    headersTimeoutMs?: number;
+    /** No connection within this time: 504 (default 10 s). */
+    connectTimeoutMs?: number;
+    /** Idle keep-alive connections are closed after this (default 4 s, under Node servers' 5 s). */
+    keepAliveTimeoutMs?: number;
+  };
+}
+
+const STOPPED = new Error("the runtime stopped or its route went away");
+
+/** Backend connection pools by origin, kept while a ready route points at them. */
+class Backends {
+  private readonly pools = new Map<string, { pool: Pool; routes: number }>();
+
+  constructor(private readonly options: Pool.Options) {}
+
+  pool(origin: string): Pool {
+    let entry = this.pools.get(origin);
+    if (!entry) {
+      entry = { pool: new Pool(origin, this.options), routes: 0 };
+      this.pools.set(origin, entry);
+    }
+    return entry.pool;
+  }
+
+  retain(origin: string): void {
+    const entry = this.pools.get(origin);
+    if (entry) entry.routes++;
+    else this.pools.set(origin, { pool: new Pool(origin, this.options), routes: 1 });
+  }
+
+  /** One route fewer; the pool and its connections go with the last one. */
+  release(origin: string): void {
+    const entry = this.pools.get(origin);
+    if (!entry) return;
+    if (--entry.routes > 0) return;
+    this.pools.delete(origin);
+    void entry.pool.destroy(STOPPED).catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((p) => p.pool.destroy(STOPPED).catch(() => {})));
+  }
+}
+
+export class RuntimesProxy {
+  readonly metrics: ProxyMetrics;
+  private readonly source: RouteSource;
+  private readonly logger: Logger;
+  private readonly server: Server;
+  private readonly modules: ServiceModules;
+  private readonly backends: Backends;
+  private readonly adminPool?: Pool;
+  private readonly live = new Map<string, LiveRoute>();
+  private readonly progress = new Map<string, Set<ProgressStream>>();
+  /** Callers' sockets of upgrade requests, from the upgrade until they close. */
+  private readonly upgraded = new Set<Duplex>();
+  private readonly activity?: ActivityRecorder;
+  private readonly headersTimeout: number;
+  private readonly connectTimeout: number;
+  private readonly trustForwarded: boolean;
+  private unsubscribe: (() => void)[] = [];
+  private address?: AddressInfo;
+
+  constructor(private readonly options: RuntimesProxyOptions) {
+    this.source = options.source;
+    this.logger = (options.logger ?? silentLogger).child({ component: "runtimes-proxy" });
+    this.metrics = new ProxyMetrics(options.registry ?? new Registry(), this.source);
+    this.headersTimeout = options.backends?.headersTimeoutMs ?? 120_000;
+    this.connectTimeout = options.backends?.connectTimeoutMs ?? 10_000;
+    this.trustForwarded = options.trustForwardedHeaders ?? false;
+    const poolOptions: Pool.Options = {
+      connections: options.backends?.connections ?? 256,
+      keepAliveTimeout: options.backends?.keepAliveTimeoutMs ?? 4_000,
+      headersTimeout: this.headersTimeout,
+      // Server-sent events and long polls may be quiet for long: no body timeout.
+      bodyTimeout: 0,
+      connectTimeout: this.connectTimeout,
+    };
+    this.backends = new Backends(poolOptions);
+    if (options.admin && "url" in options.admin) this.adminPool = new Pool(options.admin.url, poolOptions);
+    this.modules = new ServiceModules({
+      ...(options.modules ? { factories: options.modules } : {}),
+      ...(options.authenticator ? { authenticator: options.authenticator } : {}),
+      logger: this.logger,
+      onInit: (_service, module, error) =>
+        this.metrics.moduleInits.inc({ module, result: error === undefined ? "ok" : "failed" }),
+    });
+    if (options.activity) {
+      this.activity = new ActivityRecorder(this.live, {
+        source: this.source,
+        writer: options.activity.writer,
+        ...(options.activity.intervalMs ? { intervalMs: options.activity.intervalMs } : {}),
+        logger: this.logger,
+        onWrite: (result) => this.metrics.activityWrites.inc({ result }),
+      });
+    }
+    this.server = createServer(
+      {
+        keepAlive: true,
+        keepAliveTimeout: 60_000,
+        // Uploads and downloads may take long; a slow sender of headers may not.
+        requestTimeout: 0,
+        headersTimeout: 30_000,
+      },
+      this.onRequest,
+    );
+    this.server.on("upgrade", this.onUpgrade);
+    this.server.on("clientError", (_err, socket) => {
+      if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
+      else socket.destroy();
+    });
+  }
+
+  get url(): string {
+    if (!this.address) throw new Error("the runtimes proxy is not listening");
+    const host = this.address.family === "IPv6" ? `[${this.address.address}]` : this.address.address;
+    return `http://${host}:${this.address.port}`;
+  }
+
+  /** Syncs the routes, initialises the modules, then listens. Resolves with the URL. */
+  async start(): Promise<string> {
+    await this.source.start();
+    this.unsubscribe.push(this.modules.attach(this.source));
+    this.unsubscribe.push(
+      this.source.subscribe({ runtime: (previous, current) => this.changed(previous, current) }),
+    );
+    await this.modules.settled();
+    this.activity?.start();
+    await new Promise<void>((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(this.options.port ?? 0, this.options.host ?? "127.0.0.1", () => {
+        this.server.off("error", reject);
+        resolve();
+      });
+    });
+    this.address = this.server.address() as AddressInfo;
+    this.logger.info({ url: this.url }, "runtimes proxy serving");
+    return this.url;
+  }
+
+  async stop(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    // Upgraded connections are no longer the HTTP server's to close, but still hold it open.
+    for (const socket of this.upgraded) socket.destroy();
+    for (const route of this.live.values()) route.closeAll(STOPPED);
+    for (const streams of this.progress.values()) for (const stream of [...streams]) stream.end();
+    await closed;
+    for (const remove of this.unsubscribe) remove();
+    this.unsubscribe = [];
+    await this.activity?.stop();
+    this.modules.close();
+    await this.backends.close();
+    await this.adminPool?.destroy().catch(() => {});
+    await this.source.stop();
+  }
+
+  /** Writes pending last-activity stamps now (tests, shutdown). */
+  async flushActivity(): Promise<void> {
+    await this.activity?.flush();
+  }
+
+  // --- route changes -------------------------------------------------------------------------------
+
+  private changed(previous: Runtime | undefined, current: Runtime | undefined): void {
+    const before = previous && routeView(previous);
+    const after = current && routeView(current);
+    const beforeOrigin = before?.status === "ready" ? before.target?.origin : undefined;
+    const afterOrigin = after?.status === "ready" ? after.target?.origin : undefined;
+    const sameRoute = before && after && before.token === after.token && beforeOrigin === afterOrigin;
+    if (before && beforeOrigin && !sameRoute) {
+      // Stopped, deleted, restarted elsewhere or given a new token: its connections end now.
+      this.live.get(before.key)?.closeAll(STOPPED);
+    }
+    if (afterOrigin !== beforeOrigin) {
+      if (afterOrigin) this.backends.retain(afterOrigin);
+      if (beforeOrigin) this.backends.release(beforeOrigin);
+    }
+    if (before && before.token !== after?.token) this.notifyProgress(before.token);
+    if (after) this.notifyProgress(after.token);
+  }
+
+  private notifyProgress(token: string): void {
+    const streams = this.progress.get(token);
+    if (!streams) return;
+    const runtime = this.source.byToken(token);
+    const view = runtime && routeView(runtime);
+    for (const stream of [...streams]) stream.update(runtime, view);
+  }
+
+  private liveRoute(view: RouteView): LiveRoute {
+    let route = this.live.get(view.key);
+    if (!route || route.token !== view.token) {
+      route?.closeAll(STOPPED);
+      route = new LiveRoute(view.key, view.namespace, view.name, view.token);
+      this.live.set(view.key, route);
+    }
+    return route;
+  }
+
+  // --- HTTP ----------------------------------------------------------------------------------------
+
+  private readonly onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = req.url ?? "/";
+    if (!url.startsWith(ROUTE_PREFIX)) {
+      this.toAdmin(req, res);
+      return;
+    }
+    const started = performance.now();
+    const path = parseRoutePath(url);
+    const runtime = path && this.source.byToken(path.token);
+    const view = runtime && routeView(runtime);
+    if (!path || !runtime || !view) {
+      this.refuse(res, started, notFound());
+      return;
+    }
+    const state = this.moduleState(view);
+    if (state.kind === "none" || (state.kind === "ready" && !state.module.http)) {
+      this.afterModule(req, res, runtime, view, path, undefined, started);
+      return;
+    }
+    if (state.kind === "unavailable") {
+      this.refuse(res, started, moduleUnavailable(state.detail));
+      return;
+    }
+    void this.runHttpHook(req, res, state, runtime, view, path, started);
+  };
+
+  /** The module state of a route's service; a service the proxy does not know is never served without its module. */
+  private moduleState(view: RouteView): ModuleState {
+    if (!this.source.service(view.service)) {
+      return {
+        kind: "unavailable",
+        name: "",
+        detail: `service ${view.service} of this runtime is not a RuntimeService the proxy knows`,
+      };
+    }
+    return this.modules.state(view.service);
+  }
+
+  private async runHttpHook(
+    req: IncomingMessage,
+    res: ServerResponse,
+    state: ModuleState,
+    runtime: Runtime,
+    view: RouteView,
+    path: RoutePath,
+    started: number,
+  ): Promise<void> {
+    let current = state;
+    if (current.kind === "pending") {
+      await current.settled;
+      current = this.moduleState(view);
+    }
+    if (current.kind === "unavailable") return this.refuse(res, started, moduleUnavailable(current.detail));
+    if (current.kind !== "ready" || !current.module.http) {
+      return this.afterModule(req, res, runtime, view, path, undefined, started);
+    }
+    const edits = new HeaderEdits();
+    let outcome: HookOutcome;
+    try {
+      outcome = await current.module.http(req, res, this.hookOptions(req, view, path, edits));
+    } catch (err) {
+      this.logger.error({ err: describeError(err), module: current.name }, "service module failed a request");
+      return this.refuse(res, started, moduleFailed(current.name, err));
+    }
+    if (outcome === "handled" || res.headersSent || res.writableEnded) {
+      this.metrics.answered("module", res.statusCode, started);
+      return;
+    }
+    // The route may have changed while the module worked: decide on the current one.
+    const fresh = this.source.byToken(path.token);
+    const freshView = fresh && routeView(fresh);
+    if (!fresh || !freshView) return this.refuse(res, started, notFound());
+    this.afterModule(req, res, fresh, freshView, path, edits, started);
+  }
+
+  private hookOptions(req: IncomingMessage, view: RouteView, path: RoutePath, edits: HeaderEdits) {
+    const options: ProxyRequestOptions = {
+      route: view,
+      rest: path.rest,
+      basePath: `${ROUTE_PREFIX}${view.token}/`,
+      secure: this.isSecure(req),
+      setHeader: (name, value) => edits.setHeader(name, value),
+      removeHeader: (name) => edits.removeHeader(name),
+    };
+    return options;
+  }
+
+  private afterModule(
+    req: IncomingMessage,
+    res: ServerResponse,
+    runtime: Runtime,
+    view: RouteView,
+    path: RoutePath,
+    edits: HeaderEdits | undefined,
+    started: number,
+  ): void {
+    if (path.rest.startsWith(RESERVED_SEGMENT)) {
+      this.ownEndpoint(req, res, runtime, view, path, started);
+      return;
+    }
+    if (view.status !== "ready") {
+      sendNotReady(req, res, runtime, view);
+      this.metrics.answered("proxy", 503, started);
+      return;
+    }
+    const target = view.target;
+    if (!target) {
+      this.refuse(res, started, {
+        status: 502,
+        title: "bad gateway",
+        detail: `runtime ${view.service}/${view.instance} has no usable endpoint: ${view.targetError}`,
+      });
+      return;
+    }
+    const route = this.liveRoute(view);
+    this.dispatch(
+      req,
+      res,
+      this.backends.pool(target.origin),
+      targetPath(target, path.rest),
+      edits,
+      route,
+      started,
+    );
+  }
+
+  private ownEndpoint(
+    req: IncomingMessage,
+    res: ServerResponse,
+    runtime: Runtime,
+    view: RouteView,
+    path: RoutePath,
+    started: number,
+  ): void {
+    const endpoint = path.rest.split("?")[0];
+    if (endpoint !== PROGRESS_SEGMENT || req.method !== "GET") {
+      this.refuse(res, started, notFound());
+      return;
+    }
+    this.metrics.answered("proxy", 200);
+    let streams = this.progress.get(view.token);
+    if (!streams) {
+      streams = new Set();
+      this.progress.set(view.token, streams);
+    }
+    const stream = new ProgressStream(view.token, res, (ended) => {
+      const set = this.progress.get(ended.token);
+      set?.delete(ended);
+      if (set?.size === 0) this.progress.delete(ended.token);
+    });
+    streams.add(stream);
+    stream.update(runtime, view);
+  }
+
+  private toAdmin(req: IncomingMessage, res: ServerResponse): void {
+    const started = performance.now();
+    const admin = this.options.admin;
+    if (!admin) {
+      this.refuse(res, started, notFound());
+      return;
+    }
+    if ("handle" in admin) {
+      res.once("finish", () => this.metrics.answered("admin", res.statusCode, started));
+      admin.handle(req, res);
+      return;
+    }
+    this.dispatch(req, res, this.adminPool!, req.url ?? "/", undefined, undefined, started);
+  }
+
+  /** The caller came over TLS: to this server, or (behind a trusted ingress) to the one in front. */
+  private isSecure(req: IncomingMessage): boolean {
+    if ((req.socket as TLSSocket).encrypted) return true;
+    if (!this.trustForwarded) return false;
+    const proto = req.headers["x-forwarded-proto"];
+    return (Array.isArray(proto) ? proto[0] : proto)?.split(",")[0]?.trim() === "https";
+  }
+
+  private forwardContext(req: IncomingMessage): ForwardContext {
+    return {
+      clientIp: req.socket.remoteAddress ?? "",
+      proto: (req.socket as TLSSocket).encrypted ? "https" : "http",
+      trustForwarded: this.trustForwarded,
+    };
+  }
+
+  /** Streams the request to the backend and its answer back, both ways with backpressure. */
+  private dispatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    pool: Pool,
+    path: string,
+    edits: HeaderEdits | undefined,
+    route: LiveRoute | undefined,
+    started: number,
+  ): void {
+    const { headers, hasBody } = forwardRequestHeaders(req.rawHeaders, this.forwardContext(req), edits);
+    const handler = new ForwardHandler(this, res, route, started);
+    pool.dispatch(
+      {
+        path,
+        method: (req.method ?? "GET") as Dispatcher.HttpMethod,
+        headers,
+        body: hasBody ? req : null,
+        headersTimeout: this.headersTimeout,
+        bodyTimeout: 0,
+      },
+      handler,
+    );
+  }
+
+  /** @internal ForwardHandler's report. */
+  answered(target: AnsweredBy, code: number, started: number): void {
+    this.metrics.answered(target, code, started);
+  }
+
+  private refuse(res: ServerResponse, started: number, problem: Problem): void {
+    sendProblem(res, problem);
+    this.metrics.answered("proxy", problem.status, started);
+  }
+
+  // --- WebSocket -----------------------------------------------------------------------------------
+
+  private readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    socket.on("error", () => socket.destroy());
+    this.upgraded.add(socket);
+    socket.once("close", () => this.upgraded.delete(socket));
+    void this.upgrade(req, socket, head).catch((err) => {
+      this.logger.error({ err: describeError(err) }, "upgrade failed");
+      this.refuseSocket(socket, {
+        status: 500,
+        title: "internal error",
+        detail: describeError(err),
+      });
+    });
+  };
+
+  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const path = parseRoutePath(req.url ?? "/");
+    let runtime = path && this.source.byToken(path.token);
+    let view = runtime && routeView(runtime);
+    if (!path || !runtime || !view) return this.refuseSocket(socket, notFound());
+    let state = this.moduleState(view);
+    if (state.kind === "pending") {
+      await state.settled;
+      state = this.moduleState(view);
+    }
+    if (state.kind === "unavailable") return this.refuseSocket(socket, moduleUnavailable(state.detail));
+    let edits: HeaderEdits | undefined;
+    if (state.kind === "ready" && state.module.wss) {
+      edits = new HeaderEdits();
+      let outcome: HookOutcome;
+      try {
+        outcome = await state.module.wss(req, socket, head, this.hookOptions(req, view, path, edits));
+      } catch (err) {
+        this.logger.error(
+          { err: describeError(err), module: state.name },
+          "service module failed an upgrade",
+        );
+        return this.refuseSocket(socket, moduleFailed(state.name, err));
+      }
+      if (outcome === "handled" || socket.destroyed || !socket.writable) return;
+      runtime = this.source.byToken(path.token);
+      view = runtime && routeView(runtime);
+      if (!runtime || !view) return this.refuseSocket(socket, notFound());
+    }
+    if (path.rest.startsWith(RESERVED_SEGMENT)) return this.refuseSocket(socket, notFound());
+    if (view.status !== "ready") {
+      return this.refuseSocket(socket, {
+        status: 503,
+        title: "not running",
+        detail: `runtime ${view.service}/${view.instance} is ${view.phase}`,
+        extra: { phase: view.phase, ...(view.reason ? { reason: view.reason } : {}) },
+        ...(view.status === "starting" ? { headers: { "retry-after": String(RETRY_AFTER_SECONDS) } } : {}),
+      });
+    }
+    if (!view.target) {
+      return this.refuseSocket(socket, {
+        status: 502,
+        title: "bad gateway",
+        detail: `runtime ${view.service}/${view.instance} has no usable endpoint: ${view.targetError}`,
+      });
+    }
+    this.pipeUpgrade(req, socket, head, view, path, edits);
+  }
+
+  private pipeUpgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    view: RouteView,
+    path: RoutePath,
+    edits: HeaderEdits | undefined,
+  ): void {
+    const target = view.target!;
+    const route = this.liveRoute(view);
+    const { headers } = forwardRequestHeaders(
+      req.rawHeaders,
+      this.forwardContext(req),
+      edits,
+      req.headers.upgrade ?? "websocket",
+    );
+    const lines = [`${req.method} ${targetPath(target, path.rest)} HTTP/1.1`];
+    for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
+    const backend: Socket = connect({ host: target.hostname, port: target.port, noDelay: true });
+    let answered = false;
+    let open = false;
+    route.sockets.add(socket);
+    route.sockets.add(backend);
+    route.touch();
+    backend.setTimeout(this.connectTimeout, () => {
+      if (answered) return;
+      this.refuseSocket(socket, {
+        status: 504,
+        title: "gateway timeout",
+        detail: `runtime ${view.service}/${view.instance} did not answer the upgrade within ${this.connectTimeout} ms`,
+      });
+      backend.destroy();
+    });
+    backend.once("connect", () => {
+      backend.write(`${lines.join("\r\n")}\r\n\r\n`);
+      if (head.length) backend.write(head);
+      backend.pipe(socket);
+      socket.pipe(backend);
+    });
+    backend.once("data", (chunk: Buffer) => {
+      answered = true;
+      backend.setTimeout(0);
+      const code = Number(/^HTTP\/1\.[01] (\d{3})/.exec(chunk.subarray(0, 16).toString("latin1"))?.[1] ?? 0);
+      this.metrics.answered("runtime", code);
+      if (code === 101) {
+        open = true;
+        this.metrics.websockets.inc();
+      }
+    });
+    const touch = () => {
+      route.lastActivity = Date.now();
+    };
+    backend.on("data", touch);
+    socket.on("data", touch);
+    backend.on("error", (err) => {
+      if (answered) {
+        socket.destroy();
+        return;
+      }
+      answered = true;
+      this.refuseSocket(socket, {
+        status: 502,
+        title: "bad gateway",
+        detail: `runtime ${view.service}/${view.instance} could not be reached: ${err.message}`,
+      });
+    });
+    socket.once("close", () => {
+      backend.destroy();
+      route.sockets.delete(socket);
+    });
+    backend.once("close", () => {
+      if (!socket.destroyed && answered) socket.destroy();
+      route.sockets.delete(backend);
+      if (open) {
+        open = false;
+        this.metrics.websockets.dec();
+        route.touch();
+      }
+    });
+  }
+
+  private refuseSocket(socket: Duplex, problem: Problem): void {
+    refuseUpgrade(socket, problem);
+    this.metrics.answered("proxy", problem.status);
+  }
+}
+
+/**
+ * One forwarded request (undici's dispatch handler): the backend's status and headers become the
+ * caller's, its body is written as it comes (paused while the caller reads slower), and a caller
+ * that goes away aborts the backend request.
+ */
+class ForwardHandler implements Dispatcher.DispatchHandler {
+  private controller?: Dispatcher.DispatchController;
+  private done = false;
+
+  constructor(
+    private readonly proxy: RuntimesProxy,
+    private readonly res: ServerResponse,
+    private readonly route: LiveRoute | undefined,
+    private readonly started: number,
+  ) {
+    route?.requests.add(this.abort);
+    res.on("close", this.onClose);
+  }
+
+  /** The route went away: the backend request and the caller's response end now. */
+  private readonly abort = (reason: Error) => {
+    this.controller?.abort(reason);
+    if (!this.res.writableEnded) this.res.destroy();
+  };
+
+  /** The caller went away before the answer ended: the backend request is abandoned too. */
+  private readonly onClose = () => {
+    if (!this.done) this.controller?.abort(new Error("the caller closed the connection"));
+  };
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.res.destroyed) controller.abort(new Error("the caller closed the connection"));
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    if (statusCode < 200) return;
+    this.res.writeHead(statusCode, forwardResponseHeaders(headers));
+    if (this.route) this.route.lastActivity = Date.now();
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.route) this.route.lastActivity = Date.now();
+    if (this.res.write(chunk)) return;
+    // The caller reads slower than the backend sends: wait for it.
+    controller.pause();
+    this.res.once("drain", () => controller.resume());
+  }
+
+  onResponseEnd(): void {
+    this.finish(this.res.statusCode);
+    this.res.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (this.done) return;
+    if (this.res.headersSent || this.res.destroyed) {
+      this.finish(this.res.headersSent ? this.res.statusCode : 499);
+      this.res.destroy();
+      return;
+    }
+    const problem = backendProblem(err);
+    this.finish(problem.status);
+    sendProblem(this.res, problem);
+  }
+
+  private finish(code: number): void {
+    this.done = true;
+    this.route?.requests.delete(this.abort);
+    this.proxy.answered(this.route ? "runtime" : "admin", code, this.started);
+  }
+}
+
+function backendProblem(err: Error): Problem {
+  const code = (err as { code?: string }).code;
+  if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_CONNECT_TIMEOUT") {
+    return {
+      status: 504,
+      title: "gateway timeout",
+      detail: `the backend did not answer in time: ${err.message}`,
+    };
+  }
+  return { status: 502, title: "bad gateway", detail: `the backend could not be reached: ${err.message}` };
+}
+
+function notFound(): Problem {
+  // The same answer for a malformed, unknown or deleted token: nothing tells them apart.
+  return { status: 404, title: "not found", detail: "no runtime is served at this address" };
+}
+
+function moduleUnavailable(detail: string): Problem {
+  return { status: 503, title: "service module unavailable", detail };
+}
+
+function moduleFailed(name: string, err: unknown): Problem {
+  return {
+    status: 500,
+    title: "service module failed",
+    detail: `service module "${name}" failed: ${describeError(err)}`,
+  };
+}
+
+/** Starts a runtimes proxy: routes synced, modules initialised, listening. */
+export async function startRuntimesProxy(options: RuntimesProxyOptions): Promise<RuntimesProxy> {
+  const proxy = new RuntimesProxy(options);
+  await proxy.start();
+  return proxy;
+}
