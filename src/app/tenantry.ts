@@ -32,6 +32,7 @@ import {
   ReplicatedDeploymentController,
 } from "../multicluster/index.js";
 import { type RuntimesAdmin, runtimesDelegateClusterRole, startRuntimesAdmin } from "../runtimes/index.js";
+import { type StorageOptions, StorageSystem, validateStorageOptions } from "../storage/index.js";
 import {
   installCrds,
   isSystemComponent,
@@ -97,6 +98,11 @@ export interface TenantryOptions {
   metricsPort?: number;
   /** The runtimes Admin API (`/services/…`, plain HTTP for the runtimes proxy); on by default, on a free loopback port. */
   runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
+  /**
+   * tenantry's storage (pooled, per-tenant encrypted volumes): on by default, with no pool and no
+   * node agent in this process unless given (the embedded default gives both).
+   */
+  storage?: StorageOptions | false;
   identityProviders?: {
     /** Built-in users and tokens (default on). */
     builtin?: { tokenTtlSeconds?: number; keyRotationSeconds?: number } | false;
@@ -134,6 +140,7 @@ export interface RunningTenantry {
 export async function startTenantry(options: TenantryOptions): Promise<RunningTenantry> {
   const { logger } = options;
   const namespace = options.namespace ?? TENANTRY_NAMESPACE;
+  if (options.storage) validateStorageOptions(options.storage);
   const client = loadClusterClient(options.cluster, options.kubeconfig);
   await installCrds(client.kubeConfig, { crds: ALL_CRDS });
   const clusterIdentity = await ensureClusterIdentity(client, {
@@ -308,6 +315,9 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         }),
         new ReplicatedDeploymentController({ client, informers: offloading, logger }),
+        ...(options.storage === false
+          ? []
+          : [new StorageSystem({ ...options.storage, client, namespace, registry: metrics, logger })]),
       ];
       controllers = mine;
       for (const controller of mine) {
