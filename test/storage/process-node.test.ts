@@ -17,7 +17,6 @@ import {
   STORAGE_API_VERSION,
 } from "../../src/storage/index.js";
 import { eventually } from "../support/eventually.js";
-import { runCommand } from "../support/kubectl.js";
 import { podReady, processNodePod } from "../support/process-node.js";
 import {
   boundClaim,
@@ -26,6 +25,7 @@ import {
   createPool,
   deletePool,
   homeClient,
+  hostCommand,
   podWithClaim,
   poolSpec,
   readPool,
@@ -142,7 +142,7 @@ describe("pooled volumes of process-backed pods", () => {
     assert.equal(Buffer.from(key.data!.key!, "base64").length, 32, "a 32-byte key per tenant");
 
     // At rest: neither the text nor the file's name is in the backing file.
-    await runCommand("sync", []);
+    await hostCommand("sync", []);
     const image = await readFile(join(storePath(pool, "a"), "images", `${volume.metadata!.name}.img`));
     assert.equal(image.indexOf(Buffer.from(secret)), -1, "the plaintext is not in the backing file");
     assert.equal(image.indexOf(Buffer.from("notes.txt")), -1, "nor is the file's name");
@@ -157,12 +157,10 @@ describe("pooled volumes of process-backed pods", () => {
         ),
       { timeoutMs: 60_000 },
     );
-    const lock = await runCommand("env", [
-      `FSCRYPT_CONF=${join(storePath(pool, "a"), "fscrypt.conf")}`,
-      "fscrypt",
-      "lock",
-      dataPath,
-    ]);
+    const lock = await hostCommand("fscrypt", ["lock", dataPath], {
+      ...process.env,
+      FSCRYPT_CONF: join(storePath(pool, "a"), "fscrypt.conf"),
+    });
     assert.equal(lock.code, 0, lock.stderr);
     const names = await readdir(dataPath);
     assert.ok(!names.includes("notes.txt") && names.length > 0, `locked names: ${names}`);
@@ -199,7 +197,7 @@ describe("pooled volumes of process-backed pods", () => {
       assert.deepEqual([condition?.status, condition?.reason], ["False", "Disabled"]);
       const text = `plain bytes ${Math.random().toString(36).slice(2)}`;
       await writeFile(join(pv.spec!.local!.path, "plain.txt"), text);
-      await runCommand("sync", []);
+      await hostCommand("sync", []);
       const image = await readFile(join(storePath(plain, "a"), "images", `${volume.metadata!.name}.img`));
       assert.notEqual(
         image.indexOf(Buffer.from(text)),

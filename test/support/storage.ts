@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import {
   CoreV1Api,
   type CoreV1Event,
@@ -157,3 +159,74 @@ export function podWithClaim(
 }
 
 export { uniqueName };
+
+export interface StorageChild {
+  pid: number;
+  /** Everything it logged (standard error). */
+  log(): string;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/**
+ * Starts test/support/storage-system.ts: a storage system serving `provisioner`, as another user
+ * (`uid`) or with another PATH when asked. Resolves once it runs.
+ */
+export async function startStorageChild(
+  provisioner: string,
+  options: { uid?: number; path?: string; kubeconfig?: string } = {},
+): Promise<StorageChild> {
+  const kubeconfig =
+    options.kubeconfig ?? testEnvironment().clusters.find((c) => c.name === "home")!.kubeconfig;
+  const script = join(import.meta.dirname, "storage-system.ts");
+  const child = spawn(process.execPath, ["--import", "tsx", script, kubeconfig, provisioner], {
+    cwd: join(import.meta.dirname, "..", ".."),
+    env: { ...process.env, ...(options.path ? { PATH: options.path } : {}) },
+    stdio: ["ignore", "pipe", "pipe"],
+    ...(options.uid !== undefined ? { uid: options.uid, gid: options.uid } : {}),
+  });
+  let stderr = "";
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the storage system did not start: ${stderr}`)), 60_000);
+    child.stdout.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("started")) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the storage system exited (${code}) before starting: ${stderr}`));
+    });
+  });
+  return {
+    pid: child.pid!,
+    log: () => stderr,
+    async kill(signal = "SIGTERM") {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** Runs a command of this machine (mount, sync, fscrypt…), resolving with its exit code and output. */
+export async function hostCommand(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(command, args, { env });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const failed = err as { code?: number | string; stdout?: string; stderr?: string };
+    return {
+      code: typeof failed.code === "number" ? failed.code : 1,
+      stdout: failed.stdout ?? "",
+      stderr: failed.stderr ?? String(err),
+    };
+  }
+}
