@@ -5,6 +5,7 @@ import type { CustomResourceDefinition } from "../apis/index.js";
 import { IDENTITY_CRDS } from "../identity/index.js";
 import { MULTICLUSTER_CRDS } from "../multicluster/index.js";
 import { RUNTIMES_CRDS } from "../runtimes/index.js";
+import { STORAGE_CRDS } from "../storage/index.js";
 import { TENANTS_CRDS } from "../tenants/index.js";
 
 export const ALL_CRDS: readonly CustomResourceDefinition[] = [
@@ -13,6 +14,7 @@ export const ALL_CRDS: readonly CustomResourceDefinition[] = [
   ...ACCESS_CRDS,
   ...MULTICLUSTER_CRDS,
   ...RUNTIMES_CRDS,
+  ...STORAGE_CRDS,
 ];
 
 /** Where the generated manifests live, relative to the repository root. */

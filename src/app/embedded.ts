@@ -1,8 +1,45 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Logger } from "pino";
-import type { ClusterState } from "../localcluster/index.js";
+import { type ClusterState, PROCESS_NODE_NAME } from "../localcluster/index.js";
+import type { StorageOptions } from "../storage/index.js";
 import { type RunningTenantry, startTenantry } from "./tenantry.js";
+
+/** The pooled StorageClass every cluster of the embedded default has beside the harness' own default `tenantry-local`. */
+export const EMBEDDED_POOLED_CLASS = "tenantry-pooled";
+
+/**
+ * Storage in the embedded default: this machine is every node of the local cluster, so the node
+ * agent runs in tenantry's own process and serves every store. The pool's one backing store is a
+ * folder of the cluster, on the process node (the node whose pods really read and write): its
+ * volumes are loop-mounted, fscrypt-encrypted sparse files where this machine allows it (root, loop
+ * devices, fscrypt — installed from Debian's packages when missing), plain folders otherwise, as the
+ * pool's Encrypted condition then says.
+ */
+export function embeddedStorage(state: ClusterState): StorageOptions {
+  return {
+    agent: { installTools: true },
+    pools: [
+      {
+        name: EMBEDDED_POOLED_CLASS,
+        spec: {
+          storageClass: { name: EMBEDDED_POOLED_CLASS, volumeBindingMode: "WaitForFirstConsumer" },
+          sizes: ["1Gi"],
+          backingStores: [
+            {
+              name: "local",
+              path: join(dirname(state.kubeconfig), "storage", "local"),
+              node: PROCESS_NODE_NAME,
+              capacity: "64Gi",
+            },
+          ],
+          encryption: "IfAvailable",
+          warm: { min: 2, max: 20, forecastWindows: 2 },
+        },
+      },
+    ],
+  };
+}
 
 /**
  * tenantry on a cluster of the embedded default: that cluster's kube-apiserver was started with
@@ -16,6 +53,7 @@ export async function startEmbeddedTenantry(state: ClusterState, logger: Logger)
     kubeconfig: state.kubeconfig,
     logger,
     clusterLabels: state.spec.labels ?? {},
+    storage: embeddedStorage(state),
     ...(access
       ? {
           access: {

@@ -45,6 +45,7 @@ import {
   startRuntimesAdmin,
   startRuntimesProxy,
 } from "../runtimes/index.js";
+import { type StorageOptions, StorageSystem, validateStorageOptions } from "../storage/index.js";
 import {
   installCrds,
   isSystemComponent,
@@ -130,6 +131,11 @@ export interface TenantryOptions {
         trustForwardedHeaders?: boolean;
       }
     | false;
+  /**
+   * tenantry's storage (pooled, per-tenant encrypted volumes): on by default, with no pool and no
+   * node agent in this process unless given (the embedded default gives both).
+   */
+  storage?: StorageOptions | false;
   identityProviders?: {
     /** Built-in users and tokens (default on). */
     builtin?: { tokenTtlSeconds?: number; keyRotationSeconds?: number } | false;
@@ -168,6 +174,7 @@ export interface RunningTenantry {
 export async function startTenantry(options: TenantryOptions): Promise<RunningTenantry> {
   const { logger } = options;
   const namespace = options.namespace ?? TENANTRY_NAMESPACE;
+  if (options.storage) validateStorageOptions(options.storage);
   const client = loadClusterClient(options.cluster, options.kubeconfig);
   await installCrds(client.kubeConfig, { crds: ALL_CRDS });
   const clusterIdentity = await ensureClusterIdentity(client, {
@@ -387,6 +394,9 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
             runtimesAdmin?.url,
           logger,
         }),
+        ...(options.storage === false
+          ? []
+          : [new StorageSystem({ ...options.storage, client, namespace, registry: metrics, logger })]),
       ];
       controllers = mine;
       for (const controller of mine) {

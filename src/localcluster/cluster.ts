@@ -9,6 +9,7 @@ import { type AccessWebhooks, configureAccessWebhooks } from "./access-webhooks.
 import type { ComponentBinaries } from "./build.js";
 import { type ClientIdentity, type ClusterPki, ensureClusterPki } from "./cluster-pki.js";
 import { renderKubeconfig, writeKubeconfig } from "./kubeconfig.js";
+import { unmountBelow } from "./mounts.js";
 import { assertPortFree, freePort, isPortFree, releasePort } from "./ports.js";
 import { PROCESS_NODE_NAME } from "./process-node/constants.js";
 import { claimPodCidr, releasePodCidr } from "./process-node/pod-network.js";
@@ -504,6 +505,8 @@ export class LocalCluster {
     const state = await this.readState();
     if (!state) return false;
     await this.stopProcesses(state);
+    // Volumes loop-mounted in the cluster's folder (tenantry's pooled storage) go with it.
+    await unmountBelow(this.dir);
     await rm(this.stateFile, { force: true });
     return true;
   }
@@ -511,6 +514,7 @@ export class LocalCluster {
   /** Stops the cluster and deletes its data, certificates and logs. */
   async reset(): Promise<void> {
     await this.stop();
+    await unmountBelow(this.dir);
     await releasePodCidr(this.dir);
     await rm(this.dir, { recursive: true, force: true });
   }
