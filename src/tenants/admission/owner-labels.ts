@@ -10,6 +10,7 @@ import {
 import type { Tenant } from "../api/tenant.js";
 import { IN_TENANT_NAMESPACES, TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
 import type { AdmissionContext, AnyObject, ObjectMetadata } from "./context.js";
+import { cordonedMessage } from "./cordoned.js";
 import {
   isPrivileged,
   isSystemComponent,
@@ -18,10 +19,6 @@ import {
   type TenantryIdentity,
   userLabelValue,
 } from "./identity.js";
-
-export function cordonedMessage(tenant: string): string {
-  return `metadata.namespace: tenant "${tenant}" is cordoned (spec.cordoned): nothing new may be created in its namespaces`;
-}
 
 /**
  * Resources that are never labelled: events (written constantly by the cluster, owned by no one),

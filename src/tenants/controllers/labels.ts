@@ -10,6 +10,11 @@ export const NAMESPACE_ORIGIN_LABEL = "tenantry.dev/namespace-origin";
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const MANAGED_BY = "tenantry";
 export const POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce";
+/**
+ * On the namespaces of a cordoned tenant (spec.cordoned), so that only their requests are sent to
+ * the cordon webhook.
+ */
+export const CORDONED_LABEL = "tenantry.dev/cordoned";
 
 /** Webhook namespaceSelector for the namespaces that belong to some tenant. */
 export const IN_TENANT_NAMESPACES = { matchExpressions: [{ key: TENANT_LABEL, operator: "Exists" }] };

@@ -122,7 +122,7 @@ describe("pods: node pool and workload safety, as the tenant says", () => {
           pod(strictNs, "elsewhere", { nodeSelector: { "topology.kubernetes.io/zone": "eu-west-b" } }),
         ),
       ),
-      WEBHOOK.podNodePool,
+      WEBHOOK.podDefaults,
       `spec.nodeSelector[topology.kubernetes.io/zone]: "eu-west-b" conflicts with the node pool of tenant "${strict}" (spec.nodePool.nodeSelector[topology.kubernetes.io/zone]: "eu-west-a")`,
     );
     deniedBy(
