@@ -4,6 +4,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { Counter, Histogram, type Registry } from "prom-client";
+import { API_SERVER_KEEP_ALIVE_MS } from "../common/index.js";
 import { DEFAULT_API_AUDIENCES, reviewAudiences } from "./audiences.js";
 import type { Authenticator } from "./authenticator.js";
 import type { BuiltinIdentity } from "./builtin/builtin-identity.js";
@@ -131,6 +132,8 @@ export class AccessServer {
           : {}),
       },
       bodyLimit: 1024 * 1024,
+      // kube-apiserver's webhook clients keep connections: let them close idle ones first.
+      keepAliveTimeout: API_SERVER_KEEP_ALIVE_MS,
       ...(options.logger
         ? { loggerInstance: options.logger.child({ component: "access-server" }, { level: "warn" }) }
         : {}),

@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import type { V1LabelSelector, V1RuleWithOperations } from "@kubernetes/client-node";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import { API_SERVER_KEEP_ALIVE_MS } from "../common/index.js";
 import { type AdmissionDecision, type AdmissionRequest, toReviewResponse } from "./review.js";
 import type { WebhookTls } from "./tls.js";
 
@@ -50,6 +51,7 @@ export class WebhookServer {
         : {}),
       // The API server keeps connections to webhooks open; closing must not wait for it to hang up.
       forceCloseConnections: true,
+      keepAliveTimeout: API_SERVER_KEEP_ALIVE_MS,
     }) as unknown as FastifyInstance;
     this.app.get("/healthz", async () => "ok");
   }
