@@ -71,6 +71,19 @@ export function cordonedWebhook(context: AdmissionContext): AdmissionWebhook {
         { key: CORDONED_LABEL, operator: "In", values: ["true"] },
       ],
     },
+    // Whom a cordon never holds back, decided by the API server: the cluster's components and its
+    // administrators go on even while tenantry is away.
+    matchConditions: [
+      {
+        name: "not-a-cluster-component",
+        expression:
+          "!(request.userInfo.username.startsWith('system:') && !request.userInfo.username.startsWith('system:serviceaccount:')) && !request.userInfo.username.startsWith('system:serviceaccount:kube-system:')",
+      },
+      {
+        name: "not-a-cluster-administrator",
+        expression: "!has(request.userInfo.groups) || !('system:masters' in request.userInfo.groups)",
+      },
+    ],
     rules: [
       {
         apiGroups: ["*"],

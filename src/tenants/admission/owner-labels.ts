@@ -5,6 +5,7 @@ import {
   allow,
   deny,
   type JsonPatchOperation,
+  NOT_NAMESPACE_BOOTSTRAP,
   pointerSegment,
 } from "../../webhooks/index.js";
 import type { Tenant } from "../api/tenant.js";
@@ -187,6 +188,7 @@ export function ownerLabelWebhooks(context: AdmissionContext): AdmissionWebhook[
       // decides by it, so an object admitted unlabelled would escape both.
       failurePolicy: "Fail",
       namespaceSelector: IN_TENANT_NAMESPACES,
+      matchConditions: [NOT_NAMESPACE_BOOTSTRAP],
       rules: [everyResource(["CREATE"])],
       async handle(request) {
         if (request.subResource || unlabelled(request) || !request.namespace) return allow();
