@@ -183,14 +183,27 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     ...(options.clusterLabels ? { labels: options.clusterLabels } : {}),
   });
   logger.info(clusterIdentity, "cluster identity");
-  await applyObject(client, namespaceProvisionerClusterRole);
-  for (const role of [...accessGrantClusterRoles, gatewayClusterRole, runtimesDelegateClusterRole]) {
-    await applyObject(client, role);
-  }
   const metrics = new Registry();
-
   const informers = new TenantInformers(client);
-  await informers.start();
+  const offloading = new MulticlusterInformers(client, namespace);
+  const host = options.webhookHost ?? "127.0.0.1";
+  // Independent of each other: waited for together, so that a restarted tenantry answers sooner.
+  const [tls] = await Promise.all([
+    ensureWebhookTls(client.kubeConfig, {
+      namespace,
+      secretName: "tenantry-webhook-tls",
+      ipAddresses: [host],
+      dnsNames: ["localhost", `tenantry-webhooks.${namespace}.svc`],
+    }),
+    ...[
+      namespaceProvisionerClusterRole,
+      ...accessGrantClusterRoles,
+      gatewayClusterRole,
+      runtimesDelegateClusterRole,
+    ].map((role) => applyObject(client, role)),
+    informers.start(),
+    offloading.start(),
+  ]);
   const store = new QuotaStore(client);
   const quotaAdmission = new QuotaAdmission({
     store,
@@ -202,8 +215,6 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         throw err;
       }),
   });
-  const offloading = new MulticlusterInformers(client, namespace);
-  await offloading.start();
   const webhooks: AdmissionWebhook[] = [
     ...tenantWebhooks(informers, { ownNamespace: namespace }),
     quotaAdmission.webhook(),
@@ -211,13 +222,6 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     accessGrantWebhook(client.kubeConfig),
   ];
 
-  const host = options.webhookHost ?? "127.0.0.1";
-  const tls = await ensureWebhookTls(client.kubeConfig, {
-    namespace,
-    secretName: "tenantry-webhook-tls",
-    ipAddresses: [host],
-    dnsNames: ["localhost", `tenantry-webhooks.${namespace}.svc`],
-  });
   const server = new WebhookServer({
     tls,
     host,
@@ -251,7 +255,6 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     fixed: fixedProviders,
     logger,
   });
-  await providerConfig.start();
   const systemIdentity = tenantryIdentity("", namespace);
   const authorizer = new Authorizer({
     client,
@@ -260,7 +263,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     logger,
     registry: metrics,
   });
-  await authorizer.start();
+  await Promise.all([providerConfig.start(), authorizer.start()]);
   const provisioner = new TenantProvisioner({
     client,
     informers,

@@ -60,6 +60,7 @@ export {
   JWKS_PATH,
   LOGIN_PATH,
   LOGOUT_PATH,
+  OPENAPI_PATH as IDENTITY_OPENAPI_PATH,
   WHOAMI_PATH,
 } from "./server.js";
 export {
