@@ -1,6 +1,8 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { registerCluster, standaloneKubeconfig } from "../clusters/index.js";
 import type { ClusterState } from "../localcluster/index.js";
 import { type RunningTenantry, startTenantry } from "./tenantry.js";
 
@@ -66,4 +68,27 @@ async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): P
     ...(tenantry.runtimesAdmin ? { runtimesAdminUrl: tenantry.runtimesAdmin.url } : {}),
   };
   await writeFile(join(dirname(state.kubeconfig), ENDPOINTS_FILE), `${JSON.stringify(endpoints, null, 2)}\n`);
+}
+
+/**
+ * Registers the embedded clusters in the cluster registry of `tenantry` (the home cluster's): each
+ * with its admin kubeconfig and the labels of its spec. Run at every start: a cluster's address
+ * may change between starts, and labels added since (tenantry cluster label) stay.
+ */
+export async function registerEmbeddedClusters(
+  tenantry: RunningTenantry,
+  states: ClusterState[],
+): Promise<void> {
+  for (const state of states) {
+    const kc = new KubeConfig();
+    kc.loadFromFile(state.kubeconfig);
+    await registerCluster(tenantry.client, {
+      name: state.name,
+      kubeconfig: standaloneKubeconfig(kc, state.name),
+      labels: state.spec.labels ?? {},
+      description: "a cluster of the embedded default",
+      replace: true,
+      checkReachable: false,
+    });
+  }
 }

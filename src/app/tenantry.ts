@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
+import { ClusterHealthController, ClusterRegistry } from "../clusters/index.js";
 import { gatewayClusterRole, type RateLimit, type RunningGateway, startGateway } from "../gateway/index.js";
 import {
   AccessServer,
@@ -66,6 +67,8 @@ export interface TenantryOptions {
    * given to peers at peering; absent keeps the ones recorded before.
    */
   clusterLabels?: Record<string, string>;
+  /** The cluster registry (Cluster objects): how often registered clusters are probed. */
+  clusterRegistry?: { probeIntervalMs?: number; requestTimeoutMs?: number };
   /** Virtual nodes for this cluster's Peerings: probe and heartbeat periods. */
   multicluster?: Pick<PeeringControllerOptions, "probeIntervalMs" | "probeTimeoutMs" | "statusHeartbeatMs">;
   kubeconfig: string;
@@ -118,6 +121,8 @@ export interface RunningTenantry {
   /** CA that signed the access server's certificate, for clients of the identity API. */
   accessCaPem: string;
   informers: TenantInformers;
+  /** Registered clusters and their credentials, from informers. */
+  clusterRegistry: ClusterRegistry;
   builtinIdentity?: BuiltinIdentity;
   authenticator: Authenticator;
   metrics: Registry;
@@ -163,6 +168,12 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   });
   const offloading = new MulticlusterInformers(client, namespace);
   await offloading.start();
+  const clusterRegistry = new ClusterRegistry(client, namespace, {
+    ...(options.clusterRegistry?.requestTimeoutMs
+      ? { requestTimeoutMs: options.clusterRegistry.requestTimeoutMs }
+      : {}),
+  });
+  await clusterRegistry.start();
   const webhooks: AdmissionWebhook[] = [
     ...tenantWebhooks(informers, { ownNamespace: namespace }),
     quotaAdmission.webhook(),
@@ -294,7 +305,22 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           quotas: informers.quotas,
           logger,
         }),
-        new PeeringController({ client, namespace, informers: offloading, logger, ...options.multicluster }),
+        new ClusterHealthController({
+          client,
+          registry: clusterRegistry,
+          logger,
+          ...(options.clusterRegistry?.probeIntervalMs
+            ? { probeIntervalMs: options.clusterRegistry.probeIntervalMs }
+            : {}),
+        }),
+        new PeeringController({
+          client,
+          namespace,
+          informers: offloading,
+          logger,
+          clusterLabels: clusterRegistry.asLabelSource(),
+          ...options.multicluster,
+        }),
         ...offloadingControllers({
           client,
           informers: offloading,
@@ -331,6 +357,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     accessUrl,
     accessCaPem: options.access?.caPem ?? tls.caPem,
     informers,
+    clusterRegistry,
     ...(builtinIdentity ? { builtinIdentity } : {}),
     authenticator,
     metrics,
@@ -348,6 +375,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await authorizer.stop();
       await informers.stop();
       await offloading.stop();
+      await clusterRegistry.stop();
     },
   };
 }

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { DEMO_MEMBER, DEMO_OWNER, DEMO_PASSWORDS, DEMO_TENANT, installDemo } from "../app/demo.js";
-import { startEmbeddedTenantry } from "../app/embedded.js";
+import { registerEmbeddedClusters, startEmbeddedTenantry } from "../app/embedded.js";
 import { ClusterHarness, defaultClusters } from "../localcluster/index.js";
 import { OPENAPI_PATH } from "../runtimes/index.js";
 
@@ -43,6 +43,7 @@ export function registerUpCommand(program: Command): void {
           ),
         });
       }
+      await registerEmbeddedClusters(tenantry, states);
       const { ownerKubeconfig } = await installDemo(tenantry.client, homeDir, tenantry.builtinIdentity);
       process.stdout.write(
         [
