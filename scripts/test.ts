@@ -109,6 +109,12 @@ async function main(): Promise<number> {
           accessUrl: tenantry.accessUrl,
           accessCaPem: tenantry.accessCaPem,
           ...(tenantry.runtimesAdmin ? { runtimesAdminUrl: tenantry.runtimesAdmin.url } : {}),
+          ...(tenantry.logicalClouds
+            ? {
+                logicalCloudsUrl: tenantry.logicalClouds.url,
+                logicalCloudsCaPem: tenantry.logicalClouds.caPem,
+              }
+            : {}),
           ...(home.accessWebhooks
             ? {
                 reviewClient: {

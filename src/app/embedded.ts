@@ -53,6 +53,9 @@ export interface TenantryEndpoints {
   metricsUrl?: string;
   /** The runtimes Admin API (`/services/…`). */
   runtimesAdminUrl?: string;
+  /** The logical-clouds REST API (`/v2/projects/…`) and the CA of its serving certificate. */
+  logicalCloudsUrl?: string;
+  logicalCloudsCaPem?: string;
 }
 
 async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): Promise<void> {
@@ -66,6 +69,9 @@ async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): P
     ...(tenantry.gateway ? { gateway: { url: tenantry.gateway.url, caPem: tenantry.gateway.caPem } } : {}),
     ...(tenantry.gateway?.metricsUrl ? { metricsUrl: tenantry.gateway.metricsUrl } : {}),
     ...(tenantry.runtimesAdmin ? { runtimesAdminUrl: tenantry.runtimesAdmin.url } : {}),
+    ...(tenantry.logicalClouds
+      ? { logicalCloudsUrl: tenantry.logicalClouds.url, logicalCloudsCaPem: tenantry.logicalClouds.caPem }
+      : {}),
   };
   await writeFile(join(dirname(state.kubeconfig), ENDPOINTS_FILE), `${JSON.stringify(endpoints, null, 2)}\n`);
 }

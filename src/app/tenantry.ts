@@ -2,8 +2,22 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
+import {
+  CloudInformers,
+  LogicalCloudController,
+  type LogicalCloudsApi,
+  logicalCloudsAdminClusterRole,
+  ProjectController,
+  startLogicalCloudsApi,
+} from "../clouds/index.js";
 import { ClusterHealthController, ClusterRegistry } from "../clusters/index.js";
-import { gatewayClusterRole, type RateLimit, type RunningGateway, startGateway } from "../gateway/index.js";
+import {
+  gatewayClusterRole,
+  type RateLimit,
+  type RunningGateway,
+  readClientCa,
+  startGateway,
+} from "../gateway/index.js";
 import {
   AccessServer,
   Authenticator,
@@ -98,6 +112,11 @@ export interface TenantryOptions {
   gateway?: { host?: string; port?: number; rateLimit?: RateLimit } | false;
   /** Prometheus metrics of every component at http://127.0.0.1:<port>/metrics (0 = a free port). */
   metricsPort?: number;
+  /**
+   * The logical-clouds REST API (DCM's `/v2/projects/…`, HTTPS with tenantry's webhook CA; client
+   * certificates of this cluster or bearer tokens); on by default, on a free port of the webhook host.
+   */
+  logicalClouds?: { host?: string; port?: number } | false;
   /** The runtimes Admin API (`/services/…`, plain HTTP for the runtimes proxy); on by default, on a free loopback port. */
   runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
   identityProviders?: {
@@ -128,6 +147,8 @@ export interface RunningTenantry {
   metrics: Registry;
   gateway?: RunningGateway;
   runtimesAdmin?: RuntimesAdmin;
+  /** The logical-clouds REST API, and the CA its serving certificate chains to. */
+  logicalClouds?: { api: LogicalCloudsApi; url: string; caPem: string };
   isLeader(): boolean;
   stop(): Promise<void>;
 }
@@ -148,7 +169,12 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   });
   logger.info(clusterIdentity, "cluster identity");
   await applyObject(client, namespaceProvisionerClusterRole);
-  for (const role of [...accessGrantClusterRoles, gatewayClusterRole, runtimesDelegateClusterRole]) {
+  for (const role of [
+    ...accessGrantClusterRoles,
+    gatewayClusterRole,
+    runtimesDelegateClusterRole,
+    logicalCloudsAdminClusterRole,
+  ]) {
     await applyObject(client, role);
   }
   const metrics = new Registry();
@@ -174,6 +200,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       : {}),
   });
   await clusterRegistry.start();
+  const cloudInformers = new CloudInformers(client);
+  await cloudInformers.start();
   const webhooks: AdmissionWebhook[] = [
     ...tenantWebhooks(informers, { ownNamespace: namespace }),
     quotaAdmission.webhook(),
@@ -288,6 +316,23 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         });
 
+  const clientCaPem = await readClientCa(client).catch(() => undefined);
+  const logicalCloudsApi =
+    options.logicalClouds === false
+      ? undefined
+      : await startLogicalCloudsApi({
+          client,
+          registry: clusterRegistry,
+          informers: cloudInformers,
+          tls: tls.serving,
+          ...(clientCaPem ? { clientCaPem } : {}),
+          authenticator,
+          onAuthenticated: (identity) => provisioner.ensure(identity),
+          host: options.logicalClouds?.host ?? host,
+          port: options.logicalClouds?.port ?? 0,
+          logger,
+        });
+
   // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
   const elector = new LeaderElector({
@@ -334,6 +379,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         }),
         new ReplicatedDeploymentController({ client, informers: offloading, logger }),
+        new ProjectController({ client, informers: cloudInformers, logger }),
+        new LogicalCloudController({ client, registry: clusterRegistry, informers: cloudInformers, logger }),
       ];
       controllers = mine;
       for (const controller of mine) {
@@ -363,10 +410,14 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     metrics,
     ...(gateway ? { gateway } : {}),
     ...(runtimesAdmin ? { runtimesAdmin } : {}),
+    ...(logicalCloudsApi
+      ? { logicalClouds: { api: logicalCloudsApi, url: logicalCloudsApi.url, caPem: tls.caPem } }
+      : {}),
     isLeader: () => elector.isLeader(),
     async stop() {
       await elector.stop();
       await runtimesAdmin?.stop();
+      await logicalCloudsApi?.stop();
       await gateway?.stop();
       await accessServer.stop();
       await server.stop();
@@ -376,6 +427,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await informers.stop();
       await offloading.stop();
       await clusterRegistry.stop();
+      await cloudInformers.stop();
     },
   };
 }

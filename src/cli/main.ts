@@ -2,6 +2,7 @@
 import { Command, CommanderError } from "commander";
 import { UserError } from "../common/index.js";
 import { describeError, statusCode, statusOf, statusReason } from "../kube/index.js";
+import { registerCloudCommands } from "./cloud.js";
 import { registerClusterCommands } from "./cluster.js";
 import { registerDevCommands } from "./dev.js";
 import { registerLoginCommands } from "./login.js";
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   registerOffloadCommands(program);
   registerRuntimeCommands(program);
   registerClusterCommands(program);
+  registerCloudCommands(program);
   return program;
 }
 

@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { pino } from "pino";
 import { DEMO_MEMBER, DEMO_OWNER, DEMO_PASSWORDS, DEMO_TENANT, installDemo } from "../app/demo.js";
 import { registerEmbeddedClusters, startEmbeddedTenantry } from "../app/embedded.js";
+import { CLOUDS_OPENAPI_PATH } from "../clouds/index.js";
 import { ClusterHarness, defaultClusters } from "../localcluster/index.js";
 import { OPENAPI_PATH } from "../runtimes/index.js";
 
@@ -59,6 +60,11 @@ export function registerUpCommand(program: Command): void {
           ...(tenantry.runtimesAdmin
             ? [
                 `  runtimes Admin API at ${tenantry.runtimesAdmin.url} (OpenAPI: ${tenantry.runtimesAdmin.url}${OPENAPI_PATH})`,
+              ]
+            : []),
+          ...(tenantry.logicalClouds
+            ? [
+                `  logical clouds API (DCM) at ${tenantry.logicalClouds.url}/v2/projects (OpenAPI: ${tenantry.logicalClouds.url}${CLOUDS_OPENAPI_PATH})`,
               ]
             : []),
           `  tenantry log: ${logFile}`,

@@ -18,6 +18,9 @@ export interface TestEnvironment {
     logFile: string;
     /** The runtimes Admin API of the home cluster's tenantry. */
     runtimesAdminUrl?: string;
+    /** The logical-clouds API (DCM) of the home cluster's tenantry, and the CA of its certificate. */
+    logicalCloudsUrl?: string;
+    logicalCloudsCaPem?: string;
   };
 }
 
