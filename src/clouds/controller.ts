@@ -119,6 +119,8 @@ interface Outcome {
   certificates?: Record<string, string>;
   /** Whether it asks to be looked at again soon (failed, or still being removed). */
   retry: boolean;
+  /** Not tried this time: its backoff has not passed (or retries are stopped). */
+  skipped?: boolean;
 }
 
 async function step<T>(what: string, fn: () => Promise<T>): Promise<T> {
@@ -162,7 +164,8 @@ export class LogicalCloudController {
   private readonly releaser: Controller;
   /** What was last applied to each (cloud, cluster), so an unchanged cluster costs no request. */
   private readonly applied = new Map<string, { digest: string; at: number }>();
-  private readonly retryDelays = new Map<string, number>();
+  /** Per (cloud, cluster): how long to wait before trying a failing cluster again, and until when. */
+  private readonly backoff = new Map<string, { delayMs: number; notBefore: number }>();
   private readonly resyncMs: number;
   private readonly signTimeoutMs: number;
   private readonly maxRetryDelayMs: number;
@@ -223,7 +226,6 @@ export class LogicalCloudController {
     const { informers, client } = this.options;
     const cloud = informers.clouds.get(namespace, name);
     if (!cloud) return reconcileDone();
-    const key = ctx.key;
     const uid = cloud.metadata!.uid!;
     const project = projectOfNamespace(namespace!, PROJECT_NAMESPACE_PREFIX);
     const status: LogicalCloudStatus = cloud.status ?? {};
@@ -259,6 +261,10 @@ export class LogicalCloudController {
       (lifecycle.onFailure ?? "Rollback") === "Rollback" &&
       status.settledInstance !== lifecycle.instance;
     const stopped = Boolean(lifecycle?.retriesStopped);
+    if (lifecycle && status.instance !== lifecycle.instance) {
+      // A new action starts afresh: no cluster waits out a backoff from the previous one.
+      for (const at of [...this.backoff.keys()]) if (at.startsWith(`${uid}/`)) this.backoff.delete(at);
+    }
 
     // Clusters about to be touched are recorded first: a crash half-way still leaves them known.
     const fresh = involved.filter((c) => !previous.has(c));
@@ -279,7 +285,19 @@ export class LogicalCloudController {
     const outcomes = await Promise.all(
       involved.map(async (cluster): Promise<Outcome> => {
         const target = targets.get(cluster);
-        if (!target) return this.cleanup(cloud, cluster, previous.get(cluster), ctx);
+        const before = previous.get(cluster);
+        // After `stop`, a cluster that failed stays as it is until the next action asks again; and
+        // whatever wakes the cloud up meanwhile, a failing cluster is tried again only after its backoff.
+        const failing = before && before.state === (target ? "Failed" : "Removing");
+        if (failing && stopped) return { entry: before, retry: false, skipped: true };
+        if (failing && (this.backoff.get(`${uid}/${cluster}`)?.notBefore ?? 0) > Date.now()) {
+          return {
+            entry: { ...before, ...(target ? { references: target.references } : {}) },
+            retry: true,
+            skipped: true,
+          };
+        }
+        if (!target) return this.cleanup(cloud, cluster, before, ctx);
         const outcome = await this.configure(
           cloud,
           project,
@@ -442,20 +460,40 @@ export class LogicalCloudController {
       conditions,
     });
 
+    // Backoff per cluster: doubled after each failed try, forgotten after a success.
+    const now2 = Date.now();
+    for (const outcome of outcomes) {
+      const at = `${uid}/${outcome.entry.cluster}`;
+      if (outcome.skipped) continue;
+      const was = previous.get(outcome.entry.cluster);
+      if (
+        outcome.entry.state === "Failed" &&
+        (was?.state !== "Failed" || was.reason !== outcome.entry.reason)
+      ) {
+        ctx.logger.info(
+          { cluster: outcome.entry.cluster, reason: outcome.entry.reason, message: outcome.entry.message },
+          "logical cloud not configured on a cluster",
+        );
+      }
+      if (!outcome.retry) this.backoff.delete(at);
+      else {
+        const delayMs = Math.min((this.backoff.get(at)?.delayMs ?? 500) * 2, this.maxRetryDelayMs);
+        this.backoff.set(at, { delayMs, notBefore: now2 + delayMs });
+      }
+    }
     if (deleting && entries.every((e) => e.state === "Removed")) {
       await this.setFinalizer(cloud, CLOUD_FINALIZER, false);
-      for (const e of entries) this.applied.delete(`${uid}/${e.cluster}`);
-      this.retryDelays.delete(key);
+      for (const e of entries) {
+        this.applied.delete(`${uid}/${e.cluster}`);
+        this.backoff.delete(`${uid}/${e.cluster}`);
+      }
       return reconcileDone();
     }
     if (rollbackArmed && failed.length) return requeueAfter(100);
-    const retry = outcomes.some((o) => o.retry);
-    if (retry && !stopped) {
-      const delay = Math.min(this.retryDelays.get(key) ?? 1000, this.maxRetryDelayMs);
-      this.retryDelays.set(key, delay * 2);
-      return requeueAfter(delay);
-    }
-    this.retryDelays.delete(key);
+    const waits = outcomes
+      .filter((o) => o.retry)
+      .map((o) => (this.backoff.get(`${uid}/${o.entry.cluster}`)?.notBefore ?? now2) - now2);
+    if (waits.length && !stopped) return requeueAfter(Math.max(100, Math.min(...waits)));
     return wantUp ? requeueAfter(this.resyncMs) : reconcileDone();
   }
 
@@ -626,12 +664,27 @@ export class LogicalCloudController {
       await step(`applying ${describeObject(namespace!)}`, () => applyObject(client, namespace!));
       await Promise.all(rest.map((o) => step(`applying ${describeObject(o)}`, () => applyObject(client, o))));
       signal.throwIfAborted();
-      // What an earlier configuration made and this one no longer wants.
-      const stale = (previous?.resources ?? []).filter(
-        (r) => !objects.some((o) => sameObject({ ...o, ...o.metadata }, r)),
-      );
+      // What an earlier configuration made and this one no longer wants: as recorded, or, after a
+      // failure (when what was made may not all be recorded), everything carrying the cloud's uid.
+      const made =
+        previous?.state === "Failed"
+          ? await step("listing what the logical cloud made", () =>
+              this.labelled(client, cloud.metadata!.uid!),
+            )
+          : (previous?.resources ?? []);
+      const stale = made.filter((r) => !objects.some((o) => sameObject({ ...o, ...o.metadata }, r)));
       await Promise.all(
         stale.map((r) => step(`deleting ${describeObject(r)}`, () => this.deleteRef(client, r))),
+      );
+      this.options.logger.debug(
+        {
+          cloud: `${cloud.metadata!.namespace}/${cloud.metadata!.name}`,
+          cluster,
+          applied: objects.length,
+          removed: stale.map((r) => describeObject(r)),
+          previous: (previous?.resources ?? []).length,
+        },
+        "logical cloud configured on a cluster",
       );
       const certificates: Record<string, string> = {};
       await Promise.all(
@@ -705,14 +758,17 @@ export class LogicalCloudController {
       connectivity,
       reason,
       message: message.slice(0, 2000),
-      resources: objects.length
-        ? objects.map((o) => ({
-            ...refOf(o as never, "Pending"),
-            state: known.some((r) => sameObject({ ...o, ...o.metadata }, r) && r.state === "Applied")
-              ? "Applied"
-              : "Pending",
-          }))
-        : known,
+      // What it wants (Applied if an earlier configuration made it), and what earlier ones made and
+      // it no longer wants: still there until a configuration succeeds and removes it.
+      resources: [
+        ...objects.map((o) => ({
+          ...refOf(o as never, "Pending"),
+          state: known.some((r) => sameObject({ ...o, ...o.metadata }, r) && r.state === "Applied")
+            ? ("Applied" as const)
+            : ("Pending" as const),
+        })),
+        ...known.filter((r) => !objects.some((o) => sameObject({ ...o, ...o.metadata }, r))),
+      ],
     });
   }
 
@@ -769,33 +825,11 @@ export class LogicalCloudController {
     if (levelOf(cloud) === "0") return done();
     try {
       const client = registry.clientOf(cluster);
-      let namespaceLeft = false;
-      for (const kind of MANAGED_KINDS) {
-        const list = await step(`listing ${kind.kind}s`, () =>
-          client.objects.list(
-            kind.apiVersion,
-            kind.kind,
-            undefined,
-            undefined,
-            undefined,
-            undefined,
-            undefined,
-            `${LOGICAL_CLOUD_UID_LABEL}=${uid}`,
-          ),
-        );
-        for (const item of list.items) {
-          if (kind.kind === "Namespace") namespaceLeft = true;
-          if (item.metadata?.deletionTimestamp) continue;
-          await step(`deleting ${describeObject({ ...item, kind: kind.kind })}`, () =>
-            this.deleteRef(client, {
-              apiVersion: kind.apiVersion,
-              kind: kind.kind,
-              name: item.metadata!.name!,
-              ...(item.metadata?.namespace ? { namespace: item.metadata.namespace } : {}),
-            }),
-          );
-        }
+      const made = await this.labelled(client, uid);
+      for (const ref of made.filter((r) => r.state !== "Deleted")) {
+        await step(`deleting ${describeObject(ref)}`, () => this.deleteRef(client, ref));
       }
+      const namespaceLeft = made.some((r) => r.kind === "Namespace");
       if (namespaceLeft) {
         return {
           entry: this.entryOf(cluster, undefined, previous, {
@@ -816,6 +850,32 @@ export class LogicalCloudController {
         retry: true,
       };
     }
+  }
+
+  /** Every object of the kinds a logical cloud makes that carries its uid, in the order they are removed. */
+  private async labelled(client: ClusterClient, uid: string): Promise<ResourceRef[]> {
+    const found: ResourceRef[] = [];
+    for (const kind of MANAGED_KINDS) {
+      const list = await step(`listing ${kind.kind}s`, () =>
+        client.objects.list(
+          kind.apiVersion,
+          kind.kind,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          `${LOGICAL_CLOUD_UID_LABEL}=${uid}`,
+        ),
+      );
+      for (const item of list.items) {
+        found.push({
+          ...refOf({ ...item, apiVersion: kind.apiVersion, kind: kind.kind }, "Applied"),
+          ...(item.metadata?.deletionTimestamp ? { state: "Deleted" as const } : {}),
+        });
+      }
+    }
+    return found;
   }
 
   /** Puts this controller's finalizer on a registered cluster before anything is made there. */

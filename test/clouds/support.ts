@@ -154,20 +154,25 @@ export async function createCloud(
   }
 }
 
-/** Terminates (when instantiated), deletes the cloud and then its project, waiting for each. */
-export async function removeProject(project: string, clouds: string[]): Promise<void> {
-  for (const cloud of clouds) {
-    const terminate = await cloudsApi("POST", `${cloudPath(project, cloud)}/terminate`);
-    if (terminate.status === 202) {
-      await statusBecomes(
-        project,
-        cloud,
-        (s) => assert.equal(s.deployedStatus, "Terminated", JSON.stringify(s)),
-        120_000,
-      ).catch(() => {});
-    }
-    await cloudsApi("DELETE", cloudPath(project, cloud));
-  }
+/** Terminates (when instantiated) and deletes every cloud of a project, then the project, waiting for each. */
+export async function removeProject(project: string, _clouds: string[] = []): Promise<void> {
+  const listed = await cloudsApi("GET", `/v2/projects/${project}/logical-clouds`);
+  const clouds =
+    listed.status === 200 ? listed.body.map((c: { metadata: { name: string } }) => c.metadata.name) : [];
+  await Promise.all(
+    clouds.map(async (cloud: string) => {
+      const terminate = await cloudsApi("POST", `${cloudPath(project, cloud)}/terminate`);
+      if (terminate.status === 202) {
+        await statusBecomes(
+          project,
+          cloud,
+          (s) => assert.equal(s.deployedStatus, "Terminated", JSON.stringify(s)),
+          120_000,
+        ).catch(() => {});
+      }
+      await cloudsApi("DELETE", cloudPath(project, cloud));
+    }),
+  );
   await eventually(
     async () => {
       const left = await cloudsApi("GET", `/v2/projects/${project}/logical-clouds`);

@@ -15,7 +15,7 @@ import Fastify, {
   type InjectOptions,
 } from "fastify";
 import type { Logger } from "pino";
-import type { ClusterRegistry } from "../../clusters/index.js";
+import { type ClusterRegistry, ClusterUnavailable } from "../../clusters/index.js";
 import type { Caller } from "../../gateway/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
@@ -249,6 +249,9 @@ export class LogicalCloudsApi {
         reply,
       ) => {
         if (err instanceof ProblemError) return this.problem(reply, err);
+        if (err instanceof ClusterUnavailable) {
+          return this.problem(reply, new ProblemError(503, "cluster unavailable", err.message, "cluster"));
+        }
         if (err instanceof FieldError)
           return this.problem(
             reply,
