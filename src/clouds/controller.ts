@@ -143,6 +143,12 @@ export function isConnectionError(err: unknown): boolean {
   );
 }
 
+/** An object's resourceVersion as a number (one API server's are ordered), if it is one. */
+function resourceVersionOf(object: { metadata?: { resourceVersion?: string } }): bigint | undefined {
+  const rv = object.metadata?.resourceVersion;
+  return rv && /^\d+$/.test(rv) ? BigInt(rv) : undefined;
+}
+
 function digestOf(value: unknown): string {
   return createHash("sha256").update(JSON.stringify(value)).digest("base64url").slice(0, 22);
 }
@@ -166,6 +172,8 @@ export class LogicalCloudController {
   private readonly applied = new Map<string, { digest: string; at: number }>();
   /** Per (cloud, cluster): how long to wait before trying a failing cluster again, and until when. */
   private readonly backoff = new Map<string, { delayMs: number; notBefore: number }>();
+  /** The status this controller last wrote per cloud, with the resourceVersion it got. */
+  private readonly written = new Map<string, { resourceVersion: bigint; status: LogicalCloudStatus }>();
   private readonly resyncMs: number;
   private readonly signTimeoutMs: number;
   private readonly maxRetryDelayMs: number;
@@ -225,12 +233,17 @@ export class LogicalCloudController {
     const { namespace, name } = ctx.ref;
     const { informers, client } = this.options;
     const cloud = informers.clouds.get(namespace, name);
-    if (!cloud) return reconcileDone();
+    if (!cloud) {
+      this.written.delete(ctx.key);
+      return reconcileDone();
+    }
     const uid = cloud.metadata!.uid!;
     const project = projectOfNamespace(namespace!, PROJECT_NAMESPACE_PREFIX);
-    const status: LogicalCloudStatus = cloud.status ?? {};
+    // What this controller last wrote, when the cache has not caught up with it yet.
+    const status: LogicalCloudStatus = this.currentStatus(ctx.key, cloud);
+    let written = status;
     if (!project) {
-      await this.writeStatus(cloud, {
+      await this.writeStatus(ctx.key, cloud, written, {
         ...status,
         message: `a LogicalCloud belongs in a project's namespace (${PROJECT_NAMESPACE_PREFIX}<project>), not ${namespace}`,
       });
@@ -270,7 +283,7 @@ export class LogicalCloudController {
     const fresh = involved.filter((c) => !previous.has(c));
     if (fresh.length) {
       const pending = fresh.map((c) => this.pendingEntry(c, targets.get(c)));
-      await this.writeStatus(cloud, {
+      written = await this.writeStatus(ctx.key, cloud, written, {
         ...status,
         clusters: [...(status.clusters ?? []), ...pending].sort((a, b) => a.cluster.localeCompare(b.cluster)),
       });
@@ -423,7 +436,7 @@ export class LogicalCloudController {
             ? "Updated"
             : "Instantiated";
     const actions: ActionRecord[] = [...(status.actions ?? [])];
-    if (lifecycle && status.instance !== lifecycle.instance) {
+    if (lifecycle && !actions.some((a) => a.instance === lifecycle.instance)) {
       actions.push({
         state,
         instance: lifecycle.instance,
@@ -443,7 +456,7 @@ export class LogicalCloudController {
       },
       now,
     );
-    await this.writeStatus(cloud, {
+    await this.writeStatus(ctx.key, cloud, written, {
       observedGeneration: generation,
       state,
       ...(deployedStatus ? { deployedStatus } : {}),
@@ -952,17 +965,39 @@ export class LogicalCloudController {
     );
   }
 
-  private async writeStatus(cloud: LogicalCloud, status: LogicalCloudStatus): Promise<void> {
-    if (sameStoredJson(status, cloud.status)) return;
+  /**
+   * The cloud's status as this controller knows it: the cached one, unless this controller wrote a
+   * newer one the cache has not received yet (a reconcile started by an earlier event must not undo
+   * what the previous reconcile recorded, such as the objects it made).
+   */
+  private currentStatus(key: string, cloud: LogicalCloud): LogicalCloudStatus {
+    const known = this.written.get(key);
+    const cached = resourceVersionOf(cloud);
+    if (known && cached !== undefined && known.resourceVersion > cached) return known.status;
+    this.written.delete(key);
+    return cloud.status ?? {};
+  }
+
+  /** Writes `status` unless it is what `current` already says; returns what the cloud's status now is. */
+  private async writeStatus(
+    key: string,
+    cloud: LogicalCloud,
+    current: LogicalCloudStatus,
+    status: LogicalCloudStatus,
+  ): Promise<LogicalCloudStatus> {
+    if (sameStoredJson(status, current)) return current;
     try {
-      await applyStatus(this.options.client, {
+      const stored = await applyStatus(this.options.client, {
         apiVersion: cloud.apiVersion,
         kind: cloud.kind,
         metadata: { name: cloud.metadata!.name!, namespace: cloud.metadata!.namespace! },
         status,
       });
+      const resourceVersion = resourceVersionOf(stored);
+      if (resourceVersion !== undefined) this.written.set(key, { resourceVersion, status });
+      return status;
     } catch (err) {
-      if (isNotFound(err)) return;
+      if (isNotFound(err)) return current;
       throw err;
     }
   }
