@@ -9,7 +9,7 @@ import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { pino } from "pino";
-import { startEmbeddedTenantry } from "../src/app/embedded.js";
+import { registerEmbeddedClusters, startEmbeddedTenantry } from "../src/app/embedded.js";
 import { loadClusterClient } from "../src/kube/index.js";
 import { ClusterHarness, defaultClusters } from "../src/localcluster/index.js";
 import { peerClusters } from "../src/multicluster/index.js";
@@ -86,6 +86,8 @@ async function main(): Promise<number> {
     );
     const failed = started.find((r) => r.status === "rejected");
     if (failed) throw failed.reason;
+    // home's cluster registry holds all three, as at npm start.
+    await registerEmbeddedClusters(tenantry, states);
     const clientOf = (name: string) =>
       loadClusterClient(name, states.find((s) => s.name === name)!.kubeconfig);
     for (const pair of SHARED_PEERINGS) {
@@ -108,6 +110,12 @@ async function main(): Promise<number> {
           accessCaPem: tenantry.accessCaPem,
           ...(tenantry.runtimesAdmin ? { runtimesAdminUrl: tenantry.runtimesAdmin.url } : {}),
           ...(tenantry.runtimesProxy ? { runtimesProxyUrl: tenantry.runtimesProxy.url } : {}),
+          ...(tenantry.logicalClouds
+            ? {
+                logicalCloudsUrl: tenantry.logicalClouds.url,
+                logicalCloudsCaPem: tenantry.logicalClouds.caPem,
+              }
+            : {}),
           ...(home.accessWebhooks
             ? {
                 reviewClient: {

@@ -2,6 +2,8 @@
 import { stringify } from "yaml";
 import { ACCESS_CRDS } from "../access/index.js";
 import type { CustomResourceDefinition } from "../apis/index.js";
+import { CLOUDS_CRDS } from "../clouds/index.js";
+import { CLUSTERS_CRDS } from "../clusters/index.js";
 import { IDENTITY_CRDS } from "../identity/index.js";
 import { MULTICLUSTER_CRDS } from "../multicluster/index.js";
 import { RUNTIMES_CRDS } from "../runtimes/index.js";
@@ -15,6 +17,8 @@ export const ALL_CRDS: readonly CustomResourceDefinition[] = [
   ...MULTICLUSTER_CRDS,
   ...RUNTIMES_CRDS,
   ...STORAGE_CRDS,
+  ...CLUSTERS_CRDS,
+  ...CLOUDS_CRDS,
 ];
 
 /** Where the generated manifests live, relative to the repository root. */

@@ -1,6 +1,8 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { registerCluster, standaloneKubeconfig } from "../clusters/index.js";
 import { type ClusterState, PROCESS_NODE_NAME } from "../localcluster/index.js";
 import type { StorageOptions } from "../storage/index.js";
 import { type RunningTenantry, startTenantry } from "./tenantry.js";
@@ -91,6 +93,9 @@ export interface TenantryEndpoints {
   runtimesAdminUrl?: string;
   /** The runtimes proxy: runtimes at `/r/<token>/`, the Admin API at every other path. */
   runtimesProxyUrl?: string;
+  /** The logical-clouds REST API (`/v2/projects/…`) and the CA of its serving certificate. */
+  logicalCloudsUrl?: string;
+  logicalCloudsCaPem?: string;
 }
 
 async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): Promise<void> {
@@ -105,6 +110,32 @@ async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): P
     ...(tenantry.gateway?.metricsUrl ? { metricsUrl: tenantry.gateway.metricsUrl } : {}),
     ...(tenantry.runtimesAdmin ? { runtimesAdminUrl: tenantry.runtimesAdmin.url } : {}),
     ...(tenantry.runtimesProxy ? { runtimesProxyUrl: tenantry.runtimesProxy.url } : {}),
+    ...(tenantry.logicalClouds
+      ? { logicalCloudsUrl: tenantry.logicalClouds.url, logicalCloudsCaPem: tenantry.logicalClouds.caPem }
+      : {}),
   };
   await writeFile(join(dirname(state.kubeconfig), ENDPOINTS_FILE), `${JSON.stringify(endpoints, null, 2)}\n`);
+}
+
+/**
+ * Registers the embedded clusters in the cluster registry of `tenantry` (the home cluster's): each
+ * with its admin kubeconfig and the labels of its spec. Run at every start: a cluster's address
+ * may change between starts, and labels added since (tenantry cluster label) stay.
+ */
+export async function registerEmbeddedClusters(
+  tenantry: RunningTenantry,
+  states: ClusterState[],
+): Promise<void> {
+  for (const state of states) {
+    const kc = new KubeConfig();
+    kc.loadFromFile(state.kubeconfig);
+    await registerCluster(tenantry.client, {
+      name: state.name,
+      kubeconfig: standaloneKubeconfig(kc, state.name),
+      labels: state.spec.labels ?? {},
+      description: "a cluster of the embedded default",
+      replace: true,
+      checkReachable: false,
+    });
+  }
 }

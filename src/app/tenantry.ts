@@ -2,7 +2,22 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
-import { gatewayClusterRole, type RateLimit, type RunningGateway, startGateway } from "../gateway/index.js";
+import {
+  CloudInformers,
+  LogicalCloudController,
+  type LogicalCloudsApi,
+  logicalCloudsAdminClusterRole,
+  ProjectController,
+  startLogicalCloudsApi,
+} from "../clouds/index.js";
+import { ClusterHealthController, ClusterRegistry } from "../clusters/index.js";
+import {
+  gatewayClusterRole,
+  type RateLimit,
+  type RunningGateway,
+  readClientCa,
+  startGateway,
+} from "../gateway/index.js";
 import {
   AccessServer,
   Authenticator,
@@ -80,6 +95,8 @@ export interface TenantryOptions {
    * given to peers at peering; absent keeps the ones recorded before.
    */
   clusterLabels?: Record<string, string>;
+  /** The cluster registry (Cluster objects): how often registered clusters are probed. */
+  clusterRegistry?: { probeIntervalMs?: number; requestTimeoutMs?: number };
   /** Virtual nodes for this cluster's Peerings: probe and heartbeat periods. */
   multicluster?: Pick<PeeringControllerOptions, "probeIntervalMs" | "probeTimeoutMs" | "statusHeartbeatMs">;
   kubeconfig: string;
@@ -109,6 +126,11 @@ export interface TenantryOptions {
   gateway?: { host?: string; port?: number; rateLimit?: RateLimit } | false;
   /** Prometheus metrics of every component at http://127.0.0.1:<port>/metrics (0 = a free port). */
   metricsPort?: number;
+  /**
+   * The logical-clouds REST API (DCM's `/v2/projects/…`, HTTPS with tenantry's webhook CA; client
+   * certificates of this cluster or bearer tokens); on by default, on a free port of the webhook host.
+   */
+  logicalClouds?: { host?: string; port?: number } | false;
   /** The runtimes Admin API (`/services/…`, plain HTTP for the runtimes proxy); on by default, on a free loopback port. */
   runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
   /** The runtimes controllers: the image the pre-pull DaemonSets' main container runs (default registry.k8s.io/pause). */
@@ -157,12 +179,16 @@ export interface RunningTenantry {
   /** CA that signed the access server's certificate, for clients of the identity API. */
   accessCaPem: string;
   informers: TenantInformers;
+  /** Registered clusters and their credentials, from informers. */
+  clusterRegistry: ClusterRegistry;
   builtinIdentity?: BuiltinIdentity;
   authenticator: Authenticator;
   metrics: Registry;
   gateway?: RunningGateway;
   runtimesAdmin?: RuntimesAdmin;
   runtimesProxy?: RuntimesProxy;
+  /** The logical-clouds REST API, and the CA its serving certificate chains to. */
+  logicalClouds?: { api: LogicalCloudsApi; url: string; caPem: string };
   isLeader(): boolean;
   stop(): Promise<void>;
 }
@@ -200,6 +226,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       ...accessGrantClusterRoles,
       gatewayClusterRole,
       runtimesDelegateClusterRole,
+      logicalCloudsAdminClusterRole,
     ].map((role) => applyObject(client, role)),
     informers.start(),
     offloading.start(),
@@ -215,6 +242,13 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         throw err;
       }),
   });
+  const clusterRegistry = new ClusterRegistry(client, namespace, {
+    ...(options.clusterRegistry?.requestTimeoutMs
+      ? { requestTimeoutMs: options.clusterRegistry.requestTimeoutMs }
+      : {}),
+  });
+  const cloudInformers = new CloudInformers(client);
+  await Promise.all([clusterRegistry.start(), cloudInformers.start()]);
   const webhooks: AdmissionWebhook[] = [
     ...tenantWebhooks(informers, { ownNamespace: namespace }),
     quotaAdmission.webhook(),
@@ -347,6 +381,23 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     : undefined;
   proxyUrl = runtimesProxy?.url;
 
+  const clientCaPem = await readClientCa(client).catch(() => undefined);
+  const logicalCloudsApi =
+    options.logicalClouds === false
+      ? undefined
+      : await startLogicalCloudsApi({
+          client,
+          registry: clusterRegistry,
+          informers: cloudInformers,
+          tls: tls.serving,
+          ...(clientCaPem ? { clientCaPem } : {}),
+          authenticator,
+          onAuthenticated: (identity) => provisioner.ensure(identity),
+          host: options.logicalClouds?.host ?? host,
+          port: options.logicalClouds?.port ?? 0,
+          logger,
+        });
+
   // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
   const elector = new LeaderElector({
@@ -364,7 +415,22 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           quotas: informers.quotas,
           logger,
         }),
-        new PeeringController({ client, namespace, informers: offloading, logger, ...options.multicluster }),
+        new ClusterHealthController({
+          client,
+          registry: clusterRegistry,
+          logger,
+          ...(options.clusterRegistry?.probeIntervalMs
+            ? { probeIntervalMs: options.clusterRegistry.probeIntervalMs }
+            : {}),
+        }),
+        new PeeringController({
+          client,
+          namespace,
+          informers: offloading,
+          logger,
+          clusterLabels: clusterRegistry.asLabelSource(),
+          ...options.multicluster,
+        }),
         ...offloadingControllers({
           client,
           informers: offloading,
@@ -400,6 +466,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         ...(options.storage === false
           ? []
           : [new StorageSystem({ ...options.storage, client, namespace, registry: metrics, logger })]),
+        new ProjectController({ client, informers: cloudInformers, logger }),
+        new LogicalCloudController({ client, registry: clusterRegistry, informers: cloudInformers, logger }),
       ];
       controllers = mine;
       for (const controller of mine) {
@@ -423,18 +491,23 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     accessUrl,
     accessCaPem: options.access?.caPem ?? tls.caPem,
     informers,
+    clusterRegistry,
     ...(builtinIdentity ? { builtinIdentity } : {}),
     authenticator,
     metrics,
     ...(gateway ? { gateway } : {}),
     ...(runtimesAdmin ? { runtimesAdmin } : {}),
     ...(runtimesProxy ? { runtimesProxy } : {}),
+    ...(logicalCloudsApi
+      ? { logicalClouds: { api: logicalCloudsApi, url: logicalCloudsApi.url, caPem: tls.caPem } }
+      : {}),
     isLeader: () => elector.isLeader(),
     async stop() {
       await elector.stop();
       await runtimesProxy?.stop();
       await runtimesAdmin?.stop();
       await runtimesInformers.stop();
+      await logicalCloudsApi?.stop();
       await gateway?.stop();
       await accessServer.stop();
       await server.stop();
@@ -443,6 +516,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await authorizer.stop();
       await informers.stop();
       await offloading.stop();
+      await clusterRegistry.stop();
+      await cloudInformers.stop();
     },
   };
 }

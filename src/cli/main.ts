@@ -2,6 +2,8 @@
 import { Command, CommanderError } from "commander";
 import { UserError } from "../common/index.js";
 import { describeError, statusCode, statusOf, statusReason } from "../kube/index.js";
+import { registerCloudCommands } from "./cloud.js";
+import { registerClusterCommands } from "./cluster.js";
 import { registerDevCommands } from "./dev.js";
 import { registerLoginCommands } from "./login.js";
 import { registerOffloadCommands } from "./offload.js";
@@ -26,6 +28,8 @@ export function buildProgram(): Command {
   registerPeerCommands(program);
   registerOffloadCommands(program);
   registerRuntimeCommands(program);
+  registerClusterCommands(program);
+  registerCloudCommands(program);
   return program;
 }
 

@@ -2,7 +2,8 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { DEMO_MEMBER, DEMO_OWNER, DEMO_PASSWORDS, DEMO_TENANT, installDemo } from "../app/demo.js";
-import { startEmbeddedTenantry } from "../app/embedded.js";
+import { registerEmbeddedClusters, startEmbeddedTenantry } from "../app/embedded.js";
+import { CLOUDS_OPENAPI_PATH } from "../clouds/index.js";
 import { ClusterHarness, defaultClusters } from "../localcluster/index.js";
 import { OPENAPI_PATH } from "../runtimes/index.js";
 
@@ -43,6 +44,7 @@ export function registerUpCommand(program: Command): void {
           ),
         });
       }
+      await registerEmbeddedClusters(tenantry, states);
       const { ownerKubeconfig } = await installDemo(tenantry.client, homeDir, tenantry.builtinIdentity);
       process.stdout.write(
         [
@@ -63,6 +65,11 @@ export function registerUpCommand(program: Command): void {
           ...(tenantry.runtimesProxy
             ? [
                 `  runtimes proxy at ${tenantry.runtimesProxy.url} (runtimes at /r/<token>/, the Admin API at every other path)`,
+              ]
+            : []),
+          ...(tenantry.logicalClouds
+            ? [
+                `  logical clouds API (DCM) at ${tenantry.logicalClouds.url}/v2/projects (OpenAPI: ${tenantry.logicalClouds.url}${CLOUDS_OPENAPI_PATH})`,
               ]
             : []),
           `  tenantry log: ${logFile}`,

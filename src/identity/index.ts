@@ -64,7 +64,15 @@ export {
   WHOAMI_PATH,
 } from "./server.js";
 export {
+  type CertificateDetails,
+  certificateDetails,
+  checkUserCertificateRequest,
+  classifyExpiry,
+  DEFAULT_MAX_EXPIRATION_SECONDS,
+  keyMatchesRequest,
   requestUserCertificate,
+  type SignCertificateRequestOptions,
+  signCertificateRequest,
   type UserCertificateOptions,
   type UserCredentials,
   userKubeconfig,
