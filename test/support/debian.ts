@@ -55,7 +55,10 @@ export async function withInstallLock<T>(name: string, work: () => Promise<T>): 
 /** True when every command (a path or a name on PATH) is there. */
 export async function commandsPresent(commands: readonly string[]): Promise<boolean> {
   try {
-    await run("sh", ["-c", commands.map((c) => (c.startsWith("/") ? `test -e ${c}` : `command -v ${c}`)).join(" && ")]);
+    await run("sh", [
+      "-c",
+      commands.map((c) => (c.startsWith("/") ? `test -e ${c}` : `command -v ${c}`)).join(" && "),
+    ]);
     return true;
   } catch {
     return false;
@@ -117,8 +120,6 @@ export async function ensureDebianPackages(install: DebianInstall): Promise<void
         `installed ${install.packages.join(", ")} but one of ${install.provides.join(", ")} is missing`,
       );
     }
-    process.stderr.write(
-      `${install.label}: installed in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
-    );
+    process.stderr.write(`${install.label}: installed in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   });
 }
