@@ -11,7 +11,7 @@ import { join, relative } from "node:path";
 import { pino } from "pino";
 import { startEmbeddedTenantry } from "../src/app/embedded.js";
 import { loadClusterClient } from "../src/kube/index.js";
-import { ClusterHarness, defaultClusters } from "../src/localcluster/index.js";
+import { ClusterHarness, defaultClusters, MachineHost } from "../src/localcluster/index.js";
 import { peerClusters } from "../src/multicluster/index.js";
 
 /**
@@ -55,6 +55,8 @@ async function main(): Promise<number> {
   const harness = new ClusterHarness({ dir });
   let code = 1;
   let tenantry: Awaited<ReturnType<typeof startEmbeddedTenantry>> | undefined;
+  // home's simulated machines (NodeProvider "simulated"): processes that join it with their token.
+  const machines = new MachineHost({ dir: join(dir, "home", "machines") });
   // tenantry runs on edge-1 and edge-2 too: a peer's tenant there needs its controllers.
   const remotes: {
     cluster: string;
@@ -71,6 +73,7 @@ async function main(): Promise<number> {
         { level: process.env.TENANTRY_LOG_LEVEL ?? "info" },
         pino.destination({ dest: logFile, sync: false }),
       ),
+      { nodes: { localMachines: machines, timings: { pollMs: 1000, runningCheckMs: 5000 } } },
     );
     const started = await Promise.allSettled(
       states
@@ -147,6 +150,8 @@ async function main(): Promise<number> {
     );
   } finally {
     await tenantry?.stop().catch((err) => process.stderr.write(`stopping tenantry failed: ${err}\n`));
+    machines.close();
+    await machines.stopAll().catch((err) => process.stderr.write(`stopping machines failed: ${err}\n`));
     for (const remote of remotes) {
       await remote.tenantry
         .stop()

@@ -2,20 +2,25 @@ import { readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Logger } from "pino";
 import type { ClusterState } from "../localcluster/index.js";
-import { type RunningTenantry, startTenantry } from "./tenantry.js";
+import { type RunningTenantry, startTenantry, type TenantryOptions } from "./tenantry.js";
 
 /**
  * tenantry on a cluster of the embedded default: that cluster's kube-apiserver was started with
  * its token and authorization webhooks pointing at a fixed loopback port, with a serving
  * certificate from the cluster's CA, so tenantry serves them there.
  */
-export async function startEmbeddedTenantry(state: ClusterState, logger: Logger): Promise<RunningTenantry> {
+export async function startEmbeddedTenantry(
+  state: ClusterState,
+  logger: Logger,
+  extra: Pick<TenantryOptions, "nodes"> = {},
+): Promise<RunningTenantry> {
   const access = state.accessWebhooks;
   const tenantry = await startTenantry({
     cluster: state.name,
     kubeconfig: state.kubeconfig,
     logger,
     clusterLabels: state.spec.labels ?? {},
+    ...extra,
     ...(access
       ? {
           access: {

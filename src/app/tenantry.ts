@@ -31,6 +31,7 @@ import {
   ReflectionController,
   ReplicatedDeploymentController,
 } from "../multicluster/index.js";
+import { type LocalMachineHost, Nodes } from "../nodes/index.js";
 import { type RuntimesAdmin, runtimesDelegateClusterRole, startRuntimesAdmin } from "../runtimes/index.js";
 import {
   installCrds,
@@ -97,6 +98,15 @@ export interface TenantryOptions {
   metricsPort?: number;
   /** The runtimes Admin API (`/services/…`, plain HTTP for the runtimes proxy); on by default, on a free loopback port. */
   runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
+  /** Worker nodes on demand. */
+  nodes?: {
+    /** The harness's simulated machines (embedded default only): adds NodeProvider `simulated`. */
+    localMachines?: LocalMachineHost;
+    /** kube-apiserver as machines reach it (default: tenantry's own kubeconfig's server and CA). */
+    apiServer?: { url: string; caPem: string };
+    /** Shorter controller timings, for tests and benchmarks. */
+    timings?: { pollMs?: number; runningCheckMs?: number; orphanGraceMs?: number };
+  };
   identityProviders?: {
     /** Built-in users and tokens (default on). */
     builtin?: { tokenTtlSeconds?: number; keyRotationSeconds?: number } | false;
@@ -123,6 +133,8 @@ export interface RunningTenantry {
   metrics: Registry;
   gateway?: RunningGateway;
   runtimesAdmin?: RuntimesAdmin;
+  /** Worker nodes on demand: their caches and provider registry. */
+  nodes: Nodes;
   isLeader(): boolean;
   stop(): Promise<void>;
 }
@@ -163,11 +175,24 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   });
   const offloading = new MulticlusterInformers(client, namespace);
   await offloading.start();
+  const nodes = new Nodes({
+    client,
+    tenants: informers,
+    namespace,
+    clusterId: clusterIdentity.clusterId,
+    logger,
+    ...(options.nodes?.localMachines ? { localMachines: options.nodes.localMachines } : {}),
+    ...(options.nodes?.apiServer ? { apiServer: options.nodes.apiServer } : {}),
+    ...(options.nodes?.timings ? { timings: options.nodes.timings } : {}),
+  });
+  await nodes.start();
   const webhooks: AdmissionWebhook[] = [
     ...tenantWebhooks(informers, { ownNamespace: namespace }),
     quotaAdmission.webhook(),
     offloadingPodWebhook(offloading),
     accessGrantWebhook(client.kubeConfig),
+    // After the tenants' pod webhooks: the node pool's tolerations are in place when they look.
+    ...nodes.webhooks(),
   ];
 
   const host = options.webhookHost ?? "127.0.0.1";
@@ -308,6 +333,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         }),
         new ReplicatedDeploymentController({ client, informers: offloading, logger }),
+        ...nodes.controllers(),
       ];
       controllers = mine;
       for (const controller of mine) {
@@ -336,6 +362,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     metrics,
     ...(gateway ? { gateway } : {}),
     ...(runtimesAdmin ? { runtimesAdmin } : {}),
+    nodes,
     isLeader: () => elector.isLeader(),
     async stop() {
       await elector.stop();
@@ -348,6 +375,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await authorizer.stop();
       await informers.stop();
       await offloading.stop();
+      await nodes.stop();
     },
   };
 }

@@ -5,6 +5,13 @@ export { LocalCluster } from "./cluster.js";
 export { components, pinnedVersion } from "./components.js";
 export { ClusterHarness, type HarnessOptions } from "./harness.js";
 export { renderKubeconfig } from "./kubeconfig.js";
+export {
+  DEFAULT_FLAVORS,
+  type HostedMachine,
+  type HostFlavor,
+  MachineHost,
+  type MachineHostOptions,
+} from "./machines/host.js";
 export { assertPortFree, freePort, isPortFree } from "./ports.js";
 export {
   type ClusterSpec,

@@ -50,6 +50,7 @@ export function webhookConfigurations(
     rules: w.rules,
     namespaceSelector: withExemptions(w.namespaceSelector, exempt),
     ...(w.objectSelector ? { objectSelector: w.objectSelector } : {}),
+    ...(w.matchConditions?.length ? { matchConditions: w.matchConditions } : {}),
     ...(w.kind === "mutating" ? { reinvocationPolicy: "IfNeeded" } : {}),
     clientConfig: endpoint.url
       ? { url: `${endpoint.url}${w.path}`, caBundle }

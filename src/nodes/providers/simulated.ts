@@ -55,7 +55,8 @@ function toMachine(local: LocalMachine): Machine {
     uid: local.uid,
     clusterId: local.clusterId,
     ...STATES[local.state],
-    addresses: [local.ipv4],
+    // As a cloud's, the address shows once the machine runs.
+    addresses: local.state === "booting" ? [] : [local.ipv4],
     ...(local.message ? { message: local.message } : {}),
   };
 }
