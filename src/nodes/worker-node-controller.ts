@@ -53,7 +53,7 @@ import {
   WORKER_NODE_UID_LABEL,
 } from "./labels.js";
 import type { ProviderRegistry } from "./providers/registry.js";
-import { firstIpv4, type Machine, type MachineProvider, ProviderError } from "./providers/spi.js";
+import { firstIpv4, type MachineProvider, ProviderError } from "./providers/spi.js";
 
 export interface WorkerNodeControllerOptions {
   client: ClusterClient;
