@@ -52,6 +52,13 @@ export interface RunningKeystone {
   service: { username: string; password: string; project: string; domain: string };
   /** Where Keystone and uWSGI log. */
   logFiles: string[];
+  /** Any call to Keystone's API as the cloud admin (services, endpoints, …); the JSON it answers. */
+  adminCall(method: string, path: string, body?: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /**
+   * Registers a service in the catalog with one URL for its public, internal and admin endpoints
+   * (in RegionOne), as other OpenStack services find each other there.
+   */
+  registerService(type: string, name: string, url: string): Promise<void>;
   createDomain(name: string): Promise<KeystoneDomain>;
   /** A project in `domain` (default: the `Default` domain). */
   createProject(name: string, domain?: KeystoneDomain): Promise<KeystoneProject>;
@@ -361,6 +368,24 @@ export async function startKeystone(): Promise<RunningKeystone> {
       admin,
       service: { username: "tenantry", password: secret(), project: "service", domain: "Default" },
       logFiles: [join(dir, "keystone.log"), uwsgiLog],
+      adminCall,
+
+      async registerService(type, name, serviceUrl) {
+        const service = field<{ id: string }>(
+          await adminCall("POST", "/services", { service: { type, name, enabled: true } }),
+          "service",
+        );
+        for (const endpointInterface of ["public", "internal", "admin"]) {
+          await adminCall("POST", "/endpoints", {
+            endpoint: {
+              service_id: service.id,
+              interface: endpointInterface,
+              url: serviceUrl,
+              region_id: "RegionOne",
+            },
+          });
+        }
+      },
 
       async createDomain(name) {
         const json = await adminCall("POST", "/domains", { domain: { name, enabled: true } });
