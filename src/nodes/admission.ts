@@ -491,7 +491,15 @@ export class NodeAdmission {
           throw err;
         });
     }
-    const node = secret?.metadata?.labels?.[WORKER_NODE_LABEL];
+    // kube-apiserver remembers a token it authenticated for a few seconds: one deleted meanwhile
+    // (used by its node, or expired) must not get a certificate in that window.
+    if (!secret) {
+      return deny(
+        `spec.username: bootstrap token "${id}" does not exist any more (used, expired or revoked)`,
+        FORBIDDEN,
+      );
+    }
+    const node = secret.metadata?.labels?.[WORKER_NODE_LABEL];
     // Not one of tenantry's tokens (kubeadm's, say): the cluster's own rules apply.
     if (!node) return allow();
     const csr = request.object as unknown as V1CertificateSigningRequest;

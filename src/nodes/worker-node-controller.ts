@@ -88,15 +88,21 @@ interface Draft {
   now: Date;
 }
 
+/** The way to Running, in order: a node seen further along has been through the ones before. */
+const PROGRESS: readonly Phase[] = ["Building", "Available", "Joining", "Running"];
+
 function setPhase(draft: Draft, phase: Phase, reason: string, message: string): void {
   const { status } = draft;
   status.phase = phase;
   status.reason = reason;
   status.message = message;
-  const phases = status.phases ?? [];
-  if (!phases.some((p) => p.phase === phase)) {
-    status.phases = [...phases, { phase, time: draft.now.toISOString() }];
+  const phases = [...(status.phases ?? [])];
+  const passed = PROGRESS.includes(phase) ? PROGRESS.slice(0, PROGRESS.indexOf(phase) + 1) : [phase];
+  for (const step of passed) {
+    // A machine that joined between two looks went through Available (and Joining) unseen.
+    if (!phases.some((p) => p.phase === step)) phases.push({ phase: step, time: draft.now.toISOString() });
   }
+  status.phases = phases;
 }
 
 function condition(draft: Draft, update: Omit<ConditionUpdate, "observedGeneration">): void {
