@@ -297,6 +297,9 @@ export class WorkerNodeController {
           },
         );
       }
+      // The cache may not show yet what the last reconcile wrote (Failed, or the machine it asked
+      // for): asking for a machine is the one step to take on the object as stored.
+      if (await this.writtenSinceCached(node)) return requeueAfter(200);
       const overQuota = this.overQuota(node);
       if (overQuota) return this.fail(draft, "QuotaExceeded", overQuota);
       const token = this.tokenSecret(node);
@@ -467,6 +470,24 @@ export class WorkerNodeController {
       this.pastDeadline(draft, deadline) ??
       requeueAfter(Math.min(this.pollMs, Math.max(100, deadline - Date.now())))
     );
+  }
+
+  /** Whether the stored WorkerNode has moved on from the cached one (a newer status). */
+  private async writtenSinceCached(node: WorkerNode): Promise<boolean> {
+    try {
+      const stored = (await this.options.client.objects.read({
+        apiVersion: TENANTS_API_VERSION,
+        kind: "WorkerNode",
+        metadata: { name: node.metadata!.name! },
+      })) as WorkerNode;
+      return (
+        stored.metadata?.uid !== node.metadata?.uid ||
+        stored.metadata?.resourceVersion !== node.metadata?.resourceVersion
+      );
+    } catch (err) {
+      if (isNotFound(err)) return true;
+      throw err;
+    }
   }
 
   private pastDeadline(draft: Draft, deadline: number): ReconcileResult | undefined {
