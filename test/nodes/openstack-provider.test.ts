@@ -16,7 +16,7 @@ import { clusterTag, type NodeProvider, OpenStackProvider } from "../../src/node
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
-import { bootServersAsMachines, type RunningOpenStack, startOpenStack } from "../support/openstack.js";
+import { bootServersAsMachines, type OpenStackClient, sharedOpenStack } from "../support/openstack.js";
 import { type TestUser, testUser } from "../support/users.js";
 import {
   as,
@@ -32,7 +32,8 @@ import { readWorkerNode, waitForGone, waitForPhase, workerNodeManifest } from ".
 const kc = testKubeConfig("home");
 const core = kc.makeApiClient(CoreV1Api);
 const suffix = randomBytes(3).toString("hex");
-let openstack: RunningOpenStack;
+let openstack: OpenStackClient;
+let stopOpenStack: (() => Promise<void>) | undefined;
 let host: MachineHost;
 let stopHypervisor: (() => Promise<void>) | undefined;
 
@@ -71,9 +72,9 @@ async function serversNamed(name: string): Promise<Server[]> {
 
 before(async () => {
   const started = Date.now();
-  openstack = await startOpenStack();
+  ({ openstack, stop: stopOpenStack } = await sharedOpenStack());
   process.stderr.write(
-    `openstack: ready in ${((Date.now() - started) / 1000).toFixed(1)} s ${JSON.stringify(openstack.timings)}\n`,
+    `openstack: ready for the tests after ${((Date.now() - started) / 1000).toFixed(1)} s (its own start: ${JSON.stringify(openstack.timings)})\n`,
   );
   host = new MachineHost({ dir: mkdtempSync(join(tmpdir(), "tenantry-nova-machines-")) });
   stopHypervisor = bootServersAsMachines(openstack, host);
@@ -83,7 +84,7 @@ after(async () => {
   await stopHypervisor?.();
   host?.close();
   await host?.stopAll();
-  await openstack?.stop();
+  await stopOpenStack?.();
 });
 
 machineProviderConformance("openstack", () => ({

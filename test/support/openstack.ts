@@ -9,7 +9,7 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -18,7 +18,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { freePort, type MachineHost } from "../../src/localcluster/index.js";
 import { type DebianInstall, ensureDebianPackages } from "./debian.js";
-import { KEYSTONE_INSTALL, type KeystoneProject, type RunningKeystone, startKeystone } from "./keystone.js";
+import { KEYSTONE_INSTALL, type RunningKeystone, startKeystone } from "./keystone.js";
 
 const run = promisify(execFile);
 const DIST = "/usr/lib/python3/dist-packages";
@@ -75,24 +75,93 @@ export const OPENSTACK_FLAVORS = [
   { name: "m1.large", vcpus: 4, ram: 8192, disk: 80 },
 ] as const;
 
-export interface RunningOpenStack {
-  keystone: RunningKeystone;
+/** What tests need of a running OpenStack; plain data, so the test runner can hand it to test files. */
+export interface OpenStackInfo {
   /** Keystone's v3 endpoint. */
   authUrl: string;
-  /** The project tenantry's servers live in, and its user there (role member). */
-  project: KeystoneProject;
+  /** The cloud admin (role admin on project admin). */
+  admin: { username: string; password: string; project: string };
+  /** The user tenantry's servers belong to (role member in its project). */
   user: { username: string; password: string; projectName: string };
   /** The compute API (`…/v2.1`). */
   computeUrl: string;
-  /** The id of a 1 KiB raw image named `cirros` (Nova looks every imageRef up in Glance). */
+  /** A 1 KiB raw image (Nova looks every imageRef up in Glance). */
   imageId: string;
   imageName: string;
+  logDir: string;
+  /** Seconds from the start to the end of each step, for the report. */
+  timings: Record<string, number>;
+}
+
+export interface OpenStackClient extends OpenStackInfo {
   /** An admin call to the compute API (microversion 2.79: user data and flavors are shown). */
   computeAdmin<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<T>;
-  logDir: string;
-  /** Seconds each step took, for the report. */
-  timings: Record<string, number>;
+  /** An admin call to any URL of the cloud, JSON or raw bytes. */
+  adminCall<T = Record<string, unknown>>(
+    url: string,
+    method: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<T>;
+}
+
+export interface RunningOpenStack extends OpenStackClient {
   stop(): Promise<void>;
+}
+
+/** Calls to a running OpenStack as its admin, with a token kept for half an hour. */
+export function openStackClient(info: OpenStackInfo): OpenStackClient {
+  let adminToken: { value: string; until: number } | undefined;
+  const token = async () => {
+    if (adminToken && adminToken.until > Date.now()) return adminToken.value;
+    const response = await fetch(`${info.authUrl}/auth/tokens?nocatalog`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({
+        auth: {
+          identity: {
+            methods: ["password"],
+            password: {
+              user: { name: info.admin.username, domain: { name: "Default" }, password: info.admin.password },
+            },
+          },
+          scope: { project: { name: info.admin.project, domain: { name: "Default" } } },
+        },
+      }),
+    });
+    const value = response.headers.get("x-subject-token");
+    if (!response.ok || !value) throw new Error(`admin login failed: ${response.status}`);
+    adminToken = { value, until: Date.now() + 30 * 60_000 };
+    return value;
+  };
+  const adminCall = async <T>(
+    url: string,
+    method: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<T> => {
+    const raw = body instanceof Uint8Array;
+    const response = await fetch(url, {
+      method,
+      headers: {
+        "X-Auth-Token": await token(),
+        Accept: "application/json",
+        ...(body !== undefined && !raw ? { "Content-Type": "application/json" } : {}),
+        ...headers,
+      },
+      ...(body !== undefined ? { body: raw ? body : JSON.stringify(body) } : {}),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${url} answered ${response.status}: ${text.slice(0, 500)}`);
+    return (text ? JSON.parse(text) : {}) as T;
+  };
+  return {
+    ...info,
+    adminCall,
+    computeAdmin: <T>(method: string, path: string, body?: unknown) =>
+      adminCall<T>(`${info.computeUrl}${path}`, method, body, { "OpenStack-API-Version": "compute 2.79" }),
+  };
 }
 
 // --- processes ------------------------------------------------------------------------------------
@@ -644,61 +713,23 @@ export async function startOpenStack(
     );
     mark("daemons");
 
-    // Admin token for the setup and for the hypervisor's view of servers.
-    let adminToken: { value: string; until: number } | undefined;
-    const token = async () => {
-      if (adminToken && adminToken.until > Date.now()) return adminToken.value;
-      const response = await fetch(`${authUrl}/auth/tokens?nocatalog`, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({
-          auth: {
-            identity: {
-              methods: ["password"],
-              password: {
-                user: {
-                  name: keystone!.admin.username,
-                  domain: { name: "Default" },
-                  password: keystone!.admin.password,
-                },
-              },
-            },
-            scope: { project: { name: keystone!.admin.project, domain: { name: "Default" } } },
-          },
-        }),
-      });
-      const value = response.headers.get("x-subject-token");
-      if (!response.ok || !value) throw new Error(`admin login failed: ${response.status}`);
-      adminToken = { value, until: Date.now() + 30 * 60_000 };
-      return value;
-    };
-    const call = async <T>(
-      url: string,
-      method: string,
-      body?: unknown,
-      headers: Record<string, string> = {},
-    ): Promise<T> => {
-      const response = await fetch(url, {
-        method,
-        headers: {
-          "X-Auth-Token": await token(),
-          Accept: "application/json",
-          ...(body !== undefined && !(body instanceof Uint8Array)
-            ? { "Content-Type": "application/json" }
-            : {}),
-          ...headers,
-        },
-        ...(body !== undefined ? { body: body instanceof Uint8Array ? body : JSON.stringify(body) } : {}),
-        signal: AbortSignal.timeout(60_000),
-      });
-      const text = await response.text();
-      if (!response.ok)
-        throw new Error(`${method} ${url} answered ${response.status}: ${text.slice(0, 500)}`);
-      return (text ? JSON.parse(text) : {}) as T;
-    };
     const computeUrl = `http://127.0.0.1:${novaPort}/v2.1`;
-    const computeAdmin = <T>(method: string, path: string, body?: unknown) =>
-      call<T>(`${computeUrl}${path}`, method, body, { "OpenStack-API-Version": "compute 2.79" });
+    const client = openStackClient({
+      authUrl,
+      admin: {
+        username: keystone.admin.username,
+        password: keystone.admin.password,
+        project: keystone.admin.project,
+      },
+      user: { username: tenantryUser.name, password: userPassword, projectName: project.name },
+      computeUrl,
+      imageId: "",
+      imageName: "cirros",
+      logDir,
+      timings,
+    });
+    const call = client.adminCall;
+    const computeAdmin = client.computeAdmin;
 
     // Neutron maps its database models on the first query; a first call that is not Nova's.
     await waitFor("Neutron's API", neutron, async () => {
@@ -706,7 +737,7 @@ export async function startOpenStack(
       return true;
     });
     // An image (1 KiB, raw, in Glance's file store) and the flavors.
-    const imageName = "cirros";
+    const imageName = client.imageName;
     const image = await call<{ id: string }>(`http://127.0.0.1:${glancePort}/v2/images`, "POST", {
       name: imageName,
       disk_format: "raw",
@@ -734,19 +765,7 @@ export async function startOpenStack(
     );
     mark("ready");
     log(`openstack: Nova at ${computeUrl} ready after ${timings.ready?.toFixed(1)} s (logs ${logDir})`);
-    return {
-      keystone,
-      authUrl,
-      project,
-      user: { username: tenantryUser.name, password: userPassword, projectName: project.name },
-      computeUrl,
-      imageId: image.id,
-      imageName,
-      computeAdmin,
-      logDir,
-      timings,
-      stop: stopAll,
-    };
+    return { ...client, imageId: image.id, stop: stopAll };
   } catch (err) {
     await stopAll().catch(() => {});
     throw err;
@@ -770,7 +789,7 @@ interface NovaServer {
  * deleted server's machine is stopped. Returns the function that stops watching.
  */
 export function bootServersAsMachines(
-  openstack: RunningOpenStack,
+  openstack: OpenStackClient,
   host: MachineHost,
   intervalMs = 500,
 ): () => Promise<void> {
@@ -814,4 +833,40 @@ export function bootServersAsMachines(
     stopped = true;
     await loop;
   };
+}
+
+// --- one OpenStack for the test run ---------------------------------------------------------------
+
+/** Where scripts/test.ts tells test files about the OpenStack it starts for the run. */
+export interface SharedOpenStackFiles {
+  /** Written with the OpenStackInfo once it serves. */
+  infoFile: string;
+  /** Written with the reason if it could not start. */
+  errorFile: string;
+}
+
+/**
+ * The OpenStack of the test run (scripts/test.ts starts it beside the clusters when a test file
+ * needs it), waited for; without one (a test file run on its own), one of this process's own.
+ */
+export async function sharedOpenStack(): Promise<{ openstack: OpenStackClient; stop(): Promise<void> }> {
+  const envFile = process.env.TENANTRY_TEST_ENV;
+  const shared = envFile
+    ? (JSON.parse(readFileSync(envFile, "utf8")) as { openstack?: SharedOpenStackFiles }).openstack
+    : undefined;
+  if (!shared) {
+    const own = await startOpenStack();
+    return { openstack: own, stop: () => own.stop() };
+  }
+  const deadline = Date.now() + 20 * 60_000;
+  for (;;) {
+    if (existsSync(shared.infoFile)) {
+      const info = JSON.parse(readFileSync(shared.infoFile, "utf8")) as OpenStackInfo;
+      return { openstack: openStackClient(info), stop: async () => {} };
+    }
+    if (existsSync(shared.errorFile))
+      throw new Error(`the test run's OpenStack did not start: ${readFileSync(shared.errorFile, "utf8")}`);
+    if (Date.now() > deadline) throw new Error("the test run's OpenStack did not start within 20 minutes");
+    await sleep(1000);
+  }
 }
