@@ -226,10 +226,110 @@ describe("worker nodes of an openstack NodeProvider", () => {
     );
     const failed = await waitForPhase(kc, name, "Failed", 120_000);
     assert.equal(failed.status?.reason, "ProviderRefused");
-    assert.match(
-      failed.status?.message ?? "",
-      new RegExp(`refused the machine: Image ${missingImage} could not be found`),
+    // Nova's own words for an imageRef Glance does not have.
+    assert.match(failed.status?.message ?? "", /refused the machine: Can not find requested image$/);
+    assert.deepEqual(await serversNamed(name), []);
+  });
+
+  it("reports credentials Keystone refuses on the NodeProvider", async () => {
+    succeeded(
+      await asAdmin([
+        "-n",
+        "tenantry-system",
+        "patch",
+        "secret",
+        secretName,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ stringData: { password: "wrong" } }),
+      ]),
     );
+    // A change of the NodeProvider makes tenantry read its Secret and list again at once.
+    succeeded(
+      await asAdmin([
+        "patch",
+        "nodeprovider",
+        providerName,
+        "--type=merge",
+        "-p",
+        '{"spec":{"joinTimeoutSeconds":601}}',
+      ]),
+    );
+    await eventually(
+      async () => {
+        const { stdout } = await asAdmin([
+          "get",
+          "nodeprovider",
+          providerName,
+          "-o",
+          "jsonpath={.status.flavorSummary}",
+        ]);
+        assert.equal(stdout, "m1.large, m1.medium, m1.small");
+      },
+      { timeoutMs: 60_000 },
+    );
+  });
+
+  it("builds a Nova server with the join configuration, tagged for the cluster, that joins as a private node", async () => {
+    const name = `os-1-${suffix}`;
+    succeeded(
+      await as(
+        owner,
+        ["create", "-f", "-"],
+        workerNodeManifest(name, { provider: providerName, flavor: "m1.small" }),
+      ),
+    );
+    const building = await eventually(
+      async () => {
+        const node = await readWorkerNode(kc, name);
+        assert.ok(node?.status?.machine?.id, "the server is asked for");
+        return node;
+      },
+      { timeoutMs: 120_000 },
+    );
+    const running = await waitForPhase(kc, name, "Running", 240_000);
+    assert.equal(running.status?.machine?.id, building.status?.machine?.id);
+    assert.equal(running.status?.machine?.status, "ACTIVE");
+    assert.deepEqual(
+      running.status?.phases?.map((p) => p.phase),
+      ["Building", "Available", "Joining", "Running"],
+    );
+    const [server, ...more] = await serversNamed(name);
+    assert.ok(server, "Nova has the server");
+    assert.deepEqual(more, [], "one server");
+    const clusterId = (
+      await core.readNamespacedConfigMap({ name: "tenantry-cluster-identity", namespace: "tenantry-system" })
+    ).data?.clusterId;
+    assert.ok(server.tags?.includes(clusterTag(clusterId!)), `tagged: ${server.tags}`);
+    assert.equal(server.metadata?.["tenantry-worker-node"], name);
+    assert.equal(server.metadata?.["tenantry-worker-node-uid"], running.metadata?.uid);
+    assert.match(
+      Buffer.from(server["OS-EXT-SRV-ATTR:user_data"] ?? "", "base64").toString(),
+      /^#cloud-config\n/,
+    );
+    const node = await core.readNode({ name });
+    assert.equal(node.metadata?.labels?.["tenantry.dev/node-owner"], owner.name);
+
+    succeeded(await as(owner, ["delete", "workernode", name, "--wait=false"]));
+    await waitForGone(kc, name, 180_000);
+    assert.deepEqual(await serversNamed(name), [], "the server is deleted");
+    await assert.rejects(core.readNode({ name }), (err: { code?: number }) => err.code === 404);
+  });
+
+  it("fails with Nova's own message when Nova refuses the server, and leaves nothing behind", async () => {
+    const name = `os-bad-${suffix}`;
+    const missingImage = randomUUID();
+    succeeded(
+      await as(
+        owner,
+        ["create", "-f", "-"],
+        workerNodeManifest(name, { provider: providerName, image: missingImage }),
+      ),
+    );
+    const failed = await waitForPhase(kc, name, "Failed", 120_000);
+    assert.equal(failed.status?.reason, "ProviderRefused");
+    // Nova's own words for an imageRef Glance does not have.
+    assert.match(failed.status?.message ?? "", /refused the machine: Can not find requested image$/);
     assert.deepEqual(await serversNamed(name), []);
   });
 
