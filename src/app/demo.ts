@@ -16,8 +16,9 @@ export const DEMO_PASSWORDS: Record<string, string> = {
 };
 
 /**
- * The embedded default's demo: tenant `demo` owned by alice with one declared namespace, a quota
- * and room for two namespaces of her own, plus a kubeconfig for alice signed by the cluster.
+ * The embedded default's demo: tenant `demo` owned by alice with one declared namespace, a quota,
+ * room for two namespaces and three worker nodes of its own, plus a kubeconfig for alice signed by
+ * the cluster.
  */
 export async function installDemo(
   client: ClusterClient,
@@ -35,6 +36,8 @@ export async function installDemo(
       namespacePrefix: "demo-",
       quota: { hard: { pods: "20", "requests.cpu": "8", "requests.memory": "16Gi" } },
       podSecurity: { level: "baseline" },
+      // Worker nodes of their own (WorkerNode), up to three, from the simulated machines.
+      workerNodes: { maxNodes: 3 },
       limitRanges: [
         {
           name: "defaults",

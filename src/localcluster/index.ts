@@ -7,8 +7,10 @@ export { ClusterHarness, type HarnessOptions } from "./harness.js";
 export { renderKubeconfig } from "./kubeconfig.js";
 export {
   DEFAULT_FLAVORS,
+  DEFAULT_MACHINE_DELAYS,
   type HostedMachine,
   type HostFlavor,
+  type MachineDelays,
   MachineHost,
   type MachineHostOptions,
 } from "./machines/host.js";
