@@ -123,7 +123,7 @@ function steps(samples: Sample[]): { label: string; values: number[] }[] {
 function rows(samples: Sample[]): (string | number)[][] {
   return steps(samples).map(({ label, values }) => [
     label,
-    values.length,
+    String(values.length),
     seconds(percentile(values, 50)),
     seconds(percentile(values, 90)),
     seconds(percentile(values, 100)),

@@ -7,13 +7,10 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import {
-  kubeletBootstrap,
-  type MachineHardware,
-  parseCloudConfig,
-  startsKubelet,
-  writeFiles,
-} from "./boot.js";
+import type { MachineHardware } from "./boot.js";
+
+// Loaded while the machine "boots", so that its own start adds as little as it can to the boot.
+const loading = import("./boot.js");
 
 export interface MachineSpec {
   name: string;
@@ -61,7 +58,10 @@ for (const signal of ["SIGTERM", "SIGINT"] as const) {
 async function main(): Promise<void> {
   const spec = JSON.parse(await readFile(join(dir!, "spec.json"), "utf8")) as MachineSpec;
   log(`booting ${spec.name} (${spec.hardware.cpu} CPU, ${spec.hardware.memory}, ${spec.hardware.ipv4})`);
-  if (spec.bootDelayMs > 0) await sleep(spec.bootDelayMs, undefined, { signal: stopping.signal });
+  const [{ kubeletBootstrap, parseCloudConfig, startsKubelet, writeFiles }] = await Promise.all([
+    loading,
+    spec.bootDelayMs > 0 ? sleep(spec.bootDelayMs, undefined, { signal: stopping.signal }) : undefined,
+  ]);
   await report({ state: "running" });
   try {
     const config = parseCloudConfig(spec.userData);
