@@ -1,7 +1,7 @@
 /**
  * `npm run bench:nodes`: how long a user waits for a worker node of their own, request → Running,
  * phase by phase, with the simulated provider: a local cluster with tenantry on it, WorkerNodes
- * created through the API and watched, each phase timed when the watch first shows it. One node at
+ * created through the API and watched, each phase timed by the controller's record of it. One node at
  * a time (--runs of them), then --concurrent nodes at once (--concurrent-runs times). Goal (issue):
  * one node under 10 s, 20 at once under 30 s.
  *
@@ -42,13 +42,15 @@ const TENANT = "bench";
 const coordinates = { group: TENANTRY_GROUP, version: TENANTS_VERSION, plural: "workernodes" };
 const PHASES: readonly WorkerNodePhase[] = ["Building", "Available", "Joining", "Running"];
 
-/** When (performance.now()) the watch first showed each phase of each node. */
-const seen = new Map<string, Map<WorkerNodePhase, number>>();
+/** Each node as the watch last showed it. */
+const latest = new Map<string, WorkerNode>();
 const gone = new Set<string>();
 
 interface Sample {
-  /** request sent → phase first seen, for each phase; and the request's own answer. */
+  /** request sent → the controller recorded each phase; and → the request was answered. */
   at: Partial<Record<WorkerNodePhase | "accepted", number>>;
+  /** request sent → the client's watch shows Running. */
+  seenRunning?: number;
   ok: boolean;
   last: string;
 }
@@ -57,8 +59,14 @@ function sleep(ms: number) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/**
+ * Asks for one node and waits for it. The phases' times are the controller's (status.phases, to the
+ * millisecond, same clock): every phase the node went through counts, also one shorter than a watch
+ * event; "request → Running" is also timed as the client sees it.
+ */
 async function askFor(custom: CustomObjectsApi, name: string): Promise<Sample> {
-  seen.set(name, new Map());
+  latest.delete(name);
+  const requestedAt = Date.now();
   const started = performance.now();
   const sample: Sample = { at: {}, ok: false, last: "" };
   try {
@@ -77,22 +85,22 @@ async function askFor(custom: CustomObjectsApi, name: string): Promise<Sample> {
   }
   sample.at.accepted = performance.now() - started;
   while (performance.now() - started < timeoutMs) {
-    const phases = seen.get(name)!;
-    if (phases.has("Failed")) {
-      sample.last = "Failed";
+    const phase = latest.get(name)?.status?.phase;
+    if (phase === "Failed") {
+      sample.last = `Failed: ${latest.get(name)?.status?.message}`;
       break;
     }
-    if (phases.has("Running")) {
+    if (phase === "Running") {
       sample.ok = true;
+      sample.seenRunning = performance.now() - started;
       break;
     }
     await sleep(20);
   }
-  for (const phase of PHASES) {
-    const t = seen.get(name)!.get(phase);
-    if (t !== undefined) sample.at[phase] = t - started;
+  for (const { phase, time } of latest.get(name)?.status?.phases ?? []) {
+    if (PHASES.includes(phase)) sample.at[phase] = Date.parse(time) - requestedAt;
   }
-  if (!sample.ok && !sample.last) sample.last = `still ${[...seen.get(name)!.keys()].pop() ?? "unseen"}`;
+  if (!sample.ok && !sample.last) sample.last = `still ${latest.get(name)?.status?.phase ?? "unseen"}`;
   return sample;
 }
 
@@ -117,6 +125,10 @@ function steps(samples: Sample[]): { label: string; values: number[] }[] {
     { label: "Available → Joining (kubelet asks to join)", values: between("Available", "Joining") },
     { label: "Joining → Running (CSR signed, Node Ready)", values: between("Joining", "Running") },
     { label: "request → Running", values: between("request", "Running") },
+    {
+      label: "request → Running seen by the client",
+      values: samples.flatMap((s) => (s.seenRunning !== undefined ? [s.seenRunning] : [])),
+    },
   ];
 }
 
@@ -179,9 +191,7 @@ async function main(): Promise<void> {
           gone.add(name);
           return;
         }
-        const phase = node.status?.phase;
-        const phases = seen.get(name);
-        if (phase && phases && !phases.has(phase)) phases.set(phase, performance.now());
+        latest.set(name, node);
       },
       () => {},
     );
@@ -202,9 +212,9 @@ async function main(): Promise<void> {
       const names = Array.from({ length: concurrent }, (_, i) => `many-${run}-${i}`);
       const samples = await Promise.all(names.map((name) => askFor(custom, name)));
       many.push(...samples);
-      if (samples.every((s) => s.ok)) makespans.push(Math.max(...samples.map((s) => s.at.Running!)));
+      if (samples.every((s) => s.ok)) makespans.push(Math.max(...samples.map((s) => s.seenRunning!)));
       process.stderr.write(
-        `${concurrent} at once, round ${run + 1}/${flags.concurrentRuns}: last Running after ${seconds(Math.max(...samples.map((s) => s.at.Running ?? Number.NaN)))} s, ${samples.filter((s) => !s.ok).length} failed\n`,
+        `${concurrent} at once, round ${run + 1}/${flags.concurrentRuns}: last Running after ${seconds(Math.max(...samples.map((s) => s.seenRunning ?? Number.NaN)))} s, ${samples.filter((s) => !s.ok).length} failed\n`,
       );
       await removeAll(custom, names);
     }
@@ -218,7 +228,7 @@ async function main(): Promise<void> {
       [
         `goal: request → Running under 10 s; p50 ${seconds(
           percentile(
-            single.flatMap((s) => (s.ok ? [s.at.Running!] : [])),
+            single.flatMap((s) => (s.ok ? [s.seenRunning!] : [])),
             50,
           ),
         )} s`,
@@ -233,7 +243,7 @@ async function main(): Promise<void> {
         ...rows(many),
         [
           "all Running (per round)",
-          makespans.length,
+          String(makespans.length),
           seconds(percentile(makespans, 50)),
           seconds(percentile(makespans, 90)),
           seconds(percentile(makespans, 100)),

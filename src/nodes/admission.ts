@@ -98,6 +98,10 @@ class QuotaReservations {
     return cached.length + pending.size;
   }
 
+  release(tenant: string, uid: string): void {
+    this.pending.get(tenant)?.delete(uid);
+  }
+
   reserve(tenant: string, name: string, uid: string): void {
     const pending = this.pending.get(tenant) ?? new Map();
     pending.set(uid, { name, until: Date.now() + RESERVATION_MS });
@@ -374,7 +378,9 @@ export class NodeAdmission {
       );
     }
     const uid = node.metadata?.uid ?? "";
-    return this.reservations.run(tenantName, async () => {
+    // Counting and reserving are one step per tenant; the token is made outside it, so that
+    // requests for many nodes at once wait for one another only that long.
+    const refusal = await this.reservations.run(tenantName, async () => {
       const used = this.reservations.count(tenantName);
       if (used >= allowed.maxNodes) {
         return deny(
@@ -382,11 +388,18 @@ export class NodeAdmission {
           FORBIDDEN,
         );
       }
-      if (dryRun) return allow();
-      await this.createToken(name, uid, joinTimeoutSeconds(provider));
-      this.reservations.reserve(tenantName, name, uid);
-      return allow();
+      if (!dryRun) this.reservations.reserve(tenantName, name, uid);
+      return undefined;
     });
+    if (refusal) return refusal;
+    if (dryRun) return allow();
+    try {
+      await this.createToken(name, uid, joinTimeoutSeconds(provider));
+    } catch (err) {
+      this.reservations.release(tenantName, uid);
+      throw err;
+    }
+    return allow();
   }
 
   /** The node's bootstrap token (document 001, step 2), expiring when the node must be Running. */

@@ -454,6 +454,39 @@ describe("a private worker node", () => {
   });
 });
 
+describe("a shared worker node", () => {
+  it("joins the common pool: untainted, and anyone's pods may run on it", async () => {
+    const name = `wn-shared-${suffix}`;
+    succeeded(await as(alice, ["create", "-f", "-"], workerNodeManifest(name, { policy: "shared" })));
+    try {
+      await waitForPhase(kc, name, "Running");
+      const node = await core.readNode({ name });
+      assert.equal(node.metadata?.labels?.[NODE_POLICY_LABEL], "shared");
+      assert.equal(node.metadata?.labels?.[NODE_OWNER_LABEL], undefined);
+      assert.deepEqual(node.spec?.taints?.filter((t) => t.key.startsWith("tenantry.dev/")) ?? [], []);
+      const selector = JSON.stringify({ spec: { nodeSelector: { "kubernetes.io/hostname": name } } });
+      succeeded(
+        await as(carol, [
+          "-n",
+          `${tenantB}-dev`,
+          "run",
+          "on-shared",
+          "--image=nginx",
+          `--overrides=${selector}`,
+        ]),
+      );
+      await eventually(async () => {
+        const pod = await podOf(`${tenantB}-dev`, "on-shared");
+        assert.equal(pod.spec?.nodeName, name);
+        assert.equal(pod.status?.phase, "Running");
+      });
+    } finally {
+      await as(alice, ["delete", "workernode", name, "--wait=false"]);
+      await waitForGone(kc, name);
+    }
+  });
+});
+
 describe("tenantry node", () => {
   it("creates with progress to Running, lists, describes and deletes; exit codes 2, 3 and 4", async () => {
     const name = `wn-cli-${suffix}`;
