@@ -181,7 +181,7 @@ export class WorkerNodeController {
     const name = ctx.ref.name;
     const node = this.options.informers.workerNodes.get(undefined, name);
     if (!node) {
-      await this.removeOrphanTokens(name, undefined);
+      await this.removeOrphanTokens(name);
       return reconcileDone();
     }
     const draft: Draft = {
@@ -683,10 +683,9 @@ export class WorkerNodeController {
    * Tokens made by admission for a WorkerNode that never came to be (its create failed after the
    * webhook) or that is gone: deleted once old enough that the cache cannot simply be behind.
    */
-  private async removeOrphanTokens(name: string, uid: string | undefined): Promise<void> {
+  private async removeOrphanTokens(name: string): Promise<void> {
     const now = Date.now();
     for (const secret of this.options.informers.tokensOf(name)) {
-      if (secret.metadata?.labels?.[WORKER_NODE_UID_LABEL] === uid) continue;
       const age = now - Date.parse(String(secret.metadata?.creationTimestamp));
       if (age >= this.orphanGraceMs) await this.deleteSecret(secret);
       else this.controller.enqueueAfter(this.key(name), this.orphanGraceMs - age + 100);
