@@ -6,10 +6,15 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { ClusterHarness, type ClusterState, defaultClusters } from "../src/localcluster/index.js";
+import {
+  ClusterHarness,
+  type ClusterState,
+  COMPONENT_ORDER,
+  defaultClusters,
+} from "../src/localcluster/index.js";
 import { rssMiBOfPid, table } from "./support/report.js";
 
-const COMPONENTS = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"];
+const COMPONENTS = [...COMPONENT_ORDER];
 
 async function measure(
   count: number,
@@ -39,6 +44,7 @@ const readyStep: Record<string, string> = {
   etcd: "etcd",
   "kube-apiserver": "kube-apiserver",
   kwok: "nodes",
+  "process-node": "process-node",
   "kube-controller-manager": "controllers",
 };
 

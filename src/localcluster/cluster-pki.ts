@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
+  type CertificateAuthority,
   createCertificateAuthority,
   createSigningKeyPair,
   issueCertificate,
@@ -16,6 +17,8 @@ export const clientIdentities = {
   scheduler: { commonName: "system:kube-scheduler", organizations: [] },
   // KWOK plays every kubelet (node status, leases, pod status), which no narrower built-in role covers.
   kwok: { commonName: "kwok-controller", organizations: ["system:masters"] },
+  // The process node's kubelet also provisions volumes and requests tokens for any pod on it.
+  processNode: { commonName: "tenantry-process-node", organizations: ["system:masters"] },
 } as const;
 
 export type ClientIdentity = keyof typeof clientIdentities;
@@ -44,6 +47,22 @@ async function readPair(dir: string, name: string): Promise<KeyPairPem> {
   };
 }
 
+async function issueClients(dir: string, ca: CertificateAuthority, onlyMissing: boolean): Promise<void> {
+  for (const [name, identity] of Object.entries(clientIdentities)) {
+    if (onlyMissing && existsSync(join(dir, `${name}.crt`))) continue;
+    await writePair(
+      dir,
+      name,
+      await issueCertificate(ca, {
+        ...identity,
+        organizations: [...identity.organizations],
+        usage: "client",
+        validDays: 3650,
+      }),
+    );
+  }
+}
+
 /** Creates the cluster's CA and certificates once; later starts reuse them so kubeconfigs stay valid. */
 export async function ensureClusterPki(dir: string, clusterName: string): Promise<ClusterPki> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
@@ -68,24 +87,15 @@ export async function ensureClusterPki(dir: string, clusterName: string): Promis
         validDays: 3650,
       }),
     );
-    for (const [name, identity] of Object.entries(clientIdentities)) {
-      await writePair(
-        dir,
-        name,
-        await issueCertificate(ca, {
-          ...identity,
-          organizations: [...identity.organizations],
-          usage: "client",
-          validDays: 3650,
-        }),
-      );
-    }
+    await issueClients(dir, ca, false);
     const serviceAccount = await createSigningKeyPair();
     await writeFile(join(dir, "sa.key"), serviceAccount.privateKeyPem, { mode: 0o600 });
     await writeFile(join(dir, "sa.pub"), serviceAccount.publicKeyPem);
     await writeFile(complete, "");
   }
   const ca = await loadCertificateAuthority(await readPair(dir, "ca"));
+  // A cluster created before an identity was added gets its certificate now; the others are kept.
+  await issueClients(dir, ca, true);
   const clients = {} as Record<ClientIdentity, KeyPairPem>;
   for (const name of Object.keys(clientIdentities) as ClientIdentity[])
     clients[name] = await readPair(dir, name);

@@ -3,12 +3,16 @@ import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { request } from "node:https";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api, KubeConfig, type V1Node } from "@kubernetes/client-node";
+import { fileURLToPath } from "node:url";
+import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Node } from "@kubernetes/client-node";
 import { type AccessWebhooks, configureAccessWebhooks } from "./access-webhooks.js";
 import type { ComponentBinaries } from "./build.js";
 import { type ClientIdentity, type ClusterPki, ensureClusterPki } from "./cluster-pki.js";
 import { renderKubeconfig, writeKubeconfig } from "./kubeconfig.js";
 import { assertPortFree, freePort, isPortFree, releasePort } from "./ports.js";
+import { PROCESS_NODE_NAME } from "./process-node/constants.js";
+import { claimPodCidr, releasePodCidr } from "./process-node/pod-network.js";
+import { stopRecordedProcesses } from "./process-node/records.js";
 import { isRunning, logTail, type RunningProcess, startProcess, stopProcess } from "./processes.js";
 import { type ClusterSpec, KWOK_NODE_ANNOTATION, validateClusterSpec, ZONE_LABEL } from "./spec.js";
 
@@ -17,6 +21,8 @@ export interface ClusterPorts {
   etcdPeer: number;
   apiserver: number;
   kwok: number;
+  /** The process node's kubelet API (container logs for kube-apiserver). */
+  kubelet: number;
   /** Where tenantry's authentication and authorization webhooks listen, when the spec asks for them. */
   accessWebhooks?: number;
 }
@@ -48,13 +54,23 @@ export interface ClusterStatus {
 }
 
 /** Components in start order; they are stopped in reverse. */
-const COMPONENT_ORDER = [
+export const COMPONENT_ORDER = [
   "etcd",
   "kube-apiserver",
   "kube-controller-manager",
   "kube-scheduler",
   "kwok",
+  "process-node",
 ] as const;
+
+type Component = (typeof COMPONENT_ORDER)[number];
+
+/** The process node's agent: TypeScript run by this Node.js through tsx, as the CLI itself runs. */
+const PROCESS_NODE_MAIN = fileURLToPath(new URL("./process-node/main.ts", import.meta.url));
+const TSX_LOADER = import.meta.resolve("tsx");
+
+/** Capacity of the process node: room for the runtimes benchmark's hundred pods and more. */
+const PROCESS_NODE_CAPACITY = { cpu: "32", memory: "128Gi", pods: "250" };
 
 /** One local cluster: its folder holds pki/, etcd/, logs/, kubeconfig and state.json. */
 export class LocalCluster {
@@ -125,6 +141,14 @@ export class LocalCluster {
     if (previous) {
       const status = await this.status();
       if (status.state === "running") return previous;
+      const dead = status.processes.filter((p) => !p.alive);
+      if (
+        previous.phase === "running" &&
+        dead.length > 0 &&
+        dead.every((p) => p.component === "process-node") &&
+        (await this.apiserverReady(previous))
+      )
+        return this.restartProcessNode(previous, binaries, log);
       if (status.processes.some((p) => p.alive)) {
         log(`${this.name}: cleaning up a half-started cluster left by an earlier run`);
       }
@@ -152,6 +176,7 @@ export class LocalCluster {
       etcdPeer: await reuse(previous?.etcdPeer),
       apiserver: this.spec.apiserverPort ?? (await reuse(previous?.apiserver)),
       kwok: await reuse(previous?.kwok),
+      kubelet: await reuse(previous?.kubelet),
       ...(this.spec.accessWebhooks ? { accessWebhooks: await reuse(previous?.accessWebhooks) } : {}),
     };
   }
@@ -180,16 +205,8 @@ export class LocalCluster {
       processes: [],
       startedAt: new Date().toISOString(),
     };
-    const launch = async (component: (typeof COMPONENT_ORDER)[number], binary: string, args: string[]) => {
-      const logFile = join(this.dir, "logs", `${component}.log`);
-      await writeFile(logFile, `--- ${new Date().toISOString()} ${binary} ${args.join(" ")}\n`, {
-        flag: "a",
-      });
-      const proc = startProcess(component, binary, args, logFile, this.dir);
-      state.processes.push(proc);
-      await this.writeState(state);
-      return proc;
-    };
+    const launch = (component: Component, binary: string, args: string[]) =>
+      this.launch(state, component, binary, args);
 
     try {
       await writeKubeconfig(this.kubeconfigPath, {
@@ -198,7 +215,7 @@ export class LocalCluster {
         caPem: pki.caPem,
         client: pki.clients.admin,
       });
-      for (const identity of ["controllerManager", "scheduler", "kwok"] as const)
+      for (const identity of ["controllerManager", "scheduler", "kwok", "processNode"] as const)
         await this.writeComponentKubeconfig(pki, server, identity);
 
       const etcd = await launch("etcd", binaries.etcd, [
@@ -288,6 +305,7 @@ export class LocalCluster {
           "--v=WARN",
         ]),
       );
+      components.push(await this.launchProcessNode(state, binaries));
 
       const kc = new KubeConfig();
       kc.loadFromString(
@@ -300,6 +318,10 @@ export class LocalCluster {
         return nodes.items.length >= (this.spec.nodes ?? 3) && nodes.items.every(isNodeReady);
       });
       mark("nodes");
+      await this.waitFor("the process node to become Ready", components, 120_000, async () =>
+        isNodeReady(await core.readNode({ name: PROCESS_NODE_NAME })),
+      );
+      mark("process-node");
       // The service-account controller runs in kube-controller-manager: once "default" exists, it is working.
       await this.waitFor(
         "kube-controller-manager to create the default service account",
@@ -325,6 +347,63 @@ export class LocalCluster {
       for (const port of Object.values(ports)) releasePort(port);
       throw err;
     }
+  }
+
+  private async launch(state: ClusterState, component: Component, binary: string, args: string[]) {
+    const logFile = join(this.dir, "logs", `${component}.log`);
+    await writeFile(logFile, `--- ${new Date().toISOString()} ${binary} ${args.join(" ")}\n`, {
+      flag: "a",
+    });
+    const proc = startProcess(component, binary, args, logFile, this.dir);
+    state.processes.push(proc);
+    await this.writeState(state);
+    return proc;
+  }
+
+  /** The process node's agent (see process-node/main.ts), on the cluster's own pod network. */
+  private async launchProcessNode(state: ClusterState, binaries: ComponentBinaries): Promise<RunningProcess> {
+    const podCidr = await claimPodCidr(this.dir, clusterRunning);
+    return this.launch(state, "process-node", process.execPath, [
+      "--import",
+      TSX_LOADER,
+      PROCESS_NODE_MAIN,
+      `--cluster=${this.name}`,
+      `--cluster-dir=${this.dir}`,
+      `--kubeconfig=${this.componentKubeconfig("processNode")}`,
+      `--node=${PROCESS_NODE_NAME}`,
+      `--pod-cidr=${podCidr}`,
+      `--kubelet-port=${state.ports.kubelet}`,
+      `--kubelet-version=${binaries.versions.kubernetes}`,
+      `--capacity=${JSON.stringify(PROCESS_NODE_CAPACITY)}`,
+      `--labels=${JSON.stringify(this.spec.labels ?? {})}`,
+    ]);
+  }
+
+  /**
+   * Starts the process node's agent again when it alone has died (a crash, `kill -9`): the rest of
+   * the cluster keeps running, and the new agent adopts the processes of the pods that still exist.
+   */
+  private async restartProcessNode(
+    state: ClusterState,
+    binaries: ComponentBinaries,
+    log: (line: string) => void,
+  ) {
+    log(`${this.name}: the process node's agent had stopped; starting it again`);
+    state.processes = state.processes.filter((p) => p.component !== "process-node");
+    const agent = await this.launchProcessNode(state, binaries);
+    const since = Date.now();
+    const kc = new KubeConfig();
+    kc.loadFromFile(this.kubeconfigPath);
+    const coordination = kc.makeApiClient(CoordinationV1Api);
+    await this.waitFor("the process node's agent to renew its lease", [agent], 60_000, async () => {
+      const lease = await coordination.readNamespacedLease({
+        name: PROCESS_NODE_NAME,
+        namespace: "kube-node-lease",
+      });
+      return new Date(lease.spec?.renewTime ?? 0).getTime() >= since - 1000;
+    });
+    await this.writeState(state);
+    return state;
   }
 
   private componentKubeconfig(identity: ClientIdentity): string {
@@ -417,6 +496,8 @@ export class LocalCluster {
     // Clients first, then the API server, then etcd, so nothing logs errors about a vanished server.
     const clients = byOrder.filter((p) => !["kube-apiserver", "etcd"].includes(p.component));
     await Promise.all(clients.map((p) => stopProcess(p)));
+    // The process node's agent stops its pods; after a crash of the agent they are stopped here.
+    await stopRecordedProcesses(this.dir);
     for (const p of byOrder.filter((p) => ["kube-apiserver", "etcd"].includes(p.component)))
       await stopProcess(p);
   }
@@ -433,11 +514,23 @@ export class LocalCluster {
   /** Stops the cluster and deletes its data, certificates and logs. */
   async reset(): Promise<void> {
     await this.stop();
+    await releasePodCidr(this.dir);
     await rm(this.dir, { recursive: true, force: true });
   }
 }
 
 class PortTakenError extends Error {}
+
+/** Whether the cluster in `dir` runs its process node now (its claim on a pod network is alive). */
+async function clusterRunning(dir: string): Promise<boolean> {
+  try {
+    const state = JSON.parse(await readFile(join(dir, "state.json"), "utf8")) as ClusterState;
+    const agent = state.processes.find((p) => p.component === "process-node");
+    return agent !== undefined && isRunning(agent.pid, agent.binary);
+  } catch {
+    return false;
+  }
+}
 
 function isNodeReady(node: V1Node): boolean {
   return node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;

@@ -1,7 +1,7 @@
 export { ACCESS_CACHE_TTL_SECONDS, type AccessWebhooks } from "./access-webhooks.js";
 export { type BuildOptions, type ComponentBinaries, ensureComponents } from "./build.js";
 export type { ClusterPorts, ClusterState, ClusterStatus } from "./cluster.js";
-export { LocalCluster } from "./cluster.js";
+export { COMPONENT_ORDER, LocalCluster } from "./cluster.js";
 export { components, pinnedVersion } from "./components.js";
 export { ClusterHarness, type HarnessOptions } from "./harness.js";
 export { renderKubeconfig } from "./kubeconfig.js";
@@ -15,6 +15,17 @@ export {
   type MachineHostOptions,
 } from "./machines/host.js";
 export { assertPortFree, freePort, isPortFree } from "./ports.js";
+export {
+  LOCAL_IMAGES,
+  LOCAL_PROVISIONER,
+  LOCAL_STORAGE_CLASS,
+  type LocalImageKind,
+  PROCESS_NODE_LABEL,
+  PROCESS_NODE_NAME,
+  PROCESS_NODE_PLACEMENT,
+  PROCESS_NODE_TAINT,
+} from "./process-node/constants.js";
+export { ensureJupyterServer, type JupyterServerInstall } from "./process-node/jupyter-venv.js";
 export {
   type ClusterSpec,
   defaultClusters,

@@ -1,0 +1,43 @@
+/**
+ * What tests, the demo and benchmarks need to place pods on the process node of a local cluster
+ * and to give them images it runs. Product code never imports these: it meets the process node
+ * only through ordinary Kubernetes objects (node selectors, tolerations, images).
+ */
+
+/** The one node of each local cluster whose pods run as local processes. */
+export const PROCESS_NODE_NAME = "process-node-0";
+
+/** Label key on the process node, with the value "true". */
+export const PROCESS_NODE_LABEL = "tenantry.dev/process-node";
+
+/** Keeps every pod that does not ask for the process node off it. */
+export const PROCESS_NODE_TAINT = { key: PROCESS_NODE_LABEL, value: "true", effect: "NoSchedule" } as const;
+
+/** Node selector and toleration that put a pod on the process node (e.g. a RuntimeService's spec.pods). */
+export const PROCESS_NODE_PLACEMENT = {
+  nodeSelector: { [PROCESS_NODE_LABEL]: "true" },
+  tolerations: [
+    { key: PROCESS_NODE_TAINT.key, operator: "Equal", value: "true", effect: PROCESS_NODE_TAINT.effect },
+  ],
+};
+
+/**
+ * The images the process node can run. Any tag of these repositories is accepted; the values here
+ * are the ones to use. Anything else waits in ErrImagePull naming these.
+ */
+export const LOCAL_IMAGES = {
+  /** A real Jupyter Server (PyPI jupyter-server, pinned) in a virtualenv installed on first pull. */
+  jupyter: "quay.io/jupyter/base-notebook:2025-03-14",
+  /** HTTP and WebSocket echo on $PORT (default 8080), as jmalloc/echo-server answers. */
+  echo: "docker.io/jmalloc/echo-server:v0.3.7",
+  /** Sleeps until stopped. */
+  pause: "registry.k8s.io/pause:3.10",
+} as const;
+
+export type LocalImageKind = keyof typeof LOCAL_IMAGES;
+
+/** The default StorageClass of every local cluster: a directory per claim under the cluster's folder. */
+export const LOCAL_STORAGE_CLASS = "tenantry-local";
+
+/** Provisioner name of {@link LOCAL_STORAGE_CLASS}, served by the process node's agent. */
+export const LOCAL_PROVISIONER = "tenantry.dev/local-volumes";
