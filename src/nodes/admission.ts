@@ -377,6 +377,8 @@ export class NodeAdmission {
         CONFLICT,
       );
     }
+    // The name is taken: the API server answers AlreadyExists after admission; no token, no quota.
+    if (informers.workerNodes.get(undefined, name)) return allow();
     const uid = node.metadata?.uid ?? "";
     // Counting and reserving are one step per tenant; the token is made outside it, so that
     // requests for many nodes at once wait for one another only that long.

@@ -90,7 +90,7 @@ before(async () => {
     owners: [{ kind: "User", name: alice.name }],
     users: [{ name: bob.name, role: "edit" }],
     namespaces: [{ name: "dev" }],
-    workerNodes: { maxNodes: 2, flavors: ["m1.small", "m1.medium"] },
+    workerNodes: { maxNodes: 3, flavors: ["m1.small", "m1.medium"] },
   });
   await createTenant(tenantB, {
     owners: [{ kind: "User", name: carol.name }],
@@ -99,7 +99,7 @@ before(async () => {
 });
 
 after(async () => {
-  for (const name of [nodeName, `${nodeName}-2`])
+  for (const name of [nodeName, `${nodeName}-2`, `${nodeName}-3`])
     await asAdmin(["delete", "workernode", name, "--ignore-not-found", "--wait=false"]);
   await waitForGone(kc, nodeName).catch(() => {});
   await deleteTenants([tenantA, tenantB]);
@@ -335,16 +335,17 @@ describe("a private worker node", () => {
       await as(alice, ["create", "--dry-run=server", "-f", "-"], workerNodeManifest(`${nodeName}-dry`, {})),
     );
     assert.equal(await readWorkerNode(kc, `${nodeName}-dry`), undefined);
-    // The quota: two nodes at most.
+    // The quota: three nodes at most.
     succeeded(
       await as(alice, ["create", "-f", "-"], workerNodeManifest(`${nodeName}-2`, { flavor: "m1.medium" })),
     );
+    succeeded(await as(alice, ["create", "-f", "-"], workerNodeManifest(`${nodeName}-3`, {})));
     denied(
-      await as(alice, ["create", "-f", "-"], workerNodeManifest(`${nodeName}-3`, {})),
+      await as(alice, ["create", "-f", "-"], workerNodeManifest(`${nodeName}-4`, {})),
       "workernodes.nodes.tenantry.dev",
-      /tenant "wna-.*" has 2 worker nodes of the 2 its spec\.workerNodes\.maxNodes allows: delete one first/,
+      /tenant "wna-.*" has 3 worker nodes of the 3 its spec\.workerNodes\.maxNodes allows: delete one first/,
     );
-    for (const name of ["p", "f", "t", "o", "d", "c", "dry", "3"].map((s) => `${nodeName}-${s}`))
+    for (const name of ["p", "f", "t", "o", "d", "c", "dry", "4"].map((s) => `${nodeName}-${s}`))
       assert.deepEqual(await tokensOf(name), [], `no token left for ${name}`);
     assert.deepEqual(await tokensOf("home-node-0"), []);
     // Nobody but its owner (and the tenant's owners, and administrators) deletes it.
@@ -353,7 +354,7 @@ describe("a private worker node", () => {
       "workernodes.nodes.tenantry.dev",
       /WorkerNode "wn-.*-2" belongs to "wn-alice-.*": only they, the owners of tenant "wna-.*" and cluster administrators may delete it/,
     );
-    succeeded(await as(alice, ["delete", "workernode", `${nodeName}-2`, "--wait=false"]));
+    succeeded(await as(alice, ["delete", "workernode", `${nodeName}-2`, `${nodeName}-3`, "--wait=false"]));
   });
 
   it("lets the API server refuse a used, an expired and a misused bootstrap token", async () => {
