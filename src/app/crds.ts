@@ -6,6 +6,7 @@ import { CLOUDS_CRDS } from "../clouds/index.js";
 import { CLUSTERS_CRDS } from "../clusters/index.js";
 import { IDENTITY_CRDS } from "../identity/index.js";
 import { MULTICLUSTER_CRDS } from "../multicluster/index.js";
+import { NODES_CRDS } from "../nodes/index.js";
 import { RUNTIMES_CRDS } from "../runtimes/index.js";
 import { STORAGE_CRDS } from "../storage/index.js";
 import { TENANTS_CRDS } from "../tenants/index.js";
@@ -19,6 +20,7 @@ export const ALL_CRDS: readonly CustomResourceDefinition[] = [
   ...STORAGE_CRDS,
   ...CLUSTERS_CRDS,
   ...CLOUDS_CRDS,
+  ...NODES_CRDS,
 ];
 
 /** Where the generated manifests live, relative to the repository root. */

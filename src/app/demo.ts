@@ -16,8 +16,9 @@ export const DEMO_PASSWORDS: Record<string, string> = {
 };
 
 /**
- * The embedded default's demo: tenant `demo` owned by alice with one declared namespace, a quota
- * and room for two namespaces of her own, plus a kubeconfig for alice signed by the cluster.
+ * The embedded default's demo: tenant `demo` owned by alice with one declared namespace, a quota,
+ * room for two namespaces and three worker nodes of its own, plus a kubeconfig for alice signed by
+ * the cluster.
  */
 export async function installDemo(
   client: ClusterClient,
@@ -36,6 +37,8 @@ export async function installDemo(
       namespaceQuota: 2,
       namespacePrefix: "demo-",
       quota: { hard: { pods: "20" } },
+      // Worker nodes of their own (WorkerNode), up to three, from the simulated machines.
+      workerNodes: { maxNodes: 3 },
     }),
   } as KubernetesObject;
   await applyObject(client, tenant);

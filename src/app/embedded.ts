@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import { registerCluster, standaloneKubeconfig } from "../clusters/index.js";
 import { type ClusterState, PROCESS_NODE_NAME } from "../localcluster/index.js";
 import type { StorageOptions } from "../storage/index.js";
-import { type RunningTenantry, startTenantry } from "./tenantry.js";
+import { type RunningTenantry, startTenantry, type TenantryOptions } from "./tenantry.js";
 
 /** The pooled StorageClass every cluster of the embedded default has beside the harness' own default `tenantry-local`. */
 export const EMBEDDED_POOLED_CLASS = "tenantry-pooled";
@@ -48,7 +48,11 @@ export function embeddedStorage(state: ClusterState): StorageOptions {
  * its token and authorization webhooks pointing at a fixed loopback port, with a serving
  * certificate from the cluster's CA, so tenantry serves them there.
  */
-export async function startEmbeddedTenantry(state: ClusterState, logger: Logger): Promise<RunningTenantry> {
+export async function startEmbeddedTenantry(
+  state: ClusterState,
+  logger: Logger,
+  extra: Pick<TenantryOptions, "nodes"> = {},
+): Promise<RunningTenantry> {
   const access = state.accessWebhooks;
   const tenantry = await startTenantry({
     cluster: state.name,
@@ -56,6 +60,7 @@ export async function startEmbeddedTenantry(state: ClusterState, logger: Logger)
     logger,
     clusterLabels: state.spec.labels ?? {},
     storage: embeddedStorage(state),
+    ...extra,
     ...(access
       ? {
           access: {

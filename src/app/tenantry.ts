@@ -46,6 +46,7 @@ import {
   ReflectionController,
   ReplicatedDeploymentController,
 } from "../multicluster/index.js";
+import { type LocalMachineHost, Nodes } from "../nodes/index.js";
 import {
   InformerRouteSource,
   KubeActivityWriter,
@@ -158,6 +159,15 @@ export interface TenantryOptions {
    * node agent in this process unless given (the embedded default gives both).
    */
   storage?: StorageOptions | false;
+  /** Worker nodes on demand. */
+  nodes?: {
+    /** The harness's simulated machines (embedded default only): adds NodeProvider `simulated`. */
+    localMachines?: LocalMachineHost;
+    /** kube-apiserver as machines reach it (default: tenantry's own kubeconfig's server and CA). */
+    apiServer?: { url: string; caPem: string };
+    /** Shorter controller timings, for tests and benchmarks. */
+    timings?: { pollMs?: number; runningCheckMs?: number; orphanGraceMs?: number };
+  };
   identityProviders?: {
     /** Built-in users and tokens (default on). */
     builtin?: { tokenTtlSeconds?: number; keyRotationSeconds?: number } | false;
@@ -189,6 +199,8 @@ export interface RunningTenantry {
   runtimesProxy?: RuntimesProxy;
   /** The logical-clouds REST API, and the CA its serving certificate chains to. */
   logicalClouds?: { api: LogicalCloudsApi; url: string; caPem: string };
+  /** Worker nodes on demand: their caches and provider registry. */
+  nodes: Nodes;
   isLeader(): boolean;
   stop(): Promise<void>;
 }
@@ -242,18 +254,30 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         throw err;
       }),
   });
+  const nodes = new Nodes({
+    client,
+    tenants: informers,
+    namespace,
+    clusterId: clusterIdentity.clusterId,
+    logger,
+    ...(options.nodes?.localMachines ? { localMachines: options.nodes.localMachines } : {}),
+    ...(options.nodes?.apiServer ? { apiServer: options.nodes.apiServer } : {}),
+    ...(options.nodes?.timings ? { timings: options.nodes.timings } : {}),
+  });
   const clusterRegistry = new ClusterRegistry(client, namespace, {
     ...(options.clusterRegistry?.requestTimeoutMs
       ? { requestTimeoutMs: options.clusterRegistry.requestTimeoutMs }
       : {}),
   });
   const cloudInformers = new CloudInformers(client);
-  await Promise.all([clusterRegistry.start(), cloudInformers.start()]);
+  await Promise.all([clusterRegistry.start(), cloudInformers.start(), nodes.start()]);
   const webhooks: AdmissionWebhook[] = [
     ...tenantWebhooks(informers, { ownNamespace: namespace }),
     quotaAdmission.webhook(),
     offloadingPodWebhook(offloading),
     accessGrantWebhook(client.kubeConfig),
+    // After the tenants' pod webhooks: the node pool's tolerations are in place when they look.
+    ...nodes.webhooks(),
   ];
 
   const server = new WebhookServer({
@@ -468,6 +492,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           : [new StorageSystem({ ...options.storage, client, namespace, registry: metrics, logger })]),
         new ProjectController({ client, informers: cloudInformers, logger }),
         new LogicalCloudController({ client, registry: clusterRegistry, informers: cloudInformers, logger }),
+        ...nodes.controllers(),
       ];
       controllers = mine;
       for (const controller of mine) {
@@ -501,6 +526,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     ...(logicalCloudsApi
       ? { logicalClouds: { api: logicalCloudsApi, url: logicalCloudsApi.url, caPem: tls.caPem } }
       : {}),
+    nodes,
     isLeader: () => elector.isLeader(),
     async stop() {
       await elector.stop();
@@ -518,6 +544,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await offloading.stop();
       await clusterRegistry.stop();
       await cloudInformers.stop();
+      await nodes.stop();
     },
   };
 }

@@ -6,6 +6,7 @@ import { registerCloudCommands } from "./cloud.js";
 import { registerClusterCommands } from "./cluster.js";
 import { registerDevCommands } from "./dev.js";
 import { registerLoginCommands } from "./login.js";
+import { registerNodeCommands } from "./node.js";
 import { registerOffloadCommands } from "./offload.js";
 import { registerPeerCommands } from "./peer.js";
 import { registerRunCommand } from "./run.js";
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
   registerRuntimeCommands(program);
   registerClusterCommands(program);
   registerCloudCommands(program);
+  registerNodeCommands(program);
   return program;
 }
 

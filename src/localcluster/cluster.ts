@@ -258,6 +258,8 @@ export class LocalCluster {
         "--service-cluster-ip-range=10.96.0.0/16",
         ...authorizationFlags,
         "--allow-privileged=true",
+        // Worker nodes join the way kubeadm's do: a bootstrap token, then a kubelet client CSR.
+        "--enable-bootstrap-token-auth=true",
         // No kubelets or kube-proxy run here, so the kubernetes Service keeps no endpoints.
         "--endpoint-reconciler-type=none",
         "--profiling=false",
@@ -279,7 +281,8 @@ export class LocalCluster {
           `--root-ca-file=${pki.caCert}`,
           `--cluster-signing-cert-file=${pki.caCert}`,
           `--cluster-signing-key-file=${pki.caKey}`,
-          "--controllers=*",
+          // `*` leaves these two off: they sign cluster-info and delete expired bootstrap tokens.
+          "--controllers=*,bootstrapsigner,tokencleaner",
           "--concurrent-gc-syncs=20",
           "--concurrent-namespace-syncs=10",
           // A full quota recount every 15 s bounds how stale ResourceQuota usage can get when an

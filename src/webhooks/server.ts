@@ -50,7 +50,10 @@ export interface AdmissionWebhook {
   failurePolicy: "Fail" | "Ignore";
   namespaceSelector?: V1LabelSelector;
   objectSelector?: V1LabelSelector;
-  /** CEL conditions the API server checks before calling: requests failing one never reach tenantry. */
+  /**
+   * CEL expressions (all must hold) that decide, in the API server, whether a request is sent at
+   * all: a `Fail` webhook that only a few requests need then blocks only those while it is down.
+   */
   matchConditions?: { name: string; expression: string }[];
   timeoutSeconds?: number;
   /** `NoneOnDryRun` for webhooks that write (reservations) except on dry runs; default `None`. */

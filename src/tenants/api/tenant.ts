@@ -427,6 +427,35 @@ export const TenantSpecSchema = Type.Object(
         },
       ),
     ),
+    workerNodes: Type.Optional(
+      Type.Object(
+        {
+          maxNodes: Type.Integer({
+            description:
+              "How many WorkerNodes the tenant's users may have at once (those being deleted count until they are gone); 0 means none.",
+            format: "int32",
+            minimum: 0,
+            maximum: 10000,
+          }),
+          flavors: Type.Optional(
+            ListSet(Type.String({ description: "A flavor name.", minLength: 1, maxLength: 255 }), {
+              description: "Flavors the tenant's users may ask for. Unset means any the provider offers.",
+              maxItems: 64,
+            }),
+          ),
+          providers: Type.Optional(
+            ListSet(DnsSubdomain({ description: "A NodeProvider name." }), {
+              description: "NodeProviders the tenant's users may use. Unset means any.",
+              maxItems: 16,
+            }),
+          ),
+        },
+        {
+          description:
+            "Worker nodes on demand (WorkerNode): how many the tenant's users may ask for, and which. Unset means the tenant may ask for none.",
+        },
+      ),
+    ),
     podSecurity: Type.Optional(
       Type.Object(
         {
