@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { silentLogger } from "../../kube/index.js";
 import { probeHost } from "./capabilities.js";
+import { runCommand } from "./commands.js";
 import {
   allocateDirectory,
   allocateImage,
@@ -76,6 +77,35 @@ describe("volume files", () => {
       await destroyImage(paths);
     }
     assert.ok(!(await isMountPoint(paths.mount)));
+    assert.ok(!existsSync(paths.image) && !existsSync(paths.mount));
+  });
+
+  test("a loop volume whose making was cut short: encrypted but not in place; done again whole", async (t) => {
+    const caps = await probeHost({ installTools: false, logger: silentLogger });
+    if (!caps.encryption.ok)
+      return t.skip(`encrypted volumes are not possible here: ${caps.encryption.message}`);
+    const paths = volumePaths(store, "cut");
+    await allocateImage(paths, 32n * 1024n * 1024n);
+    await mountImage(paths);
+    try {
+      // An agent killed while its mount ran, and the next one mounting again.
+      const again = await runCommand("mount", ["-o", "loop", paths.image, paths.mount]);
+      assert.match(again.stderr, /already mounted/);
+      assert.equal(await mountImage(paths), false, "mounted once");
+      const key = randomBytes(32);
+      await prepareLoopData(paths, key, "tenant.test", "claim-1");
+      // Killed after `fscrypt encrypt`, before the folder was renamed into place: its protector stays.
+      await rename(paths.loopData, join(paths.mount, ".data-new"));
+      await prepareLoopData(paths, key, "tenant.test", "claim-1");
+      await writeFile(join(paths.loopData, "hello.txt"), "hello");
+      await lockLoopData(paths);
+      assert.ok(!(await readdir(paths.loopData)).includes("hello.txt"), "encrypted again");
+      await prepareLoopData(paths, key, "tenant.test", "claim-1");
+      assert.equal(await readFile(join(paths.loopData, "hello.txt"), "utf8"), "hello");
+    } finally {
+      await destroyImage(paths);
+    }
+    assert.ok(!(await isMountPoint(paths.mount)), "every mount is undone");
     assert.ok(!existsSync(paths.image) && !existsSync(paths.mount));
   });
 });

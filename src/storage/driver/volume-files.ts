@@ -159,8 +159,16 @@ export async function mountImage(paths: VolumePaths): Promise<boolean> {
   if (await isMountPoint(paths.mount)) return false;
   await mkdir(paths.mount, { recursive: true });
   // noinit_itable: the kernel must not zero the inode tables behind our back (the file would grow).
-  await mustRun("mount", ["-o", "loop,noinit_itable,nodev,nosuid", paths.image, paths.mount]);
-  return true;
+  const result = await runCommand("mount", [
+    "-o",
+    "loop,noinit_itable,nodev,nosuid",
+    paths.image,
+    paths.mount,
+  ]);
+  if (result.code === 0) return true;
+  // Mounted meanwhile (the `mount` of an agent killed just before still ran): what was wanted is done.
+  if (/already mounted/.test(result.stderr) && (await isMountPoint(paths.mount))) return false;
+  throw new CommandError("mount -o loop", result);
 }
 
 /** Prepares the mounted filesystem for fscrypt (its `.fscrypt` metadata folder). */
@@ -168,6 +176,24 @@ export async function setupFscrypt(paths: VolumePaths): Promise<void> {
   await ensureFscryptConf(paths);
   if (existsSync(join(paths.mount, ".fscrypt"))) return;
   await mustRun("fscrypt", ["setup", paths.mount, "--quiet", "--force"], { env: fscryptEnv(paths) });
+}
+
+/**
+ * Removes the fscrypt policies and protectors an interrupted encryption left on the volume's
+ * filesystem (the agent killed during `fscrypt encrypt`, or after it and before the folder was renamed
+ * into place): the next `fscrypt encrypt` would otherwise fail for good with "there is already a
+ * protector named …". Called only while the volume has no data folder, when nothing on its
+ * filesystem is encrypted (each claim gets a fresh filesystem), so every policy and protector on it
+ * is such a leftover.
+ */
+async function clearFscryptLeftovers(paths: VolumePaths): Promise<void> {
+  const metadata = join(paths.mount, ".fscrypt");
+  const entries = async (dir: string) => readdir(join(metadata, dir)).catch(() => [] as string[]);
+  if ((await entries("policies")).length === 0 && (await entries("protectors")).length === 0) return;
+  // fscrypt removes the metadata folder as a whole (atomically); setupFscrypt makes it again.
+  await mustRun("fscrypt", ["metadata", "destroy", paths.mount, "--force", "--quiet"], {
+    env: fscryptEnv(paths),
+  });
 }
 
 /**
@@ -207,6 +233,7 @@ export async function prepareLoopData(
   await rm(fresh, { recursive: true, force: true });
   await mkdir(fresh);
   if (key) {
+    await clearFscryptLeftovers(paths);
     await setupFscrypt(paths);
     await withKeyFile(key, (file) =>
       mustRun(
