@@ -122,8 +122,12 @@ export class NodeAgent {
     const status = volume.status ?? {};
     const format = status.format ? { format: status.format } : chooseFormat(volume, caps);
     if ("failed" in format) return this.fail(volume, format.failed, caps);
+    // Once a volume is made, whether it is encrypted is a fact of its files, not of the latest probe:
+    // an encrypted folder is unlocked even if a probe failed meanwhile, a plain one stays plain.
     const encrypt =
-      format.format === "LoopExt4" && volume.spec.encryption !== "Disabled" && caps.encryption.ok;
+      status.format && status.encrypted !== undefined
+        ? status.encrypted
+        : format.format === "LoopExt4" && volume.spec.encryption !== "Disabled" && caps.encryption.ok;
     if (format.format === "LoopExt4" && volume.spec.encryption === "Required" && !encrypt)
       return this.fail(volume, caps.encryption as Extract<Capability, { ok: false }>, caps);
     const paths = volumePaths(volume.spec.store.path, name);
