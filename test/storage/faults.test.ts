@@ -254,24 +254,36 @@ describe("pooled storage faults", () => {
 
   test("where encryption cannot be had, the pool says why and Required makes no plain volume", async (t) => {
     if (process.getuid?.() !== 0) return t.skip("needs root to start a storage system as another user");
-    // A storage system without root (uid 65534): no loop devices, no encryption.
+    // A storage system without root (uid 65534): no loop devices, no encryption. Its kubeconfig and
+    // the IfAvailable pool's store are in a folder of its own: the test run's folder is root's alone
+    // (mode 0700), so uid 65534 could make no file below it.
     const noRoot = testProvisioner();
     const required = uniqueName("pool");
     const allowed = uniqueName("pool");
-    const kubeconfigDir = await mkdtemp(join(tmpdir(), "tenantry-nobody-"));
-    const kubeconfig = join(kubeconfigDir, "kubeconfig");
+    const nobodyDir = await mkdtemp(join(tmpdir(), "tenantry-nobody-"));
+    const kubeconfig = join(nobodyDir, "kubeconfig");
     await writeFile(
       kubeconfig,
       await readFile(testEnvironment().clusters.find((c) => c.name === "home")!.kubeconfig),
     );
-    await chown(kubeconfigDir, 65534, 65534);
+    await chown(nobodyDir, 65534, 65534);
     await chown(kubeconfig, 65534, 65534);
     await newPool(required, { provisioner: noRoot, encryption: "Required", warm: { min: 1, max: 1 } });
-    const allowedStore = storePath(allowed, "a");
-    await mkdir(allowedStore, { recursive: true });
+    const allowedStore = join(nobodyDir, "store-a");
+    await mkdir(allowedStore);
     await chown(allowedStore, 65534, 65534);
-    await newPool(allowed, { provisioner: noRoot, encryption: "IfAvailable", warm: { min: 1, max: 1 } });
+    await newPool(allowed, {
+      provisioner: noRoot,
+      encryption: "IfAvailable",
+      warm: { min: 1, max: 1 },
+      backingStores: [{ name: "a", path: allowedStore, node: PROCESS_NODE_NAME, capacity: "1Gi" }],
+    });
     const nobody = await startStorageChild(noRoot, { uid: 65534, kubeconfig });
+    // A child of its own on a loaded machine: its first volumes take a while.
+    const slowChild = { timeoutMs: 90_000 };
+    const withLog = (err: Error) => {
+      throw new Error(`${err.message}\n--- the storage system's log:\n${nobody.log().slice(-6000)}`);
+    };
     try {
       await eventually(async () => {
         const conditions = (await readPool(client, required)).status?.conditions;
@@ -283,7 +295,7 @@ describe("pooled storage faults", () => {
         );
         assert.match(encrypted?.message ?? "", /no volume is made.*uid 65534/);
         assert.equal(findCondition(conditions, "Ready")?.status, "False");
-      });
+      }, slowChild).catch(withLog);
       const made = await volumesOf(client, required);
       assert.ok(
         made.every((v) => v.status?.phase === "Failed" && !v.status.dataPath),
@@ -296,7 +308,7 @@ describe("pooled storage faults", () => {
           events.some((e) => e.reason === "ProvisioningFailed" && /NoRoot/.test(e.message ?? "")),
           JSON.stringify(events.map((e) => e.message)),
         );
-      });
+      }, slowChild).catch(withLog);
       assert.equal(
         (await api.readNamespacedPersistentVolumeClaim({ namespace, name: "must-encrypt" })).status?.phase,
         "Pending",
@@ -311,14 +323,14 @@ describe("pooled storage faults", () => {
           JSON.stringify(conditions),
         );
         assert.match(encrypted?.message ?? "", /not encrypted/);
-      });
+      }, slowChild).catch(withLog);
       await api.createNamespacedPersistentVolumeClaim({ namespace, body: claim("may-be-plain", allowed) });
-      const bound = await boundClaim(api, namespace, "may-be-plain");
+      const bound = await boundClaim(api, namespace, "may-be-plain", 90_000).catch(withLog);
       const pv = await api.readPersistentVolume({ name: bound.spec!.volumeName! });
       assert.ok(pv.spec?.local?.path?.startsWith(join(allowedStore, "dirs")), pv.spec?.local?.path);
     } finally {
       await nobody.kill();
-      await rm(kubeconfigDir, { recursive: true, force: true });
+      await rm(nobodyDir, { recursive: true, force: true });
     }
 
     // A storage system as root but without the fscrypt tool (and not allowed to install it).
@@ -348,6 +360,8 @@ describe("pooled storage faults", () => {
           JSON.stringify(encrypted),
         );
         assert.match(encrypted?.message ?? "", /fscrypt is not installed/);
+      }, slowChild).catch((err: Error) => {
+        throw new Error(`${err.message}\n--- the storage system's log:\n${toolless.log().slice(-6000)}`);
       });
     } finally {
       await toolless.kill();
