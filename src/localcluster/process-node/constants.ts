@@ -17,7 +17,7 @@ export const PROCESS_NODE_TAINT = { key: PROCESS_NODE_LABEL, value: "true", effe
 export const PROCESS_NODE_PLACEMENT = {
   nodeSelector: { [PROCESS_NODE_LABEL]: "true" },
   tolerations: [
-    { key: PROCESS_NODE_TAINT.key, operator: "Equal", value: "true", effect: PROCESS_NODE_TAINT.effect },
+    { key: PROCESS_NODE_TAINT.key, operator: "Equal" as const, value: "true", effect: PROCESS_NODE_TAINT.effect },
   ],
 };
 
