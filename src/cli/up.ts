@@ -11,10 +11,11 @@ import {
   installDemoRuntimeService,
   jupyterTokenOf,
 } from "../app/demo.js";
-import { ENDPOINTS_FILE, startEmbeddedTenantry } from "../app/embedded.js";
+import { ENDPOINTS_FILE, registerEmbeddedClusters, startEmbeddedTenantry } from "../app/embedded.js";
 import type { RunningTenantry } from "../app/tenantry.js";
+import { CLOUDS_OPENAPI_PATH } from "../clouds/index.js";
 import { createProgress } from "../common/index.js";
-import { ClusterHarness, defaultClusters } from "../localcluster/index.js";
+import { ClusterHarness, defaultClusters, MachineHost } from "../localcluster/index.js";
 import { OPENAPI_PATH } from "../runtimes/index.js";
 import { startRuntime } from "./runtime.js";
 
@@ -37,9 +38,13 @@ export function registerUpCommand(program: Command): void {
       const homeDir = join(harness.dir, "home");
       const logFile = join(homeDir, "logs", "tenantry.log");
       process.stderr.write("starting tenantry on home…\n");
+      // home's simulated machines: local processes that join it as worker nodes (NodeProvider "simulated").
+      const machines = new MachineHost({ dir: join(homeDir, "machines") });
+      await machines.whenReady();
       const tenantry = await startEmbeddedTenantry(
         home,
         pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
+        { nodes: { localMachines: machines } },
       );
       // tenantry runs on the other clusters too, so that they can provide for peers.
       const remotes: { name: string; logFile: string; tenantry: typeof tenantry }[] = [];
@@ -55,6 +60,7 @@ export function registerUpCommand(program: Command): void {
           ),
         });
       }
+      await registerEmbeddedClusters(tenantry, states);
       const { ownerKubeconfig } = await installDemo(tenantry.client, homeDir, tenantry.builtinIdentity);
       const runtimeLines = await startDemoRuntime(tenantry, homeDir, opts.dir !== undefined);
       process.stdout.write(
@@ -78,6 +84,11 @@ export function registerUpCommand(program: Command): void {
                 `  runtimes proxy at ${tenantry.runtimesProxy.url} (runtimes at /r/<token>/, the Admin API at every other path)`,
               ]
             : []),
+          ...(tenantry.logicalClouds
+            ? [
+                `  logical clouds API (DCM) at ${tenantry.logicalClouds.url}/v2/projects (OpenAPI: ${tenantry.logicalClouds.url}${CLOUDS_OPENAPI_PATH})`,
+              ]
+            : []),
           `  tenantry log: ${logFile}`,
           ...remotes.map((r) => `  tenantry on ${r.name}: log ${r.logFile}`),
           `  demo tenant "${DEMO_TENANT}" owned by ${DEMO_OWNER}: ${ownerKubeconfig}`,
@@ -91,6 +102,8 @@ export function registerUpCommand(program: Command): void {
           `  kubectl --kubeconfig ${ownerKubeconfig} -n ${DEMO_TENANT}-dev create deployment web --image=nginx --replicas=3`,
           `  kubectl --kubeconfig ${ownerKubeconfig} -n ${DEMO_TENANT}-dev run root --image=nginx --privileged   # refused`,
           `  kubectl --kubeconfig ${ownerKubeconfig} get namespaces                                    # forbidden`,
+          `  npx tenantry node create my-node-01 --flavor m1.large --kubeconfig ${ownerKubeconfig}     # a private worker node`,
+          `  kubectl --kubeconfig ${ownerKubeconfig} get workernodes -o wide`,
           `and as ${DEMO_MEMBER}, a member who logs in with a password (${DEMO_PASSWORDS[DEMO_MEMBER]}):`,
           `  echo ${DEMO_PASSWORDS[DEMO_MEMBER]} | npx tenantry login -u ${DEMO_MEMBER} --password-stdin`,
           `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig run web --image=nginx`,
@@ -123,8 +136,11 @@ export function registerUpCommand(program: Command): void {
       process.stdout.write("\nstopping tenantry…\n");
       await tenantry.stop();
       for (const remote of remotes) await remote.tenantry.stop();
+      machines.close();
       if (!opts.keep) {
         process.stdout.write("stopping clusters…\n");
+        // The worker nodes' machines go with the clusters (their WorkerNodes stay, as the clusters' data does).
+        await machines.stopAll();
         await harness.down(states.map((s) => s.name));
       }
       process.stdout.write("stopped.\n");
