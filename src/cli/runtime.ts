@@ -163,6 +163,24 @@ async function followProgress(conn: AdminConnection, path: string, quiet: boolea
   progress?.finish(`ready at ${outcome.url ?? "(no URL)"}`);
 }
 
+/**
+ * Starts (or resumes) a runtime; with `wait`, follows its progress (on stderr unless `quiet`) until
+ * it answers, and fails with the runtime's message when it does not.
+ */
+export async function startRuntime(
+  conn: AdminConnection,
+  service: string,
+  instance: string,
+  params: Record<string, unknown>,
+  options: { wait: boolean; quiet: boolean },
+): Promise<RuntimeStatusBody> {
+  const path = instancePath(conn, service, instance);
+  const started = await request(conn, "POST", path, params);
+  if (started.status !== 202 || !options.wait) return started.body as RuntimeStatusBody;
+  await followProgress(conn, path, options.quiet);
+  return statusOfAnswer(await request(conn, "GET", path, undefined, [503]));
+}
+
 /** A GET's status: the body of a 200, the `runtime` member of a 503 problem. */
 function statusOfAnswer(answer: { status: number; body: unknown }): RuntimeStatusBody {
   if (answer.status === 503) return (answer.body as { runtime: RuntimeStatusBody }).runtime;
@@ -223,14 +241,16 @@ export function registerRuntimeCommands(program: Command): void {
       .option("--no-wait", "answer at once instead of following the start"),
   ).action(
     async (service: string, instance: string, opts: RuntimeOptions & { set?: string[]; wait: boolean }) => {
-      const conn = adminConnection(opts);
-      const path = instancePath(conn, service, instance);
-      const started = await request(conn, "POST", path, parseParams(opts.set ?? []));
-      let status = started.body as RuntimeStatusBody;
-      if (started.status === 202 && opts.wait) {
-        await followProgress(conn, path, opts.output !== "text");
-        status = statusOfAnswer(await request(conn, "GET", path, undefined, [503]));
-      }
+      const status = await startRuntime(
+        adminConnection(opts),
+        service,
+        instance,
+        parseParams(opts.set ?? []),
+        {
+          wait: opts.wait,
+          quiet: opts.output !== "text",
+        },
+      );
       printResult(status, opts.output, () => describe(status));
     },
   );
