@@ -20,6 +20,7 @@ import {
   LeaderElector,
   loadClusterClient,
 } from "../kube/index.js";
+import { Monitor, MonitorMetrics, type MonitorOptions } from "../monitor/index.js";
 import {
   type ClusterIdentity,
   ensureClusterIdentity,
@@ -110,6 +111,8 @@ export interface TenantryOptions {
   metricsPort?: number;
   /** The runtimes Admin API (`/services/…`, plain HTTP for the runtimes proxy); on by default, on a free loopback port. */
   runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
+  /** The runtimes monitor (MonitorRules): on by default; probe concurrency and webhook delivery tuning. */
+  monitor?: Pick<MonitorOptions, "probeConcurrency" | "webhooks"> | false;
   /** The runtimes controllers: the image the pre-pull DaemonSets' main container runs (default registry.k8s.io/pause). */
   runtimes?: { pauseImage?: string };
   /**
@@ -337,6 +340,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     : undefined;
   proxyUrl = runtimesProxy?.url;
 
+  const monitorMetrics = options.monitor === false ? undefined : new MonitorMetrics(metrics);
+
   // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
   const elector = new LeaderElector({
@@ -387,6 +392,9 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
             runtimesAdmin?.url,
           logger,
         }),
+        ...(monitorMetrics && options.monitor !== false
+          ? [new Monitor({ client, metrics: monitorMetrics, logger, ...options.monitor })]
+          : []),
       ];
       controllers = mine;
       for (const controller of mine) {
