@@ -9,7 +9,7 @@ import { describeError, silentLogger } from "../kube/index.js";
 import type { Probe } from "./api/monitor-rule.js";
 import { abortableDelay, Slots } from "./slots.js";
 
-const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}/g;
+const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_./-]+)\s*\}\}/g;
 
 /**
  * Fills `{{a.b.c}}` placeholders with the pod's fields (`status.podIP`, `metadata.name`,
