@@ -267,6 +267,9 @@ export class Monitor {
       this.logger.warn({ rule: rule.metadata!.name, pod: id, err: describeError(err) }, "cannot probe");
       return { firing: false };
     }
+    const startedAt = containersStartedAt(pod);
+    const warmUpMs = startedAt ? startedAt.getTime() + probe.initialDelaySeconds * 1000 - now.getTime() : 0;
+    if (warmUpMs > 0) return { firing: false, recheckInMs: warmUpMs };
     const periodMs = probe.periodSeconds * 1000;
     const result = this.prober.result(id);
     const age = result ? now.getTime() - result.at.getTime() : Number.POSITIVE_INFINITY;
@@ -504,6 +507,15 @@ export class Monitor {
       throw err;
     }
   }
+}
+
+/** When the pod's containers last (re)started: the latest start of a running container. */
+function containersStartedAt(pod: V1Pod): Date | undefined {
+  const starts = (pod.status?.containerStatuses ?? [])
+    .map((status) => status.state?.running?.startedAt)
+    .filter((at): at is Date => at !== undefined)
+    .map((at) => new Date(at).getTime());
+  return starts.length ? new Date(Math.max(...starts)) : undefined;
 }
 
 function alertId(rule: string, kind: string, namespace: string | undefined, name: string): string {

@@ -52,7 +52,14 @@ describe("prober", () => {
     server.close();
   });
 
-  const probe = { endpointUrl: "", timeoutSeconds: 0.3, retries: 1, statusCode: 200, periodSeconds: 30 };
+  const probe = {
+    endpointUrl: "",
+    timeoutSeconds: 0.3,
+    retries: 1,
+    statusCode: 200,
+    initialDelaySeconds: 0,
+    periodSeconds: 30,
+  };
   const run = (prober: Prober, keys: string[], path: string) =>
     new Promise<Map<string, ProbeResult>>((resolve) => {
       const results = new Map<string, ProbeResult>();

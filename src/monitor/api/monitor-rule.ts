@@ -86,6 +86,13 @@ export const ProbeSchema = Type.Object(
       maximum: 599,
       default: 200,
     }),
+    initialDelaySeconds: Type.Number({
+      description:
+        "How long after its containers last started a pod is first probed (a server still starting is not an alert).",
+      minimum: 0,
+      maximum: MONITOR_LIMITS.maxPeriodSeconds,
+      default: 10,
+    }),
     periodSeconds: Type.Number({
       description: "How often each pod is probed.",
       minimum: MONITOR_LIMITS.minPeriodSeconds,
