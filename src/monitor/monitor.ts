@@ -403,11 +403,16 @@ export class Monitor {
           setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
         );
       }
-      await this.client.core.deleteNamespacedPod({
-        name,
-        namespace,
-        ...(action === "DeletePod" ? { gracePeriodSeconds: 0 } : {}),
-      });
+      // A terminating pod whose finalizers were its last hold is gone already: that is the aim.
+      await this.client.core
+        .deleteNamespacedPod({
+          name,
+          namespace,
+          ...(action === "DeletePod" ? { gracePeriodSeconds: 0 } : {}),
+        })
+        .catch((err: unknown) => {
+          if (!isNotFound(err)) throw err;
+        });
       const runtime = pod.metadata?.labels?.[RUNTIME_LABEL];
       await record(
         "done",

@@ -18,9 +18,6 @@ import {
   ALERT_RESOLVED_REASON,
   type AlertNotification,
   DELIVERY_HEADER,
-  MONITOR_CRDS,
-  Monitor,
-  MonitorMetrics,
   type MonitorRule,
   type MonitorRuleSpec,
   REMEDIATION_REASON,
@@ -224,7 +221,7 @@ describe("runtimes monitor", () => {
       assert.equal(notificationsFor(pod, "resolved").length, 1);
       assert.equal((await readRule(rule)).status?.firing, 0);
     });
-    assert.match(notificationsFor(pod, "resolved")[0]!.message, /resolved, the Pod is gone/);
+    assert.match(notificationsFor(pod, "resolved")[0]!.message, /long-pending\): resolved/);
     assert.equal(await firingGauge("long-pending", tenant), 0);
     assert.deepEqual(badSignatures, []);
   });
