@@ -4,6 +4,7 @@ import { UserError } from "../common/index.js";
 import { describeError, statusCode, statusOf, statusReason } from "../kube/index.js";
 import { registerDevCommands } from "./dev.js";
 import { registerLoginCommands } from "./login.js";
+import { registerMonitorCommands } from "./monitor.js";
 import { registerOffloadCommands } from "./offload.js";
 import { registerPeerCommands } from "./peer.js";
 import { registerRunCommand } from "./run.js";
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerPeerCommands(program);
   registerOffloadCommands(program);
   registerRuntimeCommands(program);
+  registerMonitorCommands(program);
   return program;
 }
 
