@@ -27,6 +27,7 @@ import {
 import { TENANT_LABEL } from "../../src/tenants/index.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
+import { tenantryCli } from "../support/kubectl.js";
 import { containerPid, processAlive, processNodePod } from "../support/process-node.js";
 import { RUNTIMES_API as API, clusterClient, removeObject } from "../support/runtimes.js";
 
@@ -108,7 +109,7 @@ describe("runtimes monitor", () => {
       await edge.core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${name}` })
     ).items.filter((event) => event.reason === reason);
   const metric = async (name: string) =>
-    (await (await fetch(metricsUrl!)).text())
+    (await (await fetch(metricsUrl!, { signal: AbortSignal.timeout(10_000) })).text())
       .split("\n")
       .filter((l) => l.startsWith(name))
       .join("\n");
@@ -207,6 +208,44 @@ describe("runtimes monitor", () => {
       assert.match(status?.alerts?.[0]?.message ?? "", /pending for/);
     });
     assert.equal(await firingGauge("long-pending", tenant), 1);
+
+    // The same from the command line.
+    const kubeconfig = testEnvironment().clusters.find((c) => c.name === "edge-1")!.kubeconfig;
+    const alerts = await tenantryCli([
+      "monitor",
+      "alerts",
+      "--kubeconfig",
+      kubeconfig,
+      "--rule",
+      rule,
+      "-o",
+      "json",
+    ]);
+    assert.equal(alerts.code, 0, alerts.stderr);
+    const listed = JSON.parse(alerts.stdout) as {
+      rule: string;
+      kind: string;
+      name: string;
+      tenant: string;
+    }[];
+    assert.deepEqual(
+      listed.map((a) => [a.rule, a.kind, a.name, a.tenant]),
+      [[rule, "Pod", pod, tenant]],
+    );
+    const rules = await tenantryCli(["monitor", "rules", "--kubeconfig", kubeconfig]);
+    assert.match(
+      rules.stdout,
+      new RegExp(`${rule}\\s+Pod long-pending > 0.05 min\\s+${tenant}\\s+None\\s+${hookUrl}\\s+1`),
+    );
+    const unknown = await tenantryCli([
+      "monitor",
+      "alerts",
+      "--kubeconfig",
+      kubeconfig,
+      "--rule",
+      "no-such-rule",
+    ]);
+    assert.equal(unknown.code, 3, unknown.stderr);
 
     // Still pending a while later: the alert does not fire again.
     await new Promise((r) => setTimeout(r, 4000));
