@@ -2,9 +2,12 @@
 import { Command, CommanderError } from "commander";
 import { UserError } from "../common/index.js";
 import { describeError, statusCode, statusOf, statusReason } from "../kube/index.js";
+import { registerCloudCommands } from "./cloud.js";
+import { registerClusterCommands } from "./cluster.js";
 import { registerDevCommands } from "./dev.js";
 import { registerLoginCommands } from "./login.js";
 import { registerMonitorCommands } from "./monitor.js";
+import { registerNodeCommands } from "./node.js";
 import { registerOffloadCommands } from "./offload.js";
 import { registerPeerCommands } from "./peer.js";
 import { registerRunCommand } from "./run.js";
@@ -28,6 +31,9 @@ export function buildProgram(): Command {
   registerOffloadCommands(program);
   registerRuntimeCommands(program);
   registerMonitorCommands(program);
+  registerClusterCommands(program);
+  registerCloudCommands(program);
+  registerNodeCommands(program);
   return program;
 }
 

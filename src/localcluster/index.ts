@@ -5,6 +5,15 @@ export { COMPONENT_ORDER, LocalCluster } from "./cluster.js";
 export { components, pinnedVersion } from "./components.js";
 export { ClusterHarness, type HarnessOptions } from "./harness.js";
 export { renderKubeconfig } from "./kubeconfig.js";
+export {
+  DEFAULT_FLAVORS,
+  DEFAULT_MACHINE_DELAYS,
+  type HostedMachine,
+  type HostFlavor,
+  type MachineDelays,
+  MachineHost,
+  type MachineHostOptions,
+} from "./machines/host.js";
 export { assertPortFree, freePort, isPortFree } from "./ports.js";
 export {
   LOCAL_IMAGES,
