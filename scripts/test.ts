@@ -163,6 +163,7 @@ async function main(): Promise<number> {
           accessUrl: t.tenantry.accessUrl,
           accessCaPem: t.tenantry.accessCaPem,
           logFile: t.logFile,
+          ...(t.tenantry.gateway?.metricsUrl ? { metricsUrl: t.tenantry.gateway.metricsUrl } : {}),
         })),
         clusters: states.map((s) => ({ name: s.name, kubeconfig: s.kubeconfig, server: s.server })),
         peerings: SHARED_PEERINGS,

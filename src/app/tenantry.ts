@@ -35,6 +35,7 @@ import {
   LeaderElector,
   loadClusterClient,
 } from "../kube/index.js";
+import { Monitor, MonitorMetrics, type MonitorOptions } from "../monitor/index.js";
 import {
   type ClusterIdentity,
   ensureClusterIdentity,
@@ -134,6 +135,8 @@ export interface TenantryOptions {
   logicalClouds?: { host?: string; port?: number } | false;
   /** The runtimes Admin API (`/services/…`, plain HTTP for the runtimes proxy); on by default, on a free loopback port. */
   runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
+  /** The runtimes monitor (MonitorRules): on by default; probe concurrency and webhook delivery tuning. */
+  monitor?: Pick<MonitorOptions, "probeConcurrency" | "webhooks"> | false;
   /** The runtimes controllers: the image the pre-pull DaemonSets' main container runs (default registry.k8s.io/pause). */
   runtimes?: { pauseImage?: string };
   /**
@@ -405,6 +408,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     : undefined;
   proxyUrl = runtimesProxy?.url;
 
+  const monitorMetrics = options.monitor === false ? undefined : new MonitorMetrics(metrics);
   const clientCaPem = await readClientCa(client).catch(() => undefined);
   const logicalCloudsApi =
     options.logicalClouds === false
@@ -487,6 +491,9 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
             runtimesAdmin?.url,
           logger,
         }),
+        ...(monitorMetrics && options.monitor !== false
+          ? [new Monitor({ client, metrics: monitorMetrics, logger, ...options.monitor })]
+          : []),
         ...(options.storage === false
           ? []
           : [new StorageSystem({ ...options.storage, client, namespace, registry: metrics, logger })]),

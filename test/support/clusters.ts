@@ -6,6 +6,8 @@ export interface TestEnvironment {
   /** Folder of the harness that owns the clusters (logs live below it). */
   dir: string;
   clusters: { name: string; kubeconfig: string; server: string }[];
+  /** tenantry on each cluster (home, edge-1, edge-2): its Prometheus metrics among the rest. */
+  tenantries?: { cluster: string; clusterId: string; logFile: string; metricsUrl?: string }[];
   /** tenantry running on the home cluster for the whole test run. */
   tenantry: {
     cluster: string;
