@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
  * The Kubernetes components tenantry builds from their Go modules. Each has a small wrapper
  * module in `modules/<name>` whose go.mod pins the release and whose go.sum pins every byte.
  */
-export type ComponentName = "kubernetes" | "etcd" | "kwok";
+export type ComponentName = "kubernetes" | "etcd" | "kwok" | "helm";
 
 export interface ComponentSpec {
   name: ComponentName;
@@ -82,6 +82,15 @@ export const components: readonly ComponentSpec[] = [
     ],
   },
 ];
+
+/** Helm, to lint, render and install tenantry's chart; built on demand, not for every cluster. */
+export const helmComponent: ComponentSpec = {
+  name: "helm",
+  module: "helm.sh/helm/v3",
+  packages: ["helm.sh/helm/v3/cmd/helm"],
+  binaries: ["helm"],
+  ldflags: (version) => [`-X helm.sh/helm/v3/internal/version.version=${version}`],
+};
 
 /** The version pinned by the wrapper module's go.mod (`require <module> <version>`). */
 export function pinnedVersion(spec: ComponentSpec): string {
