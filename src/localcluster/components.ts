@@ -89,8 +89,22 @@ export const helmComponent: ComponentSpec = {
   module: "helm.sh/helm/v3",
   packages: ["helm.sh/helm/v3/cmd/helm"],
   binaries: ["helm"],
-  ldflags: (version) => [`-X helm.sh/helm/v3/internal/version.version=${version}`],
+  ldflags: (version) => [`-X helm.sh/helm/v3/internal/version.version=${version}`, ...helmKubeVersionFlags()],
 };
+
+/**
+ * The Kubernetes version helm assumes without a cluster (`helm template`, `helm lint`): that of the
+ * client-go it is built with, set at link time as helm's own Makefile does.
+ */
+function helmKubeVersionFlags(): string[] {
+  const goMod = readFileSync(join(modulesDir, "helm", "go.mod"), "utf8");
+  const match = /^\s*k8s\.io\/client-go\s+v0\.(\d+)\./m.exec(goMod);
+  if (!match) throw new Error("modules/helm/go.mod does not require k8s.io/client-go");
+  return ["helm.sh/helm/v3/pkg/lint/rules", "helm.sh/helm/v3/pkg/chartutil"].flatMap((pkg) => [
+    `-X ${pkg}.k8sVersionMajor=1`,
+    `-X ${pkg}.k8sVersionMinor=${match[1]}`,
+  ]);
+}
 
 /** The version pinned by the wrapper module's go.mod (`require <module> <version>`). */
 export function pinnedVersion(spec: ComponentSpec): string {
