@@ -248,4 +248,33 @@ describe("tenantry as the chart's ServiceAccount", { timeout: 15 * 60_000 }, () 
     assert.equal(typeof login.token, "string");
     assert.ok((login.namespaces as string[]).includes("acme-dev"), JSON.stringify(login));
   });
+
+  it("once tenantry stops, administrators and the system still work; a tenant user is refused", async () => {
+    tenantry!.kill("SIGTERM");
+    await once(tenantry!, "exit");
+    const pod = (namespace: string, name: string) =>
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name, namespace },
+        spec: { containers: [{ name: "main", image: "registry.k8s.io/pause:3.10" }] },
+      });
+    // A new namespace is usable only after kube-controller-manager put its default ServiceAccount there.
+    const created = await kubectl(cluster.kubeconfig, ["create", "namespace", "ops"]);
+    assert.equal(created.code, 0, created.stderr);
+    for (const namespace of ["ops", "acme-dev"]) {
+      await eventually(async () => {
+        const applied = await kubectl(cluster.kubeconfig, ["create", "-f", "-"], pod(namespace, "admin-pod"));
+        assert.equal(applied.code, 0, applied.stderr);
+      });
+    }
+    const refused = await kubectl(
+      cluster.kubeconfig,
+      ["--as", "alice", "create", "-f", "-"],
+      pod("acme-dev", "tenant-pod"),
+    );
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /failed calling webhook "[\w.-]+\.tenantry\.dev"/);
+    assert.match(refused.stderr, /connection refused/);
+  });
 });
