@@ -11,6 +11,7 @@ import {
   startLogicalCloudsApi,
 } from "../clouds/index.js";
 import { ClusterHealthController, ClusterRegistry } from "../clusters/index.js";
+import { UserError } from "../common/index.js";
 import {
   gatewayClusterRole,
   type RateLimit,
@@ -34,6 +35,7 @@ import {
   isNotFound,
   LeaderElector,
   loadClusterClient,
+  loadInClusterClient,
 } from "../kube/index.js";
 import { Monitor, MonitorMetrics, type MonitorOptions } from "../monitor/index.js";
 import {
@@ -101,8 +103,25 @@ export interface TenantryOptions {
   clusterRegistry?: { probeIntervalMs?: number; requestTimeoutMs?: number };
   /** Virtual nodes for this cluster's Peerings: probe and heartbeat periods. */
   multicluster?: Pick<PeeringControllerOptions, "probeIntervalMs" | "probeTimeoutMs" | "statusHeartbeatMs">;
-  kubeconfig: string;
+  /** The cluster's kubeconfig; absent with `inCluster`. */
+  kubeconfig?: string;
+  /** Run as a pod: the service account's token, namespace and CA, the standard way. */
+  inCluster?: boolean;
   logger: Logger;
+  /**
+   * Controllers (on the replica holding the Lease); on by default. Off: this process serves
+   * only (webhooks, identity, gateway, runtimes APIs) and never competes for the Lease.
+   */
+  controllers?: false;
+  /**
+   * Admission webhooks; on by default, registered with their URL, or with a Service in tenantry's
+   * namespace (in-cluster: every replica behind it answers). Off: neither served nor registered.
+   */
+  webhooks?: { service?: { name: string; port?: number } } | false;
+  /** The identity REST API and kube-apiserver's token/authorization webhooks; on by default. */
+  identityApi?: { host?: string; port?: number } | false;
+  /** Where every component's metrics go (default: a new registry), e.g. one a health server serves. */
+  metricsRegistry?: Registry;
   /** Address the webhook server listens on and the API server calls (embedded default: loopback). */
   webhookHost?: string;
   webhookPort?: number;
@@ -205,6 +224,8 @@ export interface RunningTenantry {
   /** Worker nodes on demand: their caches and provider registry. */
   nodes: Nodes;
   isLeader(): boolean;
+  /** Every informer has synced (readiness). */
+  ready(): boolean;
   stop(): Promise<void>;
 }
 
@@ -216,7 +237,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const { logger } = options;
   const namespace = options.namespace ?? TENANTRY_NAMESPACE;
   if (options.storage) validateStorageOptions(options.storage);
-  const client = loadClusterClient(options.cluster, options.kubeconfig);
+  const client = clusterClient(options);
   await installCrds(client.kubeConfig, { crds: ALL_CRDS });
   const clusterIdentity = await ensureClusterIdentity(client, {
     namespace,
@@ -224,7 +245,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     ...(options.clusterLabels ? { labels: options.clusterLabels } : {}),
   });
   logger.info(clusterIdentity, "cluster identity");
-  const metrics = new Registry();
+  const metrics = options.metricsRegistry ?? new Registry();
   const informers = new TenantInformers(client);
   const offloading = new MulticlusterInformers(client, namespace);
   const host = options.webhookHost ?? "127.0.0.1";
@@ -283,19 +304,31 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     ...nodes.webhooks(),
   ];
 
-  const server = new WebhookServer({
-    tls,
-    host,
-    ...(options.webhookPort ? { port: options.webhookPort } : {}),
-    logger,
-  });
-  for (const webhook of webhooks) server.register(webhook);
-  const webhookUrl = await server.start();
-  await applyWebhookConfigurations(
-    client.kubeConfig,
-    webhookConfigurations("tenantry", webhooks, { url: webhookUrl, caPem: tls.caPem }, namespace),
-  );
-  logger.info({ webhookUrl, webhooks: webhooks.map((w) => w.name) }, "admission webhooks registered");
+  const server =
+    options.webhooks === false
+      ? undefined
+      : new WebhookServer({
+          tls,
+          host,
+          ...(options.webhookPort ? { port: options.webhookPort } : {}),
+          logger,
+        });
+  for (const webhook of webhooks) server?.register(webhook);
+  const webhookUrl = (await server?.start()) ?? "";
+  if (server && options.webhooks !== false) {
+    const service = options.webhooks?.service;
+    const endpoint = service
+      ? { service: { namespace, name: service.name, port: service.port ?? 443 }, caPem: tls.caPem }
+      : { url: webhookUrl, caPem: tls.caPem };
+    await applyWebhookConfigurations(
+      client.kubeConfig,
+      webhookConfigurations("tenantry", webhooks, endpoint, namespace),
+    );
+    logger.info(
+      { webhookUrl, service, webhooks: webhooks.map((w) => w.name) },
+      "admission webhooks registered",
+    );
+  }
 
   const idp = options.identityProviders ?? {};
   const builtinIdentity =
@@ -334,8 +367,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const accessServer = new AccessServer({
     tls: options.access?.tls ?? tls.serving,
     ...(options.access?.reviewClientCaPem ? { reviewClientCaPem: options.access.reviewClientCaPem } : {}),
-    host: options.access?.host ?? host,
-    port: options.access?.port ?? 0,
+    host: options.access?.host ?? (options.identityApi ? options.identityApi.host : undefined) ?? host,
+    port: options.access?.port ?? (options.identityApi ? options.identityApi.port : undefined) ?? 0,
     authenticator,
     provisioner,
     ...(builtinIdentity ? { builtin: builtinIdentity } : {}),
@@ -345,8 +378,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     logger,
     registry: metrics,
   });
-  const accessUrl = await accessServer.start();
-  if (builtinIdentity) {
+  const accessUrl = options.identityApi === false ? "" : await accessServer.start();
+  if (builtinIdentity && accessUrl) {
     builtinIdentity.useIssuer(accessUrl);
     await builtinIdentity.start();
   }
@@ -514,7 +547,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       controllers = [];
     },
   });
-  elector.start();
+  if (options.controllers !== false) elector.start();
 
   return {
     client,
@@ -535,6 +568,10 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       : {}),
     nodes,
     isLeader: () => elector.isLeader(),
+    ready: () =>
+      [informers.tenants, informers.templates, informers.tenantNamespaces, informers.quotas].every((i) =>
+        i.hasSynced(),
+      ),
     async stop() {
       await elector.stop();
       await runtimesProxy?.stop();
@@ -542,8 +579,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await runtimesInformers.stop();
       await logicalCloudsApi?.stop();
       await gateway?.stop();
-      await accessServer.stop();
-      await server.stop();
+      if (accessUrl) await accessServer.stop();
+      await server?.stop();
       await builtinIdentity?.stop();
       await providerConfig.stop();
       await authorizer.stop();
@@ -554,6 +591,15 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await nodes.stop();
     },
   };
+}
+
+function clusterClient(options: TenantryOptions): ClusterClient {
+  if (options.inCluster) {
+    if (options.kubeconfig) throw new UserError("give either a kubeconfig or in-cluster mode, not both");
+    return loadInClusterClient(options.cluster);
+  }
+  if (!options.kubeconfig) throw new UserError("a kubeconfig is needed outside in-cluster mode");
+  return loadClusterClient(options.cluster, options.kubeconfig);
 }
 
 /** A tenant's namespaces from the cache, waiting up to 10 s for the first one of a tenant just created. */

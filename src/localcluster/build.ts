@@ -8,6 +8,7 @@ import {
   type ComponentName,
   type ComponentSpec,
   components,
+  helmComponent,
   modulesDir,
   pinnedVersion,
   requiredGoVersion,
@@ -22,7 +23,7 @@ export interface ComponentBinaries {
   etcd: string;
   kwok: string;
   kwokStages: string;
-  versions: Record<ComponentName, string>;
+  versions: Record<Exclude<ComponentName, "helm">, string>;
 }
 
 export interface BuildOptions {
@@ -252,13 +253,14 @@ export async function ensureComponents(options: BuildOptions = {}): Promise<Comp
     env: options.env ?? process.env,
     progress: options.progress ?? createProgress,
   };
-  const dirs = {} as Record<ComponentName, string>;
-  const versions = {} as Record<ComponentName, string>;
+  const dirs = {} as Record<Exclude<ComponentName, "helm">, string>;
+  const versions = {} as Record<Exclude<ComponentName, "helm">, string>;
   // One at a time: each go build already uses every core.
   for (const spec of components) {
     const result = await buildComponent(spec, resolved);
-    dirs[spec.name] = result.dir;
-    versions[spec.name] = result.version;
+    const name = spec.name as Exclude<ComponentName, "helm">;
+    dirs[name] = result.dir;
+    versions[name] = result.version;
   }
   return {
     kubeApiserver: join(dirs.kubernetes, "bin", "kube-apiserver"),
@@ -269,4 +271,14 @@ export async function ensureComponents(options: BuildOptions = {}): Promise<Comp
     kwokStages: join(dirs.kwok, "kwok-stages.yaml"),
     versions,
   };
+}
+
+/** Builds (once, cached like the Kubernetes components) and returns the path of the helm binary. */
+export async function ensureHelm(options: BuildOptions = {}): Promise<{ helm: string; version: string }> {
+  const result = await buildComponent(helmComponent, {
+    cacheDir: options.cacheDir ?? cacheRoot(),
+    env: options.env ?? process.env,
+    progress: options.progress ?? createProgress,
+  });
+  return { helm: join(result.dir, "bin", "helm"), version: result.version };
 }

@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
  * The Kubernetes components tenantry builds from their Go modules. Each has a small wrapper
  * module in `modules/<name>` whose go.mod pins the release and whose go.sum pins every byte.
  */
-export type ComponentName = "kubernetes" | "etcd" | "kwok";
+export type ComponentName = "kubernetes" | "etcd" | "kwok" | "helm";
 
 export interface ComponentSpec {
   name: ComponentName;
@@ -82,6 +82,29 @@ export const components: readonly ComponentSpec[] = [
     ],
   },
 ];
+
+/** Helm, to lint, render and install tenantry's chart; built on demand, not for every cluster. */
+export const helmComponent: ComponentSpec = {
+  name: "helm",
+  module: "helm.sh/helm/v3",
+  packages: ["helm.sh/helm/v3/cmd/helm"],
+  binaries: ["helm"],
+  ldflags: (version) => [`-X helm.sh/helm/v3/internal/version.version=${version}`, ...helmKubeVersionFlags()],
+};
+
+/**
+ * The Kubernetes version helm assumes without a cluster (`helm template`, `helm lint`): that of the
+ * client-go it is built with, set at link time as helm's own Makefile does.
+ */
+function helmKubeVersionFlags(): string[] {
+  const goMod = readFileSync(join(modulesDir, "helm", "go.mod"), "utf8");
+  const match = /^\s*k8s\.io\/client-go\s+v0\.(\d+)\./m.exec(goMod);
+  if (!match) throw new Error("modules/helm/go.mod does not require k8s.io/client-go");
+  return ["helm.sh/helm/v3/pkg/lint/rules", "helm.sh/helm/v3/pkg/chartutil"].flatMap((pkg) => [
+    `-X ${pkg}.k8sVersionMajor=1`,
+    `-X ${pkg}.k8sVersionMinor=${match[1]}`,
+  ]);
+}
 
 /** The version pinned by the wrapper module's go.mod (`require <module> <version>`). */
 export function pinnedVersion(spec: ComponentSpec): string {

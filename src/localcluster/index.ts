@@ -1,5 +1,5 @@
 export { ACCESS_CACHE_TTL_SECONDS, type AccessWebhooks } from "./access-webhooks.js";
-export { type BuildOptions, type ComponentBinaries, ensureComponents } from "./build.js";
+export { type BuildOptions, type ComponentBinaries, ensureComponents, ensureHelm } from "./build.js";
 export type { ClusterPorts, ClusterState, ClusterStatus } from "./cluster.js";
 export { COMPONENT_ORDER, LocalCluster } from "./cluster.js";
 export { components, pinnedVersion } from "./components.js";
