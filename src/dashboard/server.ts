@@ -357,7 +357,18 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
 
   app.get("/api/runtimes", async (request) => {
     const s = session(request);
-    return runtimes.call(s.token, "GET", `/services/${encodeURIComponent(s.user.username)}?limit=500`);
+    const list = (await runtimes.call(
+      s.token,
+      "GET",
+      `/services/${encodeURIComponent(s.user.username)}?limit=500`,
+    )) as object;
+    return {
+      ...list,
+      services: options.runtimesInformers.services
+        .list()
+        .map((r) => r.metadata!.name!)
+        .sort(),
+    };
   });
 
   app.post("/api/runtimes", async (request) => {

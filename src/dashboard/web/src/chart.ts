@@ -17,7 +17,8 @@ export function QuotaChart(props: { resource: string; points: UsagePoint[] }) {
   };
   useEffect(() => {
     if (!box.current) return;
-    const width = Math.min(480, box.current.clientWidth || 480);
+    // The box has no width before layout: the chart's is the page's, up to 420 px.
+    const width = Math.max(240, Math.min(420, document.documentElement.clientWidth - 48));
     plot.current = new uPlot(
       {
         width,

@@ -271,7 +271,9 @@ export function CloudsPage() {
 }
 
 export function RuntimesPage() {
-  const { data, error, reload } = useLive<{ items: RuntimeView[] }>("/runtimes", ["runtimes"]);
+  const { data, error, reload } = useLive<{ items: RuntimeView[]; services?: string[] }>("/runtimes", [
+    "runtimes",
+  ]);
   const [actionError, setActionError] = useState<string | undefined>();
   const act = async (r: RuntimeView, action: "start" | "stop") => {
     setActionError(undefined);
@@ -316,7 +318,12 @@ export function RuntimesPage() {
       submit="Start runtime"
       path="/runtimes"
       fields=${[
-        { name: "service", label: "Service", apiFields: ["service"] },
+        {
+          name: "service",
+          label: "Service",
+          apiFields: ["service"],
+          ...(data?.services?.length ? { options: data.services } : {}),
+        },
         { name: "instance", label: "Instance", apiFields: ["instance"] },
       ]}
       body=${(v: Record<string, string>) => v}
