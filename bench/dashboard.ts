@@ -14,7 +14,7 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
@@ -83,8 +83,12 @@ async function main(): Promise<void> {
         }
       }),
     );
-    while (tenantry.informers.tenants.list().length < tenantCount)
-      await new Promise((r) => setTimeout(r, 200));
+    // Measured once the tenant controller is done with them: the dashboard, not a reconcile storm.
+    const settled = () =>
+      tenantry.informers.tenants
+        .list()
+        .filter((t) => t.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")).length;
+    while (settled() < tenantCount) await new Promise((r) => setTimeout(r, 500));
 
     const browser = await chromium.launch({ executablePath: await ensureChromium(), args: ["--no-sandbox"] });
     try {
@@ -164,7 +168,10 @@ async function main(): Promise<void> {
         ],
         [
           "Times from navigation start (or from sending the change) measured in this process, which drives Chromium",
-          "over its DevTools protocol; the browser, tenantry and the cluster share this machine.",
+          "over its DevTools protocol; the browser, tenantry and the cluster share this machine",
+          `(load average at the end: ${loadavg()
+            .map((l) => l.toFixed(1))
+            .join(", ")} on ${availableParallelism()} cores).`,
         ],
       );
       printTable(
