@@ -188,6 +188,38 @@ describe("the web dashboard in Chromium", () => {
     await page.context().close();
   });
 
+  it("lets an operator add an owner, shown on the open page", async () => {
+    const page = await loggedIn(browser, operator, password);
+    await page.getByLabel("Filter by name").fill(theirs);
+    await page.getByRole("link", { name: theirs }).click();
+    await page.getByRole("heading", { name: `Tenant ${theirs}`, level: 1 }).waitFor();
+    await page.getByLabel("Kind").selectOption("Group");
+    await page.getByLabel("Name", { exact: true }).fill(`${prefix}-team`);
+    await page.getByRole("button", { name: "Add owner" }).click();
+    await page
+      .getByRole("listitem")
+      .filter({ hasText: `Group ${prefix}-team (owner)` })
+      .waitFor();
+    const tenant = (await custom.getClusterCustomObject({ ...tenants, name: theirs })) as {
+      spec: { owners: { kind: string; name: string }[] };
+    };
+    assert.deepEqual(tenant.spec.owners.at(-1), { kind: "Group", name: `${prefix}-team` });
+    await page.context().close();
+  });
+
+  it("shows a worker node request's refusal next to the field it names", async () => {
+    const page = await loggedIn(browser, owner, password);
+    await open(page, "Nodes", "Worker nodes");
+    await page.getByLabel("Node name").fill("Not_A_Node");
+    await page.getByRole("button", { name: "Ask for node" }).click();
+    const error = page.locator("#request-node-name-error");
+    await error.waitFor();
+    assert.match(await error.innerText(), /metadata\.name/);
+    assert.equal(await page.getByLabel("Node name").getAttribute("aria-invalid"), "true");
+    await assertAccessible(page, "the nodes page with a refusal");
+    await page.context().close();
+  });
+
   it("refuses a change without the session's CSRF token", async () => {
     const page = await loggedIn(browser, owner, password);
     const res = await page.request.post(`${dashboardUrl()}/api/tenants/${mine}/namespaces`, {

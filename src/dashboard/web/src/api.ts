@@ -112,6 +112,9 @@ export interface RuntimeView {
 
 let csrf = "";
 
+/** Dispatched on window when the server no longer knows the session. */
+export const LOGGED_OUT = "tenantry:logged-out";
+
 export function rememberCsrf(token: string): void {
   csrf = token;
 }
@@ -128,6 +131,8 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   const parsed = (await res.json().catch(() => ({}))) as { error?: ApiProblem };
+  // A session that ended (expired, logged out elsewhere) brings the login page back.
+  if (res.status === 401 && path !== "/login" && path !== "/session") dispatchEvent(new Event(LOGGED_OUT));
   if (!res.ok) throw new ApiError(parsed.error ?? { status: res.status, message: `HTTP ${res.status}` });
   return parsed as T;
 }

@@ -7,7 +7,9 @@ export interface Field {
   label: string;
   /** API fields (as the API names them in its errors) shown next to this input. */
   apiFields?: string[];
+  /** Choices; the first is the default. */
   options?: string[];
+  /** The initial text. Inputs are not controlled: a re-render (a live update) keeps what was typed. */
   value?: string;
   required?: boolean;
 }
@@ -68,12 +70,12 @@ export function ActionForm(props: {
         ${
           f.options
             ? html`<select id=${id} name=${f.name} aria-invalid=${invalid} aria-describedby=${invalid ? `${id}-error` : undefined}>
-              ${f.options.map((o) => html`<option value=${o} selected=${o === f.value}>${o}</option>`)}
+              ${f.options.map((o) => html`<option value=${o}>${o}</option>`)}
             </select>`
             : html`<input
               id=${id}
               name=${f.name}
-              value=${f.value ?? ""}
+              defaultValue=${f.value ?? ""}
               required=${f.required ?? true}
               aria-invalid=${invalid}
               aria-describedby=${invalid ? `${id}-error` : undefined}

@@ -1,7 +1,7 @@
 import { html } from "htm/preact";
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, closeEvents, type Me, rememberCsrf } from "./api.js";
+import { api, closeEvents, LOGGED_OUT, type Me, rememberCsrf } from "./api.js";
 import { LoginPage } from "./login.js";
 import { CloudsPage, ClustersPage, NodesPage, OverviewPage, RuntimesPage, TenantPage } from "./pages.js";
 import "./style.css";
@@ -50,6 +50,14 @@ function Page(props: { path: string; me: Me }) {
 function App() {
   const [me, setMe] = useState<Me | null | undefined>(undefined);
   const path = usePath();
+  useEffect(() => {
+    const loggedOut = () => {
+      closeEvents();
+      setMe(null);
+    };
+    addEventListener(LOGGED_OUT, loggedOut);
+    return () => removeEventListener(LOGGED_OUT, loggedOut);
+  }, []);
   useEffect(() => {
     api<Me>("GET", "/session").then(
       (m) => {

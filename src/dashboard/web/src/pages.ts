@@ -175,7 +175,6 @@ export function TenantPage(props: { name: string; me: Me }) {
             name: "kind",
             label: "Kind",
             options: ["User", "Group", "ServiceAccount"],
-            value: "User",
             apiFields: ["spec.owners.kind"],
           },
           { name: "name", label: "Name", apiFields: ["spec.owners.name", "spec.owners"] },
@@ -236,7 +235,6 @@ export function NodesPage(props: { me: Me }) {
               name: "policy",
               label: "Policy",
               options: ["private", "shared"],
-              value: "private",
               apiFields: ["spec.policy"],
             },
           ]}
