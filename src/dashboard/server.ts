@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import cookie from "@fastify/cookie";
 import fastifyStatic from "@fastify/static";
+import type { V1Namespace } from "@kubernetes/client-node";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { Agent, fetch as undiciFetch } from "undici";
@@ -21,6 +22,7 @@ import {
   alertsOf,
   clusterView,
   logicalCloudView,
+  ownerCreatedNamespaces,
   quotaRows,
   tenantDetail,
   tenantPage,
@@ -80,11 +82,15 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
   const listeners = new Set<Listener>();
   const secure = false;
 
+  const ownerNamespacesOf = (tenant: string) => ownerCreatedNamespaces(informers.namespacesOf(tenant));
   const recordUsage = (tenant: Tenant) => {
     history.record(
       tenant.metadata!.name!,
       Object.fromEntries(
-        quotaRows(tenant).map((r) => [r.resource, { used: r.usedValue, hard: r.hardValue }]),
+        quotaRows(tenant, ownerNamespacesOf(tenant.metadata!.name!)).map((r) => [
+          r.resource,
+          { used: r.usedValue, hard: r.hardValue },
+        ]),
       ),
       Date.now(),
     );
@@ -104,10 +110,10 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
   };
 
   // Live updates: an informer event becomes a "change" event for every open page that may see it.
-  const notify = (kind: string, tenantOf?: (obj: never) => string | undefined) => ({
-    onAdd: (obj: never) => broadcast(kind, tenantOf?.(obj)),
-    onUpdate: (_old: never, obj: never) => broadcast(kind, tenantOf?.(obj)),
-    onDelete: (obj: never) => broadcast(kind, tenantOf?.(obj)),
+  const notify = (kind: string) => ({
+    onAdd: () => broadcast(kind),
+    onUpdate: () => broadcast(kind),
+    onDelete: () => broadcast(kind),
   });
   const broadcast = (kind: string, tenant?: string) => {
     for (const listener of listeners) {
@@ -136,12 +142,22 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
         broadcast("tenants", t.metadata!.name!);
       },
     }),
+    // A tenant's namespaces count against its namespace quota: their events move its usage too.
     informers.tenantNamespaces.addHandler(
-      notify(
-        "tenants",
-        ((ns: { metadata?: { labels?: Record<string, string> } }) =>
-          ns.metadata?.labels?.[TENANT_LABEL]) as never,
-      ),
+      (() => {
+        const changed = (ns: V1Namespace) => {
+          const name = ns.metadata?.labels?.[TENANT_LABEL];
+          const tenant = name ? informers.tenants.get(undefined, name) : undefined;
+          if (!tenant) return;
+          recordUsage(tenant);
+          broadcast("tenants", name);
+        };
+        return {
+          onAdd: changed,
+          onUpdate: (_old: V1Namespace, ns: V1Namespace) => changed(ns),
+          onDelete: changed,
+        };
+      })(),
     ),
     ...(
       [
@@ -269,7 +285,11 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     const clusters = seesClusters ? options.clusterRegistry.list() : [];
     const nodes = await visibleNodes(s, tenants);
     return {
-      tenants: tenantPage(tenants, { ...(query.filter ? { filter: query.filter } : {}), offset, limit }),
+      tenants: tenantPage(
+        tenants,
+        { ...(query.filter ? { filter: query.filter } : {}), offset, limit },
+        ownerNamespacesOf,
+      ),
       clusters: seesClusters ? clusters.map(clusterView) : null,
       alerts: alertsOf({ tenants, clusters, nodes }),
     };

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import type { V1Namespace } from "@kubernetes/client-node";
 import type { Tenant } from "../tenants/index.js";
 import { ActionError, actionErrorOf } from "./actions.js";
-import { alertsOf, quotaRows, tenantPage, tenantSummary } from "./views.js";
+import { alertsOf, ownerCreatedNamespaces, quotaRows, tenantPage, tenantSummary } from "./views.js";
 
 function tenant(name: string, extra: Partial<Tenant> = {}): Tenant {
   return {
@@ -22,7 +23,7 @@ test("quota rows: the namespace count against namespaceQuota, then status.usage 
       usage: { hard: { pods: "20", "requests.memory": "1Gi" }, used: { "requests.memory": "512Mi" } },
     },
   } as Partial<Tenant>);
-  assert.deepEqual(quotaRows(t), [
+  assert.deepEqual(quotaRows(t, 1), [
     { resource: "namespaces", used: "1", hard: "2", usedValue: 1, hardValue: 2 },
     { resource: "pods", used: "0", hard: "20", usedValue: 0, hardValue: 20 },
     {
@@ -33,19 +34,36 @@ test("quota rows: the namespace count against namespaceQuota, then status.usage 
       hardValue: 1024 * 1024 * 1024,
     },
   ]);
-  assert.deepEqual(quotaRows(tenant("bare")), [], "no quota, no rows (nothing made up)");
+  assert.deepEqual(quotaRows(tenant("bare"), 0), [], "no quota, no rows (nothing made up)");
+  const namespace = (name: string, origin?: string, deleting = false): V1Namespace => ({
+    metadata: {
+      name,
+      labels: origin ? { "tenantry.dev/namespace-origin": origin } : ({} as Record<string, string>),
+      ...(deleting ? { deletionTimestamp: new Date() } : {}),
+    },
+  });
+  assert.equal(
+    ownerCreatedNamespaces([
+      namespace("demo-dev", "declared"),
+      namespace("demo-team", "owner"),
+      namespace("demo-old", "owner", true),
+      namespace("demo-other"),
+    ]),
+    1,
+    "only namespaces owners created and are not deleting count against namespaceQuota",
+  );
 });
 
 test("a tenant page: sorted by name, filtered by part of it, sliced", () => {
   const tenants = ["c", "a", "b", "ab"].map((n) => tenant(n));
-  const page = tenantPage(tenants, { offset: 1, limit: 2 });
+  const page = tenantPage(tenants, { offset: 1, limit: 2 }, () => 0);
   assert.equal(page.total, 4);
   assert.deepEqual(
     page.items.map((t) => t.name),
     ["ab", "b"],
   );
   assert.deepEqual(
-    tenantPage(tenants, { filter: "A", offset: 0, limit: 50 }).items.map((t) => t.name),
+    tenantPage(tenants, { filter: "A", offset: 0, limit: 50 }, () => 0).items.map((t) => t.name),
     ["a", "ab"],
   );
 });
@@ -58,8 +76,8 @@ test("summary and alerts say what the Ready condition says", () => {
       ],
     },
   } as Partial<Tenant>);
-  assert.equal(tenantSummary(failing).ready, false);
-  assert.equal(tenantSummary(failing).readyMessage, "quota: bad");
+  assert.equal(tenantSummary(failing, 0).ready, false);
+  assert.equal(tenantSummary(failing, 0).readyMessage, "quota: bad");
   assert.deepEqual(alertsOf({ tenants: [failing, tenant("fine")], clusters: [], nodes: [] }), [
     { kind: "Tenant", name: "broken", message: "quota: bad" },
   ]);

@@ -8,11 +8,20 @@ import type { Cluster } from "../clusters/index.js";
 import { parseQuantity } from "../common/index.js";
 import { findCondition } from "../kube/index.js";
 import type { WorkerNode } from "../nodes/index.js";
-import type { Tenant } from "../tenants/index.js";
+import { NAMESPACE_ORIGIN_LABEL, type Tenant } from "../tenants/index.js";
 import type { UsagePoint } from "./history.js";
 
-/** The pseudo-resource counting a tenant's namespaces against spec.namespaceQuota. */
+/**
+ * The pseudo-resource of spec.namespaceQuota: the namespaces the tenant's owners created (declared
+ * ones do not count), not being deleted — what tenantry's admission counts.
+ */
 export const NAMESPACES_RESOURCE = "namespaces";
+
+export function ownerCreatedNamespaces(namespaces: V1Namespace[]): number {
+  return namespaces.filter(
+    (n) => n.metadata?.labels?.[NAMESPACE_ORIGIN_LABEL] === "owner" && !n.metadata?.deletionTimestamp,
+  ).length;
+}
 
 export interface QuotaRow {
   resource: string;
@@ -55,11 +64,11 @@ function amount(text: string | number | undefined): number {
   }
 }
 
-/** A tenant's quota rows: its namespace count first (when limited), then status.usage's resources. */
-export function quotaRows(tenant: Tenant): QuotaRow[] {
+/** A tenant's quota rows: its owners' namespaces first (when limited), then status.usage's resources. */
+export function quotaRows(tenant: Tenant, ownerNamespaces: number): QuotaRow[] {
   const rows: QuotaRow[] = [];
   const limit = tenant.spec.namespaceQuota;
-  const count = tenant.status?.namespaceCount ?? tenant.status?.namespaces?.length ?? 0;
+  const count = ownerNamespaces;
   if (limit !== undefined) {
     rows.push({
       resource: NAMESPACES_RESOURCE,
@@ -83,7 +92,7 @@ export function quotaRows(tenant: Tenant): QuotaRow[] {
   return rows;
 }
 
-export function tenantSummary(tenant: Tenant): TenantSummary {
+export function tenantSummary(tenant: Tenant, ownerNamespaces: number): TenantSummary {
   const ready = findCondition(tenant.status?.conditions, "Ready");
   return {
     name: tenant.metadata!.name!,
@@ -92,7 +101,7 @@ export function tenantSummary(tenant: Tenant): TenantSummary {
     ready: ready?.status === "True",
     ...(ready?.status !== "True" && ready?.message ? { readyMessage: ready.message } : {}),
     cordoned: tenant.spec.cordoned === true,
-    quota: quotaRows(tenant),
+    quota: quotaRows(tenant, ownerNamespaces),
   };
 }
 
@@ -102,7 +111,7 @@ export function tenantDetail(
   history: Record<string, UsagePoint[]>,
 ): TenantDetail {
   return {
-    ...tenantSummary(tenant),
+    ...tenantSummary(tenant, ownerCreatedNamespaces(namespaces)),
     ownerList: tenant.spec.owners.map((o) => ({ kind: o.kind, name: o.name })),
     users: (tenant.spec.users ?? []).map((u) => ({ name: u.name })),
     namespaces: namespaces
@@ -120,6 +129,7 @@ export function tenantDetail(
 export function tenantPage(
   tenants: Tenant[],
   query: { filter?: string; offset: number; limit: number },
+  ownerNamespacesOf: (tenant: string) => number,
 ): { total: number; offset: number; items: TenantSummary[] } {
   const filter = query.filter?.toLowerCase();
   const matching = (filter ? tenants.filter((t) => t.metadata!.name!.includes(filter)) : tenants)
@@ -129,7 +139,9 @@ export function tenantPage(
   return {
     total: matching.length,
     offset: query.offset,
-    items: matching.slice(query.offset, query.offset + query.limit).map((n) => tenantSummary(byName.get(n)!)),
+    items: matching
+      .slice(query.offset, query.offset + query.limit)
+      .map((n) => tenantSummary(byName.get(n)!, ownerNamespacesOf(n))),
   };
 }
 
