@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { pino } from "pino";
 import { registerEmbeddedClusters, startEmbeddedTenantry } from "../src/app/embedded.js";
+import { ensureDashboardAssets } from "../src/dashboard/index.js";
 import { loadClusterClient } from "../src/kube/index.js";
 import { ClusterHarness, defaultClusters, MachineHost } from "../src/localcluster/index.js";
 import { peerClusters } from "../src/multicluster/index.js";
@@ -51,11 +52,14 @@ async function main(): Promise<number> {
   if (only.length === 0) {
     process.stderr.write("typecheck (tsc --noEmit)\n");
     if ((await run("npx", ["tsc", "--noEmit"])) !== 0) return 1;
+    if ((await run("npx", ["tsc", "--noEmit", "-p", "src/dashboard/web"])) !== 0) return 1;
     process.stderr.write("lint (biome ci)\n");
     if ((await run("npx", ["biome", "ci", "--reporter=summary", "."])) !== 0) return 1;
   }
   const files = only.length ? only : [...(await testFiles("src")), ...(await testFiles("test"))];
 
+  // The dashboard's client, built when missing or older than its sources (tenantry serves it).
+  await ensureDashboardAssets((line) => process.stderr.write(line));
   const dir = await mkdtemp(join(tmpdir(), "tenantry-test-"));
   const harness = new ClusterHarness({ dir });
   // The OpenStack services (installed from Debian's packages when missing) start beside the
@@ -137,6 +141,7 @@ async function main(): Promise<number> {
           accessCaPem: tenantry.accessCaPem,
           ...(tenantry.runtimesAdmin ? { runtimesAdminUrl: tenantry.runtimesAdmin.url } : {}),
           ...(tenantry.runtimesProxy ? { runtimesProxyUrl: tenantry.runtimesProxy.url } : {}),
+          ...(tenantry.dashboard ? { dashboardUrl: tenantry.dashboard.url } : {}),
           ...(tenantry.logicalClouds
             ? {
                 logicalCloudsUrl: tenantry.logicalClouds.url,

@@ -13,11 +13,27 @@ export const DEMO_TENANT = "demo";
 export const DEMO_OWNER = "alice";
 /** A member of the demo tenant, a user of the built-in identity service. */
 export const DEMO_MEMBER = "bob";
+/** The demo's operator: a built-in user whose group is bound to cluster-admin (sees every tenant). */
+export const DEMO_OPERATOR = "operator";
+/** The group the demo binds to cluster-admin. */
+export const DEMO_OPERATORS_GROUP = "tenantry:operators";
 /** Demo passwords, printed by `tenantry up`: the embedded default is a local playground. */
 export const DEMO_PASSWORDS: Record<string, string> = {
   alice: "alice-demo-password",
   bob: "bob-demo-password",
+  operator: "operator-demo-password",
 };
+
+/** Binds a group to cluster-admin: its members administer the cluster (and see every tenant). */
+export function operatorsBinding(group: string, name = "tenantry:operators") {
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name, labels: { "app.kubernetes.io/managed-by": "tenantry" } },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
+    subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "Group", name: group }],
+  } as KubernetesObject;
+}
 
 /**
  * The embedded default's demo: tenant `demo` owned by alice with one declared namespace, a quota,
@@ -68,6 +84,17 @@ export async function installDemo(
         password: DEMO_PASSWORDS[name]!,
         tenant: DEMO_TENANT,
         tenantAdmin: admin,
+      });
+    }
+  }
+  // The operator, for the dashboard: a password login whose group administers the cluster.
+  if (identity) {
+    await applyObject(client, operatorsBinding(DEMO_OPERATORS_GROUP));
+    if (!(await identity.readUser(DEMO_OPERATOR))) {
+      await identity.createUser({
+        name: DEMO_OPERATOR,
+        password: DEMO_PASSWORDS[DEMO_OPERATOR]!,
+        groups: [DEMO_OPERATORS_GROUP],
       });
     }
   }

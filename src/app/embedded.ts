@@ -101,6 +101,8 @@ export interface TenantryEndpoints {
   /** The logical-clouds REST API (`/v2/projects/…`) and the CA of its serving certificate. */
   logicalCloudsUrl?: string;
   logicalCloudsCaPem?: string;
+  /** The web dashboard. */
+  dashboardUrl?: string;
 }
 
 async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): Promise<void> {
@@ -118,6 +120,7 @@ async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): P
     ...(tenantry.logicalClouds
       ? { logicalCloudsUrl: tenantry.logicalClouds.url, logicalCloudsCaPem: tenantry.logicalClouds.caPem }
       : {}),
+    ...(tenantry.dashboard ? { dashboardUrl: tenantry.dashboard.url } : {}),
   };
   await writeFile(join(dirname(state.kubeconfig), ENDPOINTS_FILE), `${JSON.stringify(endpoints, null, 2)}\n`);
 }

@@ -12,6 +12,7 @@ import {
 } from "../clouds/index.js";
 import { ClusterHealthController, ClusterRegistry } from "../clusters/index.js";
 import { UserError } from "../common/index.js";
+import { DASHBOARD_ASSETS_DIR, type RunningDashboard, startDashboard } from "../dashboard/index.js";
 import {
   gatewayClusterRole,
   type RateLimit,
@@ -181,6 +182,11 @@ export interface TenantryOptions {
    * node agent in this process unless given (the embedded default gives both).
    */
   storage?: StorageOptions | false;
+  /**
+   * The web dashboard (built client and JSON API, plain HTTP): on by default, on a free loopback
+   * port; `assetsDir` is where the built client is (default dist/dashboard).
+   */
+  dashboard?: { host?: string; port?: number; assetsDir?: string } | false;
   /** Worker nodes on demand. */
   nodes?: {
     /** The harness's simulated machines (embedded default only): adds NodeProvider `simulated`. */
@@ -223,6 +229,7 @@ export interface RunningTenantry {
   logicalClouds?: { api: LogicalCloudsApi; url: string; caPem: string };
   /** Worker nodes on demand: their caches and provider registry. */
   nodes: Nodes;
+  dashboard?: RunningDashboard;
   isLeader(): boolean;
   /** Every informer has synced (readiness). */
   ready(): boolean;
@@ -459,6 +466,30 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         });
 
+  const apiServerCa = client.kubeConfig.getCurrentCluster()?.caData;
+  const dashboard =
+    options.dashboard === false
+      ? undefined
+      : await startDashboard({
+          client,
+          informers,
+          clusterRegistry,
+          cloudInformers,
+          runtimesInformers,
+          nodes,
+          authenticator,
+          access: { url: accessUrl, caPem: options.access?.caPem ?? tls.caPem },
+          // A person's own requests take the way `tenantry login`'s kubeconfigs take.
+          door: gateway
+            ? { url: gateway.url, caPem: gateway.caPem }
+            : { url: client.server, caPem: apiServerCa ? Buffer.from(apiServerCa, "base64").toString() : "" },
+          runtimesAdminUrl: () => runtimesAdmin?.url,
+          assetsDir: options.dashboard?.assetsDir ?? DASHBOARD_ASSETS_DIR,
+          host: options.dashboard?.host ?? "127.0.0.1",
+          port: options.dashboard?.port ?? 0,
+          logger,
+        });
+
   // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
   const elector = new LeaderElector({
@@ -567,6 +598,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       ? { logicalClouds: { api: logicalCloudsApi, url: logicalCloudsApi.url, caPem: tls.caPem } }
       : {}),
     nodes,
+    ...(dashboard ? { dashboard } : {}),
     isLeader: () => elector.isLeader(),
     ready: () =>
       [informers.tenants, informers.templates, informers.tenantNamespaces, informers.quotas].every((i) =>
@@ -574,6 +606,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       ),
     async stop() {
       await elector.stop();
+      await dashboard?.stop();
       await runtimesProxy?.stop();
       await runtimesAdmin?.stop();
       await runtimesInformers.stop();

@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { pino } from "pino";
 import {
   DEMO_MEMBER,
+  DEMO_OPERATOR,
   DEMO_OWNER,
   DEMO_PASSWORDS,
   DEMO_RUNTIME_INSTANCE,
@@ -15,6 +16,7 @@ import { ENDPOINTS_FILE, registerEmbeddedClusters, startEmbeddedTenantry } from 
 import type { RunningTenantry } from "../app/tenantry.js";
 import { CLOUDS_OPENAPI_PATH } from "../clouds/index.js";
 import { createProgress } from "../common/index.js";
+import { ensureDashboardAssets } from "../dashboard/index.js";
 import { ClusterHarness, defaultClusters, MachineHost } from "../localcluster/index.js";
 import { OPENAPI_PATH } from "../runtimes/index.js";
 import { startRuntime } from "./runtime.js";
@@ -33,6 +35,8 @@ export function registerUpCommand(program: Command): void {
     .option("--keep", "leave the clusters running after Ctrl-C (tenantry itself stops)")
     .action(async (opts: { dir?: string; keep?: boolean }) => {
       const harness = new ClusterHarness(opts.dir ? { dir: opts.dir } : {});
+      // The dashboard's client, built when missing or older than its sources.
+      await ensureDashboardAssets((line) => process.stderr.write(line));
       const states = await harness.up([...defaultClusters]);
       const home = states.find((s) => s.name === "home")!;
       const homeDir = join(harness.dir, "home");
@@ -87,6 +91,11 @@ export function registerUpCommand(program: Command): void {
           ...(tenantry.logicalClouds
             ? [
                 `  logical clouds API (DCM) at ${tenantry.logicalClouds.url}/v2/projects (OpenAPI: ${tenantry.logicalClouds.url}${CLOUDS_OPENAPI_PATH})`,
+              ]
+            : []),
+          ...(tenantry.dashboard
+            ? [
+                `  dashboard at ${tenantry.dashboard.url} (log in as ${DEMO_OPERATOR} / ${DEMO_PASSWORDS[DEMO_OPERATOR]}, or ${DEMO_OWNER} / ${DEMO_PASSWORDS[DEMO_OWNER]})`,
               ]
             : []),
           `  tenantry log: ${logFile}`,

@@ -25,6 +25,8 @@ export interface TestEnvironment {
     /** The logical-clouds API (DCM) of the home cluster's tenantry, and the CA of its certificate. */
     logicalCloudsUrl?: string;
     logicalCloudsCaPem?: string;
+    /** The web dashboard of the home cluster's tenantry. */
+    dashboardUrl?: string;
   };
 }
 
