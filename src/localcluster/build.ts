@@ -9,6 +9,7 @@ import {
   type ComponentSpec,
   components,
   modulesDir,
+  objectStoreComponent,
   pinnedVersion,
   requiredGoVersion,
 } from "./components.js";
@@ -34,7 +35,7 @@ export interface BuildOptions {
 }
 
 interface Manifest {
-  component: ComponentName;
+  component: string;
   version: string;
   goVersion: string;
   builtAt: string;
@@ -101,7 +102,7 @@ async function goVersion(env: NodeJS.ProcessEnv): Promise<string> {
 }
 
 function failure(
-  spec: ComponentSpec,
+  spec: ComponentSpec<string>,
   step: string,
   output: string,
   logFile: string,
@@ -120,14 +121,14 @@ function failure(
 }
 
 /** go names a binary after its package path (`server/v3` gives `v3` or `server`); give it the name we use. */
-async function nameSingleBinary(spec: ComponentSpec, binDir: string): Promise<void> {
+async function nameSingleBinary(spec: ComponentSpec<string>, binDir: string): Promise<void> {
   const [expected] = spec.binaries;
   if (spec.binaries.length !== 1 || !expected || existsSync(join(binDir, expected))) return;
   const built = await readdir(binDir);
   if (built.length === 1 && built[0]) await rename(join(binDir, built[0]), join(binDir, expected));
 }
 
-async function cacheKey(spec: ComponentSpec, version: string, go: string): Promise<string> {
+async function cacheKey(spec: ComponentSpec<string>, version: string, go: string): Promise<string> {
   const hash = createHash("sha256");
   for (const file of ["go.mod", "go.sum", "tools.go"])
     hash.update(await readFile(join(modulesDir, spec.name, file)));
@@ -139,7 +140,7 @@ async function cacheKey(spec: ComponentSpec, version: string, go: string): Promi
 }
 
 async function buildComponent(
-  spec: ComponentSpec,
+  spec: ComponentSpec<string>,
   options: Required<Omit<BuildOptions, "cacheDir">> & { cacheDir: string },
 ) {
   const { env } = options;
@@ -269,4 +270,16 @@ export async function ensureComponents(options: BuildOptions = {}): Promise<Comp
     kwokStages: join(dirs.kwok, "kwok-stages.yaml"),
     versions,
   };
+}
+
+/** Builds (once) and returns the versitygw binary, the local S3-compatible object store. */
+export async function ensureObjectStoreBinary(
+  options: BuildOptions = {},
+): Promise<{ program: string; version: string }> {
+  const result = await buildComponent(objectStoreComponent, {
+    cacheDir: options.cacheDir ?? cacheRoot(),
+    env: options.env ?? process.env,
+    progress: options.progress ?? createProgress,
+  });
+  return { program: join(result.dir, "bin", "versitygw"), version: result.version };
 }
