@@ -6,6 +6,8 @@ export interface TestEnvironment {
   /** Folder of the harness that owns the clusters (logs live below it). */
   dir: string;
   clusters: { name: string; kubeconfig: string; server: string }[];
+  /** The S3-compatible store (versitygw) started for the run: backups of the test tenantry go there. */
+  objectStore: { endpoint: string; region: string; accessKeyId: string; secretAccessKey: string };
   /** tenantry running on the home cluster for the whole test run. */
   tenantry: {
     cluster: string;
