@@ -2,6 +2,7 @@
 import { stringify } from "yaml";
 import { ACCESS_CRDS } from "../access/index.js";
 import type { CustomResourceDefinition } from "../apis/index.js";
+import { BACKUP_CRDS } from "../backup/index.js";
 import { IDENTITY_CRDS } from "../identity/index.js";
 import { MULTICLUSTER_CRDS } from "../multicluster/index.js";
 import { RUNTIMES_CRDS } from "../runtimes/index.js";
@@ -13,6 +14,7 @@ export const ALL_CRDS: readonly CustomResourceDefinition[] = [
   ...ACCESS_CRDS,
   ...MULTICLUSTER_CRDS,
   ...RUNTIMES_CRDS,
+  ...BACKUP_CRDS,
 ];
 
 /** Where the generated manifests live, relative to the repository root. */

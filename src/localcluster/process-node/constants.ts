@@ -30,6 +30,8 @@ export const LOCAL_IMAGES = {
   jupyter: "quay.io/jupyter/base-notebook:2025-03-14",
   /** HTTP and WebSocket echo on $PORT (default 8080), as jmalloc/echo-server answers. */
   echo: "docker.io/jmalloc/echo-server:v0.3.7",
+  /** tenantry's backup agent (src/backup/agent), run with node: archives a mounted claim to the object store. */
+  backupAgent: "ghcr.io/tenantry/backup-agent:0.1.0",
   /** Sleeps until stopped. */
   pause: "registry.k8s.io/pause:3.10",
 } as const;
