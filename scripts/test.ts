@@ -74,6 +74,7 @@ async function main(): Promise<number> {
         { level: process.env.TENANTRY_LOG_LEVEL ?? "info" },
         pino.destination({ dest: logFile, sync: false }),
       ),
+      objectStore,
     );
     const started = await Promise.allSettled(
       states

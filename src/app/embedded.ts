@@ -1,7 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Logger } from "pino";
-import type { ClusterState } from "../localcluster/index.js";
+import type { ClusterState, LocalObjectStoreState } from "../localcluster/index.js";
 import { type RunningTenantry, startTenantry } from "./tenantry.js";
 
 /**
@@ -9,10 +9,28 @@ import { type RunningTenantry, startTenantry } from "./tenantry.js";
  * its token and authorization webhooks pointing at a fixed loopback port, with a serving
  * certificate from the cluster's CA, so tenantry serves them there.
  */
-export async function startEmbeddedTenantry(state: ClusterState, logger: Logger): Promise<RunningTenantry> {
+export async function startEmbeddedTenantry(
+  state: ClusterState,
+  logger: Logger,
+  objectStore?: LocalObjectStoreState,
+): Promise<RunningTenantry> {
   const access = state.accessWebhooks;
   const tenantry = await startTenantry({
     cluster: state.name,
+    // Each cluster's backups in a bucket of its own in the embedded default's object store.
+    ...(objectStore
+      ? {
+          backup: {
+            store: {
+              endpoint: objectStore.endpoint,
+              region: objectStore.region,
+              accessKeyId: objectStore.accessKeyId,
+              secretAccessKey: objectStore.secretAccessKey,
+              bucket: `tenantry-backups-${state.name}`,
+            },
+          },
+        }
+      : {}),
     kubeconfig: state.kubeconfig,
     logger,
     clusterLabels: state.spec.labels ?? {},

@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
+import { BackupControllers, type S3Settings, storeSettingsFromSecret } from "../backup/index.js";
 import { gatewayClusterRole, type RateLimit, type RunningGateway, startGateway } from "../gateway/index.js";
 import {
   AccessServer,
@@ -110,6 +111,12 @@ export interface TenantryOptions {
   metricsPort?: number;
   /** The runtimes Admin API (`/services/…`, plain HTTP for the runtimes proxy); on by default, on a free loopback port. */
   runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
+  /**
+   * Backups of runtimes: the object store they go to, and the agent image their Jobs run. Absent:
+   * the store named by the Secret `tenantry-backup-store` of tenantry's namespace, if there is one
+   * (keys endpoint, bucket, region, accessKeyId, secretAccessKey); else no backups.
+   */
+  backup?: { store: S3Settings; agentImage?: string };
   /** The runtimes controllers: the image the pre-pull DaemonSets' main container runs (default registry.k8s.io/pause). */
   runtimes?: { pauseImage?: string };
   /**
@@ -337,6 +344,10 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     : undefined;
   proxyUrl = runtimesProxy?.url;
 
+  const backupStore = options.backup?.store ?? (await storeSettingsFromSecret(client, namespace));
+  if (!backupStore)
+    logger.info("no backup store configured (Secret tenantry-backup-store): runtime backups are off");
+
   // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
   const elector = new LeaderElector({
@@ -387,6 +398,17 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
             runtimesAdmin?.url,
           logger,
         }),
+        ...(backupStore
+          ? [
+              new BackupControllers({
+                client,
+                store: backupStore,
+                namespace,
+                ...(options.backup?.agentImage ? { agentImage: options.backup.agentImage } : {}),
+                logger,
+              }),
+            ]
+          : []),
       ];
       controllers = mine;
       for (const controller of mine) {

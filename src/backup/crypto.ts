@@ -1,4 +1,12 @@
-import { createCipheriv, createDecipheriv, createHash, type Hash, randomBytes } from "node:crypto";
+import {
+  type CipherGCM,
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  type DecipherGCM,
+  type Hash,
+  randomBytes,
+} from "node:crypto";
 import { Transform, type TransformCallback } from "node:stream";
 
 /**
@@ -36,7 +44,7 @@ export class HashingStream extends Transform {
 }
 
 /** An encrypting stream; its `sealed()` gives the IV and tag once it has ended. */
-export function encryptor(key: Buffer): { stream: Transform; sealed(): { iv: string; tag: string } } {
+export function encryptor(key: Buffer): { stream: CipherGCM; sealed(): { iv: string; tag: string } } {
   checkTenantKey(key);
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv("aes-256-gcm", key, iv);
@@ -47,7 +55,7 @@ export function encryptor(key: Buffer): { stream: Transform; sealed(): { iv: str
 }
 
 /** A decrypting stream that fails at its end when any byte, the IV or the tag was changed. */
-export function decryptor(key: Buffer, sealed: { iv: string; tag: string }): Transform {
+export function decryptor(key: Buffer, sealed: { iv: string; tag: string }): DecipherGCM {
   checkTenantKey(key);
   const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(sealed.iv, "base64"));
   decipher.setAuthTag(Buffer.from(sealed.tag, "base64"));

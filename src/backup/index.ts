@@ -24,8 +24,11 @@ export {
   RuntimeRestoreSchema,
 } from "./api/backup.js";
 export { BACKUP_CRDS, BACKUP_POLICY_CRD, RUNTIME_BACKUP_CRD, RUNTIME_RESTORE_CRD } from "./api/crds.js";
+export { type BackupControllerOptions, BackupControllers } from "./controller/backup-controller.js";
+export { backupLocation } from "./controller/layout.js";
 export { decryptor, encryptor, newTenantKey, TENANT_KEY_BYTES } from "./crypto.js";
 export { DEFAULT_PART_SIZE, S3ObjectStore, type S3Settings } from "./store/s3.js";
+export { STORE_SECRET, storeSettingsFromData, storeSettingsFromSecret } from "./store/settings.js";
 export {
   ObjectNotFound,
   type ObjectStore,

@@ -20,7 +20,10 @@ export function registerUpCommand(program: Command): void {
     .option("--keep", "leave the clusters running after Ctrl-C (tenantry itself stops)")
     .action(async (opts: { dir?: string; keep?: boolean }) => {
       const harness = new ClusterHarness(opts.dir ? { dir: opts.dir } : {});
-      const states = await harness.up([...defaultClusters]);
+      const [states, objectStore] = await Promise.all([
+        harness.up([...defaultClusters]),
+        harness.objectStore(),
+      ]);
       const home = states.find((s) => s.name === "home")!;
       const homeDir = join(harness.dir, "home");
       const logFile = join(homeDir, "logs", "tenantry.log");
@@ -28,6 +31,7 @@ export function registerUpCommand(program: Command): void {
       const tenantry = await startEmbeddedTenantry(
         home,
         pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
+        objectStore,
       );
       // tenantry runs on the other clusters too, so that they can provide for peers.
       const remotes: { name: string; logFile: string; tenantry: typeof tenantry }[] = [];
@@ -65,6 +69,7 @@ export function registerUpCommand(program: Command): void {
                 `  runtimes proxy at ${tenantry.runtimesProxy.url} (runtimes at /r/<token>/, the Admin API at every other path)`,
               ]
             : []),
+          `  object store (S3, versitygw ${objectStore.version}) at ${objectStore.endpoint}: runtime backups of home go to bucket tenantry-backups-home`,
           `  tenantry log: ${logFile}`,
           ...remotes.map((r) => `  tenantry on ${r.name}: log ${r.logFile}`),
           `  demo tenant "${DEMO_TENANT}" owned by ${DEMO_OWNER}: ${ownerKubeconfig}`,
@@ -112,6 +117,7 @@ export function registerUpCommand(program: Command): void {
       if (!opts.keep) {
         process.stdout.write("stopping clusters…\n");
         await harness.down(states.map((s) => s.name));
+        await harness.stopObjectStore();
       }
       process.stdout.write("stopped.\n");
     });
