@@ -212,8 +212,31 @@ export class BackupControllers {
     return name;
   }
 
-  /** Removes the agent Secret once no Job needs it: the store's credentials stay in the namespace no longer than that. */
-  private async removeAgentSecret(owner: KubernetesObject): Promise<void> {
+  /**
+   * Removes the agent Jobs (and their pods, which hold the claims) and the agent Secret once the
+   * outcome is recorded: the store's credentials stay in the namespace no longer than that.
+   */
+  private async removeAgentSecret(owner: KubernetesObject, label: string): Promise<void> {
+    for (const job of this.jobs.list()) {
+      if (job.metadata?.namespace !== owner.metadata?.namespace) continue;
+      if (job.metadata?.labels?.[label] !== owner.metadata?.name) continue;
+      try {
+        await this.client.objects.delete(
+          {
+            apiVersion: "batch/v1",
+            kind: "Job",
+            metadata: { name: job.metadata.name!, namespace: job.metadata.namespace! },
+          },
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          "Background",
+        );
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
     try {
       await this.client.core.deleteNamespacedSecret({
         name: agentSecretName(owner.metadata!.name!),
@@ -251,7 +274,7 @@ export class BackupControllers {
         message,
         completionTime: now(),
       });
-      await this.removeAgentSecret(backup).catch(() => {});
+      await this.removeAgentSecret(backup, BACKUP_NAME_LABEL).catch(() => {});
       return reconcileDone();
     };
     const runtime = await this.readRuntime(namespace!, backup.spec.runtime);
@@ -379,7 +402,7 @@ export class BackupControllers {
         `completing the backup in ${this.store.description} failed: ${describeError(err)}`,
       );
     }
-    await this.removeAgentSecret(backup);
+    await this.removeAgentSecret(backup, BACKUP_NAME_LABEL);
     await this.writeStatus(backup, "RuntimeBackup", {
       ...status,
       phase: "Completed",
@@ -431,7 +454,7 @@ export class BackupControllers {
         message,
         completionTime: now(),
       });
-      await this.removeAgentSecret(restore).catch(() => {});
+      await this.removeAgentSecret(restore, RESTORE_NAME_LABEL).catch(() => {});
       return reconcileDone();
     };
     const backup = this.backups.get(namespace, restore.spec.backup);
@@ -532,7 +555,7 @@ export class BackupControllers {
         return requeueAfter(POLL_MS * 5);
       }
     }
-    await this.removeAgentSecret(restore);
+    await this.removeAgentSecret(restore, RESTORE_NAME_LABEL);
     if (restore.spec.startAfter) {
       await applyObject(this.client, {
         apiVersion: TENANTS_API_VERSION,
