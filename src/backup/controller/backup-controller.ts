@@ -225,7 +225,7 @@ export class BackupControllers {
           {
             apiVersion: "batch/v1",
             kind: "Job",
-            metadata: { name: job.metadata.name!, namespace: job.metadata.namespace! },
+            metadata: { name: job.metadata!.name!, namespace: job.metadata!.namespace! },
           },
           undefined,
           undefined,
