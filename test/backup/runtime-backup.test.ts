@@ -187,4 +187,34 @@ describe("runtime backups and restores", () => {
     assert.ok((await readFile(join(dir, "big.bin"))).equals(big));
     assert.equal((await readRuntime("two")).status?.phase, "Running");
   });
+
+  test("an idle runtime is backed up, then stopped; started again it has its data", async () => {
+    await start("three");
+    const dir = await volumeDir("three");
+    await writeFile(join(dir, "idle.txt"), "before going idle\n");
+    await home.objects.create({
+      apiVersion: API,
+      kind: "BackupPolicy",
+      metadata: { name: service },
+      spec: { service, retention: 3, idle: { timeoutSeconds: 60, action: "Stop" } },
+    } as KubernetesObject);
+    try {
+      await eventually(
+        async () => {
+          const runtime = await readRuntime("three");
+          assert.equal(runtime.spec.desiredState, "Stopped");
+          assert.equal(runtime.status?.phase, "Stopped");
+        },
+        { timeoutMs: 240_000, intervalMs: 2000 },
+      );
+      const backups = (await home.objects.list(API, "RuntimeBackup", placed("three").namespace))
+        .items as RuntimeBackup[];
+      const idle = backups.find((b) => b.spec.runtime === placed("three").name && b.spec.trigger === "Idle");
+      assert.equal(idle?.status?.phase, "Completed", "stopped only after a completed backup");
+      await start("three");
+      assert.equal(await readFile(join(await volumeDir("three"), "idle.txt"), "utf8"), "before going idle\n");
+    } finally {
+      await removeObject(home, { apiVersion: API, kind: "BackupPolicy", metadata: { name: service } });
+    }
+  });
 });

@@ -6,7 +6,6 @@
  * and runs agent Jobs that replace each claim's content once every byte is verified. Status is
  * written at every step, and a failure names its reason; nothing is replaced by a failed restore.
  */
-import { randomBytes } from "node:crypto";
 import { type KubernetesObject, PatchStrategy, type V1Job, type V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
@@ -39,6 +38,7 @@ import {
 import { newTenantKey } from "../crypto.js";
 import { S3ObjectStore, type S3Settings } from "../store/s3.js";
 import { AGENT_JOB_LABEL, agentJob, agentSecret, jobOutcome } from "./agent-jobs.js";
+import { IdleController } from "./idle-controller.js";
 import {
   agentJobName,
   agentSecretName,
@@ -58,6 +58,8 @@ export interface BackupControllerOptions {
   namespace: string;
   /** The agent image (default ghcr.io/tenantry/backup-agent). */
   agentImage?: string;
+  /** How often idle runtimes and retention are looked at (default 15 s). */
+  idleIntervalMs?: number;
   logger: Logger;
 }
 
@@ -72,8 +74,11 @@ export class BackupControllers {
   private readonly jobs: Informer<V1Job>;
   private readonly backupController: Controller;
   private readonly restoreController: Controller;
+  private readonly idle: IdleController;
   private readonly store: S3ObjectStore;
   private readonly client: ClusterClient;
+  /** UIDs whose outcome this process wrote: a stale cache must not make them run (or fail) again. */
+  private readonly finished = new Set<string>();
 
   constructor(private readonly options: BackupControllerOptions) {
     this.client = options.client;
@@ -113,6 +118,13 @@ export class BackupControllers {
       };
     this.backupController.watch(this.jobs, byLabel(BACKUP_NAME_LABEL));
     this.restoreController.watch(this.jobs, byLabel(RESTORE_NAME_LABEL));
+    this.idle = new IdleController({
+      client: this.client,
+      store: options.store,
+      logger: options.logger,
+      backups: this.backups,
+      ...(options.idleIntervalMs ? { intervalMs: options.idleIntervalMs } : {}),
+    });
   }
 
   private get informers(): Informer<KubernetesObject>[] {
@@ -123,9 +135,11 @@ export class BackupControllers {
     await startInformers(this.informers);
     await this.backupController.start();
     await this.restoreController.start();
+    await this.idle.start();
   }
 
   async stop(): Promise<void> {
+    await this.idle.stop();
     await this.backupController.stop();
     await this.restoreController.stop();
     await stopInformers(this.informers);
@@ -191,6 +205,7 @@ export class BackupControllers {
     kind: string,
     status: Status<T>,
   ): Promise<void> {
+    if (status.phase === "Completed" || status.phase === "Failed") this.finished.add(obj.metadata!.uid!);
     await applyStatus(this.client, {
       apiVersion: TENANTS_API_VERSION,
       kind,
@@ -263,7 +278,8 @@ export class BackupControllers {
   private async reconcileBackup(ctx: ReconcileContext): Promise<ReconcileResult> {
     const { namespace, name } = ctx.ref;
     const backup = this.backups.get(namespace, name);
-    if (!backup || backup.metadata?.deletionTimestamp) return reconcileDone();
+    if (!backup || backup.metadata?.deletionTimestamp || this.finished.has(backup.metadata!.uid!))
+      return reconcileDone();
     const status: Status<RuntimeBackup> = { ...(backup.status ?? {}) };
     if (status.phase === "Completed" || status.phase === "Failed") return reconcileDone();
     const fail = async (reason: string, message: string) => {
@@ -443,7 +459,8 @@ export class BackupControllers {
   private async reconcileRestore(ctx: ReconcileContext): Promise<ReconcileResult> {
     const { namespace, name } = ctx.ref;
     const restore = this.restores.get(namespace, name);
-    if (!restore || restore.metadata?.deletionTimestamp) return reconcileDone();
+    if (!restore || restore.metadata?.deletionTimestamp || this.finished.has(restore.metadata!.uid!))
+      return reconcileDone();
     const status: Status<RuntimeRestore> = { ...(restore.status ?? {}) };
     if (status.phase === "Completed" || status.phase === "Failed") return reconcileDone();
     const fail = async (reason: string, message: string) => {
@@ -555,6 +572,13 @@ export class BackupControllers {
         return requeueAfter(POLL_MS * 5);
       }
     }
+    await this.writeStatus(restore, "RuntimeRestore", {
+      ...status,
+      phase: "Completed",
+      reason: "Completed",
+      message: `restored ${backup.status.metadataObjects ?? 0} objects and ${volumes.length} claims from ${restore.spec.backup}, verified`,
+      completionTime: now(),
+    });
     await this.removeAgentSecret(restore, RESTORE_NAME_LABEL);
     if (restore.spec.startAfter) {
       await applyObject(this.client, {
@@ -564,15 +588,6 @@ export class BackupControllers {
         spec: { ...runtime.spec, desiredState: "Running", startRequestedAt: now() },
       } as KubernetesObject);
     }
-    await this.writeStatus(restore, "RuntimeRestore", {
-      ...status,
-      phase: "Completed",
-      reason: "Completed",
-      message: `restored ${backup.status.metadataObjects ?? 0} objects and ${volumes.length} claims from ${restore.spec.backup}, verified`,
-      completionTime: now(),
-    });
     return reconcileDone();
   }
 }
-
-export const randomSuffix = () => randomBytes(3).toString("hex");
