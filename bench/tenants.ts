@@ -6,7 +6,7 @@
  *
  * Run: npm run bench:tenants [-- --tenants N] [--compare-tenants T] [--webhook-connections C] [--skip-capsule] [--keep]
  */
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,6 +22,7 @@ import { type RunningTenantry, startTenantry } from "../src/app/tenantry.js";
 import { applyObject, type ClusterClient, loadClusterClient } from "../src/kube/index.js";
 import { ClusterHarness, type ClusterSpec, type ClusterState } from "../src/localcluster/index.js";
 import { TENANTS_API_VERSION } from "../src/tenants/index.js";
+import { startTenantryProcess } from "../test/support/tenantry-process.js";
 import { type Cell, ms, percentile, printTable, seconds } from "./support/report.js";
 import { apiserverLoad, drain, podCreateChain, webhookLoad } from "./tenants/admission.js";
 import {
@@ -326,59 +327,6 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
   }
 }
 
-/** tenantry in a process of its own (see tenants/tenantry-process.ts), so its memory is its own. */
-async function startTenantryProcess(
-  state: ClusterState,
-  dir: string,
-): Promise<{ pid: number; stop(): Promise<void> }> {
-  const child = spawn(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      join(import.meta.dirname, "tenants", "tenantry-process.ts"),
-      state.name,
-      state.kubeconfig,
-      join(dir, `tenantry-${state.name}.log`),
-    ],
-    { cwd: join(import.meta.dirname, ".."), stdio: ["ignore", "pipe", "pipe"] },
-  );
-  let stderr = "";
-  child.stderr.on("data", (c: Buffer) => {
-    stderr += c.toString();
-  });
-  let exited = false;
-  const exit = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  void exit.then(() => {
-    exited = true;
-  });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("tenantry did not become ready within 90 s")), 90_000);
-    child.stdout.on("data", (c: Buffer) => {
-      if (c.toString().includes("ready")) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    void exit.then(() => {
-      clearTimeout(timer);
-      reject(
-        new Error(`tenantry exited before it was ready: ${stderr.trim().split("\n").slice(-5).join("\n")}`),
-      );
-    });
-  });
-  return {
-    pid: child.pid!,
-    async stop() {
-      if (exited) return;
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-      await exit;
-      clearTimeout(timer);
-    },
-  };
-}
-
 /** Whether RBAC lets a tenant owner create namespaces (asked before any tenant exists). */
 async function ownersMayCreateNamespaces(client: ClusterClient): Promise<boolean> {
   const review = await client.kubeConfig.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
@@ -454,7 +402,12 @@ async function compareWithCapsule(harness: ClusterHarness, dir: string): Promise
     });
     let tenantry: { pid: number; stop(): Promise<void> } | undefined;
     try {
-      tenantry = await startTenantryProcess(state, dir);
+      // In a process of its own, so that its memory is its own.
+      tenantry = await startTenantryProcess({
+        cluster: state.name,
+        kubeconfig: state.kubeconfig,
+        logFile: join(dir, `tenantry-${state.name}.log`),
+      });
       const client = loadClusterClient("sbs-tenantry-client", state.kubeconfig);
       const ownerPath = await servesNamespaceWebhook(client);
       const ca = await clusterCa(harness.dir, state.name);

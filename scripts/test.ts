@@ -9,10 +9,15 @@ import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { pino } from "pino";
-import { startEmbeddedTenantry } from "../src/app/embedded.js";
+import { registerEmbeddedClusters, startEmbeddedTenantry } from "../src/app/embedded.js";
 import { loadClusterClient } from "../src/kube/index.js";
-import { ClusterHarness, defaultClusters } from "../src/localcluster/index.js";
+import { ClusterHarness, defaultClusters, MachineHost } from "../src/localcluster/index.js";
 import { peerClusters } from "../src/multicluster/index.js";
+import {
+  type RunningOpenStack,
+  type SharedOpenStackFiles,
+  startOpenStack,
+} from "../test/support/openstack.js";
 
 /**
  * The shared offloading topology: home consumes edge-1 and edge-2 for the whole run. Tests that
@@ -53,8 +58,29 @@ async function main(): Promise<number> {
 
   const dir = await mkdtemp(join(tmpdir(), "tenantry-test-"));
   const harness = new ClusterHarness({ dir });
+  // The OpenStack services (installed from Debian's packages when missing) start beside the
+  // clusters, for the test files that need them; those wait for it, the others do not.
+  const openstackFiles: SharedOpenStackFiles | undefined = files.some((f) => f.includes("openstack"))
+    ? { infoFile: join(dir, "openstack.json"), errorFile: join(dir, "openstack.error") }
+    : undefined;
+  let openstack: RunningOpenStack | undefined;
+  const openstackStarting = openstackFiles
+    ? startOpenStack().then(
+        async (running) => {
+          openstack = running;
+          const { computeAdmin: _c, adminCall: _a, stop: _s, ...info } = running;
+          await writeFile(openstackFiles.infoFile, JSON.stringify(info));
+        },
+        async (err: Error) => {
+          process.stderr.write(`openstack: ${err.message}\n`);
+          await writeFile(openstackFiles.errorFile, err.message);
+        },
+      )
+    : undefined;
   let code = 1;
   let tenantry: Awaited<ReturnType<typeof startEmbeddedTenantry>> | undefined;
+  // home's simulated machines (NodeProvider "simulated"): processes that join it with their token.
+  const machines = new MachineHost({ dir: join(dir, "home", "machines") });
   // tenantry runs on edge-1 and edge-2 too: a peer's tenant there needs its controllers.
   const remotes: {
     cluster: string;
@@ -74,7 +100,7 @@ async function main(): Promise<number> {
         { level: process.env.TENANTRY_LOG_LEVEL ?? "info" },
         pino.destination({ dest: logFile, sync: false }),
       ),
-      objectStore,
+      { nodes: { localMachines: machines, timings: { pollMs: 1000, runningCheckMs: 5000 } }, objectStore },
     );
     const started = await Promise.allSettled(
       states
@@ -90,6 +116,8 @@ async function main(): Promise<number> {
     );
     const failed = started.find((r) => r.status === "rejected");
     if (failed) throw failed.reason;
+    // home's cluster registry holds all three, as at npm start.
+    await registerEmbeddedClusters(tenantry, states);
     const clientOf = (name: string) =>
       loadClusterClient(name, states.find((s) => s.name === name)!.kubeconfig);
     for (const pair of SHARED_PEERINGS) {
@@ -112,6 +140,12 @@ async function main(): Promise<number> {
           accessCaPem: tenantry.accessCaPem,
           ...(tenantry.runtimesAdmin ? { runtimesAdminUrl: tenantry.runtimesAdmin.url } : {}),
           ...(tenantry.runtimesProxy ? { runtimesProxyUrl: tenantry.runtimesProxy.url } : {}),
+          ...(tenantry.logicalClouds
+            ? {
+                logicalCloudsUrl: tenantry.logicalClouds.url,
+                logicalCloudsCaPem: tenantry.logicalClouds.caPem,
+              }
+            : {}),
           ...(home.accessWebhooks
             ? {
                 reviewClient: {
@@ -141,6 +175,7 @@ async function main(): Promise<number> {
           accessKeyId: objectStore.accessKeyId,
           secretAccessKey: objectStore.secretAccessKey,
         },
+        ...(openstackFiles ? { openstack: openstackFiles } : {}),
       }),
     );
     code = await run(
@@ -151,13 +186,18 @@ async function main(): Promise<number> {
         "--test",
         "--test-reporter=spec",
         "--test-concurrency=2",
-        "--test-timeout=300000",
+        // A file's whole run, OpenStack's services included on a busy machine.
+        "--test-timeout=900000",
         ...files,
       ],
       { ...process.env, TENANTRY_TEST_ENV: envFile },
     );
   } finally {
     await tenantry?.stop().catch((err) => process.stderr.write(`stopping tenantry failed: ${err}\n`));
+    machines.close();
+    await machines.stopAll().catch((err) => process.stderr.write(`stopping machines failed: ${err}\n`));
+    await openstackStarting;
+    await openstack?.stop().catch((err) => process.stderr.write(`stopping OpenStack failed: ${err}\n`));
     for (const remote of remotes) {
       await remote.tenantry
         .stop()

@@ -3,9 +3,13 @@ import { stringify } from "yaml";
 import { ACCESS_CRDS } from "../access/index.js";
 import type { CustomResourceDefinition } from "../apis/index.js";
 import { BACKUP_CRDS } from "../backup/index.js";
+import { CLOUDS_CRDS } from "../clouds/index.js";
+import { CLUSTERS_CRDS } from "../clusters/index.js";
 import { IDENTITY_CRDS } from "../identity/index.js";
 import { MULTICLUSTER_CRDS } from "../multicluster/index.js";
+import { NODES_CRDS } from "../nodes/index.js";
 import { RUNTIMES_CRDS } from "../runtimes/index.js";
+import { STORAGE_CRDS } from "../storage/index.js";
 import { TENANTS_CRDS } from "../tenants/index.js";
 
 export const ALL_CRDS: readonly CustomResourceDefinition[] = [
@@ -15,6 +19,10 @@ export const ALL_CRDS: readonly CustomResourceDefinition[] = [
   ...MULTICLUSTER_CRDS,
   ...RUNTIMES_CRDS,
   ...BACKUP_CRDS,
+  ...STORAGE_CRDS,
+  ...CLUSTERS_CRDS,
+  ...CLOUDS_CRDS,
+  ...NODES_CRDS,
 ];
 
 /** Where the generated manifests live, relative to the repository root. */

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { type BuiltinIdentity, requestUserCertificate, userKubeconfig } from "../identity/index.js";
 import { applyObject, type ClusterClient } from "../kube/index.js";
-import { TENANTS_API_VERSION } from "../tenants/index.js";
+import { TENANTS_API_VERSION, withTenantDefaults } from "../tenants/index.js";
 
 export const DEMO_TENANT = "demo";
 export const DEMO_OWNER = "alice";
@@ -16,8 +16,9 @@ export const DEMO_PASSWORDS: Record<string, string> = {
 };
 
 /**
- * The embedded default's demo: tenant `demo` owned by alice with one declared namespace, a quota
- * and room for two namespaces of her own, plus a kubeconfig for alice signed by the cluster.
+ * The embedded default's demo: tenant `demo` owned by alice with one declared namespace, a quota,
+ * room for two namespaces and three worker nodes of its own, plus a kubeconfig for alice signed by
+ * the cluster.
  */
 export async function installDemo(
   client: ClusterClient,
@@ -28,26 +29,17 @@ export async function installDemo(
     apiVersion: TENANTS_API_VERSION,
     kind: "Tenant",
     metadata: { name: DEMO_TENANT },
-    spec: {
+    // tenantry's defaults for a new tenant (restricted pod security, quota on compute, ephemeral
+    // storage and objects, default requests and limits, images always pulled), a smaller pod quota.
+    spec: withTenantDefaults({
       owners: [{ kind: "User", name: DEMO_OWNER }],
       namespaces: [{ name: "dev" }],
       namespaceQuota: 2,
       namespacePrefix: "demo-",
-      quota: { hard: { pods: "20", "requests.cpu": "8", "requests.memory": "16Gi" } },
-      podSecurity: { level: "baseline" },
-      limitRanges: [
-        {
-          name: "defaults",
-          limits: [
-            {
-              type: "Container",
-              defaultRequest: { cpu: "100m", memory: "128Mi" },
-              default: { cpu: "500m", memory: "512Mi" },
-            },
-          ],
-        },
-      ],
-    },
+      quota: { hard: { pods: "20" } },
+      // Worker nodes of their own (WorkerNode), up to three, from the simulated machines.
+      workerNodes: { maxNodes: 3 },
+    }),
   } as KubernetesObject;
   await applyObject(client, tenant);
   const credentials = await requestUserCertificate(client.kubeConfig, {

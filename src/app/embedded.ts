@@ -1,8 +1,47 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { ClusterState, LocalObjectStoreState } from "../localcluster/index.js";
-import { type RunningTenantry, startTenantry } from "./tenantry.js";
+import { registerCluster, standaloneKubeconfig } from "../clusters/index.js";
+import { type ClusterState, type LocalObjectStoreState, PROCESS_NODE_NAME } from "../localcluster/index.js";
+import type { StorageOptions } from "../storage/index.js";
+import { type RunningTenantry, startTenantry, type TenantryOptions } from "./tenantry.js";
+
+/** The pooled StorageClass every cluster of the embedded default has beside the harness' own default `tenantry-local`. */
+export const EMBEDDED_POOLED_CLASS = "tenantry-pooled";
+
+/**
+ * Storage in the embedded default: this machine is every node of the local cluster, so the node
+ * agent runs in tenantry's own process and serves every store. The pool's one backing store is a
+ * folder of the cluster, on the process node (the node whose pods really read and write): its
+ * volumes are loop-mounted, fscrypt-encrypted sparse files where this machine allows it (root, loop
+ * devices, fscrypt — installed from Debian's packages when missing), plain folders otherwise, as the
+ * pool's Encrypted condition then says.
+ */
+export function embeddedStorage(state: ClusterState): StorageOptions {
+  return {
+    agent: { installTools: true },
+    pools: [
+      {
+        name: EMBEDDED_POOLED_CLASS,
+        spec: {
+          storageClass: { name: EMBEDDED_POOLED_CLASS, volumeBindingMode: "WaitForFirstConsumer" },
+          sizes: ["1Gi"],
+          backingStores: [
+            {
+              name: "local",
+              path: join(dirname(state.kubeconfig), "storage", "local"),
+              node: PROCESS_NODE_NAME,
+              capacity: "64Gi",
+            },
+          ],
+          encryption: "IfAvailable",
+          warm: { min: 2, max: 20, forecastWindows: 2 },
+        },
+      },
+    ],
+  };
+}
 
 /**
  * tenantry on a cluster of the embedded default: that cluster's kube-apiserver was started with
@@ -12,7 +51,13 @@ import { type RunningTenantry, startTenantry } from "./tenantry.js";
 export async function startEmbeddedTenantry(
   state: ClusterState,
   logger: Logger,
-  objectStore?: LocalObjectStoreState,
+  {
+    objectStore,
+    ...extra
+  }: Pick<TenantryOptions, "nodes"> & {
+    /** The embedded default's object store: this cluster's runtime backups go to a bucket there. */
+    objectStore?: LocalObjectStoreState;
+  } = {},
 ): Promise<RunningTenantry> {
   const access = state.accessWebhooks;
   const tenantry = await startTenantry({
@@ -34,6 +79,8 @@ export async function startEmbeddedTenantry(
     kubeconfig: state.kubeconfig,
     logger,
     clusterLabels: state.spec.labels ?? {},
+    storage: embeddedStorage(state),
+    ...extra,
     ...(access
       ? {
           access: {
@@ -71,6 +118,9 @@ export interface TenantryEndpoints {
   runtimesAdminUrl?: string;
   /** The runtimes proxy: runtimes at `/r/<token>/`, the Admin API at every other path. */
   runtimesProxyUrl?: string;
+  /** The logical-clouds REST API (`/v2/projects/…`) and the CA of its serving certificate. */
+  logicalCloudsUrl?: string;
+  logicalCloudsCaPem?: string;
 }
 
 async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): Promise<void> {
@@ -85,6 +135,32 @@ async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): P
     ...(tenantry.gateway?.metricsUrl ? { metricsUrl: tenantry.gateway.metricsUrl } : {}),
     ...(tenantry.runtimesAdmin ? { runtimesAdminUrl: tenantry.runtimesAdmin.url } : {}),
     ...(tenantry.runtimesProxy ? { runtimesProxyUrl: tenantry.runtimesProxy.url } : {}),
+    ...(tenantry.logicalClouds
+      ? { logicalCloudsUrl: tenantry.logicalClouds.url, logicalCloudsCaPem: tenantry.logicalClouds.caPem }
+      : {}),
   };
   await writeFile(join(dirname(state.kubeconfig), ENDPOINTS_FILE), `${JSON.stringify(endpoints, null, 2)}\n`);
+}
+
+/**
+ * Registers the embedded clusters in the cluster registry of `tenantry` (the home cluster's): each
+ * with its admin kubeconfig and the labels of its spec. Run at every start: a cluster's address
+ * may change between starts, and labels added since (tenantry cluster label) stay.
+ */
+export async function registerEmbeddedClusters(
+  tenantry: RunningTenantry,
+  states: ClusterState[],
+): Promise<void> {
+  for (const state of states) {
+    const kc = new KubeConfig();
+    kc.loadFromFile(state.kubeconfig);
+    await registerCluster(tenantry.client, {
+      name: state.name,
+      kubeconfig: standaloneKubeconfig(kc, state.name),
+      labels: state.spec.labels ?? {},
+      description: "a cluster of the embedded default",
+      replace: true,
+      checkReachable: false,
+    });
+  }
 }

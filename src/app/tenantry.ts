@@ -3,7 +3,22 @@ import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
 import { BackupControllers, type S3Settings, storeSettingsFromSecret } from "../backup/index.js";
-import { gatewayClusterRole, type RateLimit, type RunningGateway, startGateway } from "../gateway/index.js";
+import {
+  CloudInformers,
+  LogicalCloudController,
+  type LogicalCloudsApi,
+  logicalCloudsAdminClusterRole,
+  ProjectController,
+  startLogicalCloudsApi,
+} from "../clouds/index.js";
+import { ClusterHealthController, ClusterRegistry } from "../clusters/index.js";
+import {
+  gatewayClusterRole,
+  type RateLimit,
+  type RunningGateway,
+  readClientCa,
+  startGateway,
+} from "../gateway/index.js";
 import {
   AccessServer,
   Authenticator,
@@ -32,6 +47,7 @@ import {
   ReflectionController,
   ReplicatedDeploymentController,
 } from "../multicluster/index.js";
+import { type LocalMachineHost, Nodes } from "../nodes/index.js";
 import {
   InformerRouteSource,
   KubeActivityWriter,
@@ -46,6 +62,7 @@ import {
   startRuntimesAdmin,
   startRuntimesProxy,
 } from "../runtimes/index.js";
+import { type StorageOptions, StorageSystem, validateStorageOptions } from "../storage/index.js";
 import {
   installCrds,
   isSystemComponent,
@@ -80,6 +97,8 @@ export interface TenantryOptions {
    * given to peers at peering; absent keeps the ones recorded before.
    */
   clusterLabels?: Record<string, string>;
+  /** The cluster registry (Cluster objects): how often registered clusters are probed. */
+  clusterRegistry?: { probeIntervalMs?: number; requestTimeoutMs?: number };
   /** Virtual nodes for this cluster's Peerings: probe and heartbeat periods. */
   multicluster?: Pick<PeeringControllerOptions, "probeIntervalMs" | "probeTimeoutMs" | "statusHeartbeatMs">;
   kubeconfig: string;
@@ -109,6 +128,11 @@ export interface TenantryOptions {
   gateway?: { host?: string; port?: number; rateLimit?: RateLimit } | false;
   /** Prometheus metrics of every component at http://127.0.0.1:<port>/metrics (0 = a free port). */
   metricsPort?: number;
+  /**
+   * The logical-clouds REST API (DCM's `/v2/projects/…`, HTTPS with tenantry's webhook CA; client
+   * certificates of this cluster or bearer tokens); on by default, on a free port of the webhook host.
+   */
+  logicalClouds?: { host?: string; port?: number } | false;
   /** The runtimes Admin API (`/services/…`, plain HTTP for the runtimes proxy); on by default, on a free loopback port. */
   runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
   /**
@@ -137,6 +161,20 @@ export interface TenantryOptions {
         trustForwardedHeaders?: boolean;
       }
     | false;
+  /**
+   * tenantry's storage (pooled, per-tenant encrypted volumes): on by default, with no pool and no
+   * node agent in this process unless given (the embedded default gives both).
+   */
+  storage?: StorageOptions | false;
+  /** Worker nodes on demand. */
+  nodes?: {
+    /** The harness's simulated machines (embedded default only): adds NodeProvider `simulated`. */
+    localMachines?: LocalMachineHost;
+    /** kube-apiserver as machines reach it (default: tenantry's own kubeconfig's server and CA). */
+    apiServer?: { url: string; caPem: string };
+    /** Shorter controller timings, for tests and benchmarks. */
+    timings?: { pollMs?: number; runningCheckMs?: number; orphanGraceMs?: number };
+  };
   identityProviders?: {
     /** Built-in users and tokens (default on). */
     builtin?: { tokenTtlSeconds?: number; keyRotationSeconds?: number } | false;
@@ -158,12 +196,18 @@ export interface RunningTenantry {
   /** CA that signed the access server's certificate, for clients of the identity API. */
   accessCaPem: string;
   informers: TenantInformers;
+  /** Registered clusters and their credentials, from informers. */
+  clusterRegistry: ClusterRegistry;
   builtinIdentity?: BuiltinIdentity;
   authenticator: Authenticator;
   metrics: Registry;
   gateway?: RunningGateway;
   runtimesAdmin?: RuntimesAdmin;
   runtimesProxy?: RuntimesProxy;
+  /** The logical-clouds REST API, and the CA its serving certificate chains to. */
+  logicalClouds?: { api: LogicalCloudsApi; url: string; caPem: string };
+  /** Worker nodes on demand: their caches and provider registry. */
+  nodes: Nodes;
   isLeader(): boolean;
   stop(): Promise<void>;
 }
@@ -175,6 +219,7 @@ export interface RunningTenantry {
 export async function startTenantry(options: TenantryOptions): Promise<RunningTenantry> {
   const { logger } = options;
   const namespace = options.namespace ?? TENANTRY_NAMESPACE;
+  if (options.storage) validateStorageOptions(options.storage);
   const client = loadClusterClient(options.cluster, options.kubeconfig);
   await installCrds(client.kubeConfig, { crds: ALL_CRDS });
   const clusterIdentity = await ensureClusterIdentity(client, {
@@ -183,14 +228,28 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     ...(options.clusterLabels ? { labels: options.clusterLabels } : {}),
   });
   logger.info(clusterIdentity, "cluster identity");
-  await applyObject(client, namespaceProvisionerClusterRole);
-  for (const role of [...accessGrantClusterRoles, gatewayClusterRole, runtimesDelegateClusterRole]) {
-    await applyObject(client, role);
-  }
   const metrics = new Registry();
-
   const informers = new TenantInformers(client);
-  await informers.start();
+  const offloading = new MulticlusterInformers(client, namespace);
+  const host = options.webhookHost ?? "127.0.0.1";
+  // Independent of each other: waited for together, so that a restarted tenantry answers sooner.
+  const [tls] = await Promise.all([
+    ensureWebhookTls(client.kubeConfig, {
+      namespace,
+      secretName: "tenantry-webhook-tls",
+      ipAddresses: [host],
+      dnsNames: ["localhost", `tenantry-webhooks.${namespace}.svc`],
+    }),
+    ...[
+      namespaceProvisionerClusterRole,
+      ...accessGrantClusterRoles,
+      gatewayClusterRole,
+      runtimesDelegateClusterRole,
+      logicalCloudsAdminClusterRole,
+    ].map((role) => applyObject(client, role)),
+    informers.start(),
+    offloading.start(),
+  ]);
   const store = new QuotaStore(client);
   const quotaAdmission = new QuotaAdmission({
     store,
@@ -202,22 +261,32 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         throw err;
       }),
   });
-  const offloading = new MulticlusterInformers(client, namespace);
-  await offloading.start();
+  const nodes = new Nodes({
+    client,
+    tenants: informers,
+    namespace,
+    clusterId: clusterIdentity.clusterId,
+    logger,
+    ...(options.nodes?.localMachines ? { localMachines: options.nodes.localMachines } : {}),
+    ...(options.nodes?.apiServer ? { apiServer: options.nodes.apiServer } : {}),
+    ...(options.nodes?.timings ? { timings: options.nodes.timings } : {}),
+  });
+  const clusterRegistry = new ClusterRegistry(client, namespace, {
+    ...(options.clusterRegistry?.requestTimeoutMs
+      ? { requestTimeoutMs: options.clusterRegistry.requestTimeoutMs }
+      : {}),
+  });
+  const cloudInformers = new CloudInformers(client);
+  await Promise.all([clusterRegistry.start(), cloudInformers.start(), nodes.start()]);
   const webhooks: AdmissionWebhook[] = [
     ...tenantWebhooks(informers, { ownNamespace: namespace }),
     quotaAdmission.webhook(),
     offloadingPodWebhook(offloading),
     accessGrantWebhook(client.kubeConfig),
+    // After the tenants' pod webhooks: the node pool's tolerations are in place when they look.
+    ...nodes.webhooks(),
   ];
 
-  const host = options.webhookHost ?? "127.0.0.1";
-  const tls = await ensureWebhookTls(client.kubeConfig, {
-    namespace,
-    secretName: "tenantry-webhook-tls",
-    ipAddresses: [host],
-    dnsNames: ["localhost", `tenantry-webhooks.${namespace}.svc`],
-  });
   const server = new WebhookServer({
     tls,
     host,
@@ -251,7 +320,6 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     fixed: fixedProviders,
     logger,
   });
-  await providerConfig.start();
   const systemIdentity = tenantryIdentity("", namespace);
   const authorizer = new Authorizer({
     client,
@@ -260,7 +328,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     logger,
     registry: metrics,
   });
-  await authorizer.start();
+  await Promise.all([providerConfig.start(), authorizer.start()]);
   const provisioner = new TenantProvisioner({
     client,
     informers,
@@ -347,6 +415,22 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const backupStore = options.backup?.store ?? (await storeSettingsFromSecret(client, namespace));
   if (!backupStore)
     logger.info("no backup store configured (Secret tenantry-backup-store): runtime backups are off");
+  const clientCaPem = await readClientCa(client).catch(() => undefined);
+  const logicalCloudsApi =
+    options.logicalClouds === false
+      ? undefined
+      : await startLogicalCloudsApi({
+          client,
+          registry: clusterRegistry,
+          informers: cloudInformers,
+          tls: tls.serving,
+          ...(clientCaPem ? { clientCaPem } : {}),
+          authenticator,
+          onAuthenticated: (identity) => provisioner.ensure(identity),
+          host: options.logicalClouds?.host ?? host,
+          port: options.logicalClouds?.port ?? 0,
+          logger,
+        });
 
   // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
@@ -365,7 +449,22 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           quotas: informers.quotas,
           logger,
         }),
-        new PeeringController({ client, namespace, informers: offloading, logger, ...options.multicluster }),
+        new ClusterHealthController({
+          client,
+          registry: clusterRegistry,
+          logger,
+          ...(options.clusterRegistry?.probeIntervalMs
+            ? { probeIntervalMs: options.clusterRegistry.probeIntervalMs }
+            : {}),
+        }),
+        new PeeringController({
+          client,
+          namespace,
+          informers: offloading,
+          logger,
+          clusterLabels: clusterRegistry.asLabelSource(),
+          ...options.multicluster,
+        }),
         ...offloadingControllers({
           client,
           informers: offloading,
@@ -409,6 +508,12 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
               }),
             ]
           : []),
+        ...(options.storage === false
+          ? []
+          : [new StorageSystem({ ...options.storage, client, namespace, registry: metrics, logger })]),
+        new ProjectController({ client, informers: cloudInformers, logger }),
+        new LogicalCloudController({ client, registry: clusterRegistry, informers: cloudInformers, logger }),
+        ...nodes.controllers(),
       ];
       controllers = mine;
       for (const controller of mine) {
@@ -432,18 +537,24 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     accessUrl,
     accessCaPem: options.access?.caPem ?? tls.caPem,
     informers,
+    clusterRegistry,
     ...(builtinIdentity ? { builtinIdentity } : {}),
     authenticator,
     metrics,
     ...(gateway ? { gateway } : {}),
     ...(runtimesAdmin ? { runtimesAdmin } : {}),
     ...(runtimesProxy ? { runtimesProxy } : {}),
+    ...(logicalCloudsApi
+      ? { logicalClouds: { api: logicalCloudsApi, url: logicalCloudsApi.url, caPem: tls.caPem } }
+      : {}),
+    nodes,
     isLeader: () => elector.isLeader(),
     async stop() {
       await elector.stop();
       await runtimesProxy?.stop();
       await runtimesAdmin?.stop();
       await runtimesInformers.stop();
+      await logicalCloudsApi?.stop();
       await gateway?.stop();
       await accessServer.stop();
       await server.stop();
@@ -452,6 +563,9 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await authorizer.stop();
       await informers.stop();
       await offloading.stop();
+      await clusterRegistry.stop();
+      await cloudInformers.stop();
+      await nodes.stop();
     },
   };
 }

@@ -2,8 +2,11 @@
 import { Command, CommanderError } from "commander";
 import { UserError } from "../common/index.js";
 import { describeError, statusCode, statusOf, statusReason } from "../kube/index.js";
+import { registerCloudCommands } from "./cloud.js";
+import { registerClusterCommands } from "./cluster.js";
 import { registerDevCommands } from "./dev.js";
 import { registerLoginCommands } from "./login.js";
+import { registerNodeCommands } from "./node.js";
 import { registerOffloadCommands } from "./offload.js";
 import { registerPeerCommands } from "./peer.js";
 import { registerRunCommand } from "./run.js";
@@ -26,6 +29,9 @@ export function buildProgram(): Command {
   registerPeerCommands(program);
   registerOffloadCommands(program);
   registerRuntimeCommands(program);
+  registerClusterCommands(program);
+  registerCloudCommands(program);
+  registerNodeCommands(program);
   return program;
 }
 

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { CustomObjectsApi } from "@kubernetes/client-node";
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { stringify } from "yaml";
 import { parseQuantity, toAmounts, UserError } from "../common/index.js";
@@ -12,6 +12,7 @@ import {
   TENANTS_VERSION,
   type Tenant,
   validateTenant,
+  withTenantDefaults,
 } from "../tenants/index.js";
 import { loadKubeConfig } from "./kube-context.js";
 import { type OutputFormat, printResult } from "./output.js";
@@ -100,22 +101,33 @@ export function registerTenantCommands(program: Command): void {
     .option("--namespace <name>", "declared namespace, created as <tenant>-<name>; repeatable", collect)
     .option("--namespace-quota <n>", "namespaces the owners may create themselves", (v) => Number(v))
     .option("--quota <list>", "aggregate quota, e.g. pods=20,requests.cpu=4")
-    .option("--pod-security <level>", `one of ${POD_SECURITY_LEVELS.join(", ")}`)
+    .option("--pod-security <level>", `one of ${POD_SECURITY_LEVELS.join(", ")} (default restricted)`)
+    .option(
+      "--registry <name>",
+      "registry (or registry/path) the tenant's images may come from, e.g. quay.io/acme; repeatable (default any)",
+      collect,
+    )
+    .option(
+      "--minimal",
+      "only what the flags say: no default quota, limit ranges, restricted pod security or pull policy",
+    )
     .option("--dry-run", "validate and print, change nothing")
     .option("-o, --output <format>", "text, json or yaml", "text")
     .action(async (name: string, opts, command: Command) => {
+      const spec = {
+        owners: (opts.owner as string[]).map(parseOwner),
+        ...(opts.namespace ? { namespaces: (opts.namespace as string[]).map((n) => ({ name: n })) } : {}),
+        ...(opts.namespaceQuota !== undefined ? { namespaceQuota: opts.namespaceQuota } : {}),
+        ...(opts.quota ? { quota: { hard: parseResourceList(opts.quota, "--quota") } } : {}),
+        ...(opts.podSecurity ? { podSecurity: { level: opts.podSecurity } } : {}),
+        ...(opts.registry ? { allowed: { containerRegistries: { names: opts.registry as string[] } } } : {}),
+      } as Tenant["spec"];
       const body: Tenant = {
         apiVersion: TENANTS_API_VERSION,
         kind: "Tenant",
         metadata: { name },
-        spec: {
-          owners: (opts.owner as string[]).map(parseOwner),
-          ...(opts.namespace ? { namespaces: (opts.namespace as string[]).map((n) => ({ name: n })) } : {}),
-          ...(opts.namespaceQuota !== undefined ? { namespaceQuota: opts.namespaceQuota } : {}),
-          ...(opts.quota ? { quota: { hard: parseResourceList(opts.quota, "--quota") } } : {}),
-          ...(opts.podSecurity ? { podSecurity: { level: opts.podSecurity } } : {}),
-        },
-      } as Tenant;
+        spec: opts.minimal ? spec : withTenantDefaults(spec),
+      };
       const violations = validateTenant(body);
       if (violations.length > 0) {
         throw new UserError(violations.map((v) => `${v.field}: ${v.message}`).join("; "), EXIT.badInput);
@@ -205,6 +217,29 @@ export function registerTenantCommands(program: Command): void {
             ].join("\n"),
       );
     });
+
+  for (const [verb, cordoned] of [
+    ["cordon", true],
+    ["uncordon", false],
+  ] as const) {
+    tenant
+      .command(verb)
+      .description(
+        cordoned
+          ? "freeze a tenant: its users may create, change and delete nothing until it is uncordoned"
+          : "let a cordoned tenant's users work again",
+      )
+      .argument("<name>", "tenant name")
+      .action(async (name: string, _opts, command: Command) => {
+        await api(command)
+          .patchClusterCustomObject(
+            { ...coordinates, name, body: { spec: { cordoned } } },
+            setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+          )
+          .catch((err) => apiFailure(err, `tenant "${name}"`));
+        process.stdout.write(`tenant/${name} ${cordoned ? "cordoned" : "uncordoned"}\n`);
+      });
+  }
 
   tenant
     .command("delete")

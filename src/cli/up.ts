@@ -2,8 +2,9 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { DEMO_MEMBER, DEMO_OWNER, DEMO_PASSWORDS, DEMO_TENANT, installDemo } from "../app/demo.js";
-import { startEmbeddedTenantry } from "../app/embedded.js";
-import { ClusterHarness, defaultClusters } from "../localcluster/index.js";
+import { registerEmbeddedClusters, startEmbeddedTenantry } from "../app/embedded.js";
+import { CLOUDS_OPENAPI_PATH } from "../clouds/index.js";
+import { ClusterHarness, defaultClusters, MachineHost } from "../localcluster/index.js";
 import { OPENAPI_PATH } from "../runtimes/index.js";
 
 /**
@@ -28,10 +29,13 @@ export function registerUpCommand(program: Command): void {
       const homeDir = join(harness.dir, "home");
       const logFile = join(homeDir, "logs", "tenantry.log");
       process.stderr.write("starting tenantry on home…\n");
+      // home's simulated machines: local processes that join it as worker nodes (NodeProvider "simulated").
+      const machines = new MachineHost({ dir: join(homeDir, "machines") });
+      await machines.whenReady();
       const tenantry = await startEmbeddedTenantry(
         home,
         pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
-        objectStore,
+        { nodes: { localMachines: machines }, objectStore },
       );
       // tenantry runs on the other clusters too, so that they can provide for peers.
       const remotes: { name: string; logFile: string; tenantry: typeof tenantry }[] = [];
@@ -47,6 +51,7 @@ export function registerUpCommand(program: Command): void {
           ),
         });
       }
+      await registerEmbeddedClusters(tenantry, states);
       const { ownerKubeconfig } = await installDemo(tenantry.client, homeDir, tenantry.builtinIdentity);
       process.stdout.write(
         [
@@ -70,6 +75,11 @@ export function registerUpCommand(program: Command): void {
               ]
             : []),
           `  object store (S3, versitygw ${objectStore.version}) at ${objectStore.endpoint}: runtime backups of home go to bucket tenantry-backups-home`,
+          ...(tenantry.logicalClouds
+            ? [
+                `  logical clouds API (DCM) at ${tenantry.logicalClouds.url}/v2/projects (OpenAPI: ${tenantry.logicalClouds.url}${CLOUDS_OPENAPI_PATH})`,
+              ]
+            : []),
           `  tenantry log: ${logFile}`,
           ...remotes.map((r) => `  tenantry on ${r.name}: log ${r.logFile}`),
           `  demo tenant "${DEMO_TENANT}" owned by ${DEMO_OWNER}: ${ownerKubeconfig}`,
@@ -83,6 +93,8 @@ export function registerUpCommand(program: Command): void {
           `  kubectl --kubeconfig ${ownerKubeconfig} -n ${DEMO_TENANT}-dev create deployment web --image=nginx --replicas=3`,
           `  kubectl --kubeconfig ${ownerKubeconfig} -n ${DEMO_TENANT}-dev run root --image=nginx --privileged   # refused`,
           `  kubectl --kubeconfig ${ownerKubeconfig} get namespaces                                    # forbidden`,
+          `  npx tenantry node create my-node-01 --flavor m1.large --kubeconfig ${ownerKubeconfig}     # a private worker node`,
+          `  kubectl --kubeconfig ${ownerKubeconfig} get workernodes -o wide`,
           `and as ${DEMO_MEMBER}, a member who logs in with a password (${DEMO_PASSWORDS[DEMO_MEMBER]}):`,
           `  echo ${DEMO_PASSWORDS[DEMO_MEMBER]} | npx tenantry login -u ${DEMO_MEMBER} --password-stdin`,
           `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig run web --image=nginx`,
@@ -114,8 +126,11 @@ export function registerUpCommand(program: Command): void {
       process.stdout.write("\nstopping tenantry…\n");
       await tenantry.stop();
       for (const remote of remotes) await remote.tenantry.stop();
+      machines.close();
       if (!opts.keep) {
         process.stdout.write("stopping clusters…\n");
+        // The worker nodes' machines go with the clusters (their WorkerNodes stay, as the clusters' data does).
+        await machines.stopAll();
         await harness.down(states.map((s) => s.name));
         await harness.stopObjectStore();
       }

@@ -1,4 +1,5 @@
 export { errorMessage, UserError } from "./errors.js";
+export { API_SERVER_KEEP_ALIVE_MS } from "./keep-alive.js";
 export { cacheRoot, defaultClustersDir } from "./paths.js";
 export { createProgress, type Progress } from "./progress.js";
 export {

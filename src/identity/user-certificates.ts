@@ -616,4 +616,69 @@ export async function requestUserCertificate(
   return { username: options.username, certPem, keyPem, expiresAt: certificateDetails(certPem).notAfter };
 }
 
+// ---------------------------------------------------------------------------------------------
+// One request, one cluster (logical clouds: the user's own request or a key tenantry holds)
+
+/**
+ * Checks a PEM certificate request against the approval policy before it is sent anywhere: CN
+ * the username, groups (O) only among `allowedGroups`, client authentication only. Throws a
+ * UserError naming every field that breaks it.
+ */
+export async function checkUserCertificateRequest(
+  pem: string,
+  username: string,
+  options: { allowedGroups?: readonly string[]; expirationSeconds?: number } = {},
+): Promise<CertificateRequestSummary> {
+  checkUsername(username);
+  const request = await parseCertificateRequest(pem);
+  checkCertificatePolicy(
+    request,
+    {
+      username,
+      expirationSeconds: options.expirationSeconds ?? DEFAULT_EXPIRATION_SECONDS,
+      usages: CLIENT_USAGES,
+    },
+    { allowedGroups: options.allowedGroups ?? [] },
+  );
+  return request;
+}
+
+export interface SignCertificateRequestOptions {
+  username: string;
+  /** PEM PKCS#10 request, checked against the approval policy first. */
+  certificateRequest: string;
+  allowedGroups?: readonly string[];
+  expirationSeconds?: number;
+  timeoutMs?: number;
+  /** Aborting it stops the wait and deletes the request object. */
+  signal?: AbortSignal;
+  /** Labels the CertificateSigningRequest object carries while it exists. */
+  tenant?: string;
+}
+
+/**
+ * Has one cluster sign a certificate request through its CertificateSigningRequest API
+ * (created, approved under tenantry's policy, collected, deleted) and returns the certificate
+ * with its expiry.
+ */
+export async function signCertificateRequest(
+  kc: KubeConfig,
+  options: SignCertificateRequestOptions,
+): Promise<{ certPem: string; notAfter: Date }> {
+  const expirationSeconds = options.expirationSeconds ?? DEFAULT_EXPIRATION_SECONDS;
+  const request = await checkUserCertificateRequest(options.certificateRequest, options.username, {
+    ...(options.allowedGroups ? { allowedGroups: options.allowedGroups } : {}),
+    expirationSeconds,
+  });
+  const certPem = await signOnCluster(kc.makeApiClient(CertificatesV1Api), {
+    username: options.username,
+    ...(options.tenant ? { tenant: options.tenant } : {}),
+    csrPem: request.pem,
+    expirationSeconds,
+    timeoutMs: options.timeoutMs ?? 30_000,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  return { certPem, notAfter: certificateDetails(certPem).notAfter };
+}
+
 export { userKubeconfig } from "./kubeconfig.js";

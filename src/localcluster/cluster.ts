@@ -9,6 +9,7 @@ import { type AccessWebhooks, configureAccessWebhooks } from "./access-webhooks.
 import type { ComponentBinaries } from "./build.js";
 import { type ClientIdentity, type ClusterPki, ensureClusterPki } from "./cluster-pki.js";
 import { renderKubeconfig, writeKubeconfig } from "./kubeconfig.js";
+import { unmountBelow } from "./mounts.js";
 import { assertPortFree, freePort, isPortFree, releasePort } from "./ports.js";
 import { PROCESS_NODE_NAME } from "./process-node/constants.js";
 import { claimPodCidr, releasePodCidr } from "./process-node/pod-network.js";
@@ -257,6 +258,8 @@ export class LocalCluster {
         "--service-cluster-ip-range=10.96.0.0/16",
         ...authorizationFlags,
         "--allow-privileged=true",
+        // Worker nodes join the way kubeadm's do: a bootstrap token, then a kubelet client CSR.
+        "--enable-bootstrap-token-auth=true",
         // No kubelets or kube-proxy run here, so the kubernetes Service keeps no endpoints.
         "--endpoint-reconciler-type=none",
         "--profiling=false",
@@ -278,7 +281,8 @@ export class LocalCluster {
           `--root-ca-file=${pki.caCert}`,
           `--cluster-signing-cert-file=${pki.caCert}`,
           `--cluster-signing-key-file=${pki.caKey}`,
-          "--controllers=*",
+          // `*` leaves these two off: they sign cluster-info and delete expired bootstrap tokens.
+          "--controllers=*,bootstrapsigner,tokencleaner",
           "--concurrent-gc-syncs=20",
           "--concurrent-namespace-syncs=10",
           // A full quota recount every 15 s bounds how stale ResourceQuota usage can get when an
@@ -504,6 +508,8 @@ export class LocalCluster {
     const state = await this.readState();
     if (!state) return false;
     await this.stopProcesses(state);
+    // Volumes loop-mounted in the cluster's folder (tenantry's pooled storage) go with it.
+    await unmountBelow(this.dir);
     await rm(this.stateFile, { force: true });
     return true;
   }
@@ -511,6 +517,7 @@ export class LocalCluster {
   /** Stops the cluster and deletes its data, certificates and logs. */
   async reset(): Promise<void> {
     await this.stop();
+    await unmountBelow(this.dir);
     await releasePodCidr(this.dir);
     await rm(this.dir, { recursive: true, force: true });
   }

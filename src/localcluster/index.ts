@@ -10,6 +10,15 @@ export { COMPONENT_ORDER, LocalCluster } from "./cluster.js";
 export { components, pinnedVersion } from "./components.js";
 export { ClusterHarness, type HarnessOptions } from "./harness.js";
 export { renderKubeconfig } from "./kubeconfig.js";
+export {
+  DEFAULT_FLAVORS,
+  DEFAULT_MACHINE_DELAYS,
+  type HostedMachine,
+  type HostFlavor,
+  type MachineDelays,
+  MachineHost,
+  type MachineHostOptions,
+} from "./machines/host.js";
 export { type LocalObjectStoreState, startLocalObjectStore, stopLocalObjectStore } from "./object-store.js";
 export { assertPortFree, freePort, isPortFree } from "./ports.js";
 export {

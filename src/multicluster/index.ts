@@ -105,6 +105,7 @@ export {
 } from "./peer.js";
 export { type PeerClient, PeerClients } from "./peer-clients.js";
 export {
+  type ClusterLabelSource,
   capacitySummary,
   KUBECONFIG_KEY,
   PeeringController,

@@ -1,4 +1,4 @@
-import type { V1Node, V1Secret } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Node, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { formatQuantity, parseQuantity } from "../common/index.js";
 import {
@@ -63,6 +63,20 @@ export interface PeeringControllerOptions {
   statusHeartbeatMs?: number;
   /** How often the provider's identity is read again while it answers. Default 60 s. */
   identityRecheckMs?: number;
+  /**
+   * The cluster registry, when this cluster keeps one: a provider registered there (found by its
+   * cluster id) gets the registry's labels on its virtual node instead of those exchanged at
+   * peering, so offloading selects clusters by the same labels as logical clouds do.
+   */
+  clusterLabels?: ClusterLabelSource;
+}
+
+/** Labels of clusters by their tenantry identity, and the informer whose changes may change them. */
+export interface ClusterLabelSource {
+  informer: Informer<KubernetesObject>;
+  /** The cluster id an informer object stands for. */
+  clusterIdOf(obj: KubernetesObject): string | undefined;
+  labelsOf(clusterId: string): Record<string, string> | undefined;
 }
 
 /** What the controller remembers of one peering between reconciles (this replica only). */
@@ -125,6 +139,24 @@ export class PeeringController {
         .filter((p) => p.spec.kubeconfigSecretRef.name === secret.metadata?.name)
         .map((p) => this.key(p.metadata!.name!)),
     ]);
+    const registry = options.clusterLabels;
+    if (registry) {
+      this.controller.watch(registry.informer, (cluster) => {
+        const id = registry.clusterIdOf(cluster);
+        return id
+          ? this.peerings
+              .list()
+              .filter((p) => p.spec.remoteClusterId === id)
+              .map((p) => this.key(p.metadata!.name!))
+          : [];
+      });
+    }
+  }
+
+  /** The peering with the provider's labels from the cluster registry, when it has them. */
+  private withRegistryLabels(peering: Peering): Peering {
+    const labels = this.options.clusterLabels?.labelsOf(peering.spec.remoteClusterId);
+    return labels ? { ...peering, spec: { ...peering.spec, labels } } : peering;
   }
 
   start(): Promise<void> {
@@ -142,12 +174,13 @@ export class PeeringController {
 
   private async reconcile(ctx: ReconcileContext): Promise<ReconcileResult> {
     const name = ctx.ref.name;
-    const peering = this.peerings.get(undefined, name);
-    if (!peering || peering.metadata?.deletionTimestamp) {
+    const stored = this.peerings.get(undefined, name);
+    if (!stored || stored.metadata?.deletionTimestamp) {
       await this.removeNodes(name, undefined);
       this.states.delete(name);
       return reconcileDone();
     }
+    const peering = this.withRegistryLabels(stored);
     const state = this.states.get(name) ?? {};
     this.states.set(name, state);
     const now = Date.now();

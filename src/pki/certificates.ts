@@ -165,3 +165,23 @@ export async function createCertificateRequest(
   });
   return { csrPem: csr.toString("pem"), keyPem: await exportKeyPem(keys.privateKey) };
 }
+
+/** Who a PKCS#10 request (PEM) asks to be: its subject's common name and organizations. */
+export function certificateRequestSubject(csrPem: string): { commonName?: string; organizations: string[] } {
+  const name = new x509.Pkcs10CertificateRequest(csrPem).subjectName;
+  return { commonName: name.getField("CN")[0], organizations: name.getField("O") };
+}
+
+/** Who a certificate (PEM) names: its subject's common name and organizations, and its expiry. */
+export function certificateSubject(certPem: string): {
+  commonName?: string;
+  organizations: string[];
+  notAfter: Date;
+} {
+  const cert = new x509.X509Certificate(certPem);
+  return {
+    commonName: cert.subjectName.getField("CN")[0],
+    organizations: cert.subjectName.getField("O"),
+    notAfter: cert.notAfter,
+  };
+}

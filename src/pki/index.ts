@@ -1,6 +1,8 @@
 export {
   type CertificateAuthority,
   certificateNames,
+  certificateRequestSubject,
+  certificateSubject,
   createCertificateAuthority,
   createCertificateRequest,
   createSigningKeyPair,

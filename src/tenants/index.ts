@@ -12,6 +12,7 @@ export {
   userLabelValue,
 } from "./admission/identity.js";
 export { tenantWebhooks } from "./admission/index.js";
+export { KeyedMutex } from "./admission/keyed-mutex.js";
 export * from "./api/index.js";
 export {
   MANAGED_BY,

@@ -1,4 +1,4 @@
-import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Ingress, V1Namespace } from "@kubernetes/client-node";
 import { type ClusterClient, Informer, startInformers, stopInformers } from "../kube/index.js";
 import { type Requester, type TenantRole, tenantsOf } from "./admission/identity.js";
 import { TENANTS_API_VERSION } from "./api/group.js";
@@ -17,6 +17,17 @@ const BY_MEMBER = "member";
 const BY_DECLARED_NAMESPACE = "declared-namespace";
 /** Index of tenant namespaces (by their tenant label) and of quotas (by spec.tenant). */
 const BY_TENANT = "tenant";
+/** Index of Ingresses by every hostname they route or serve TLS for. */
+const BY_HOST = "host";
+
+/** The hostnames an Ingress claims: its rules' hosts and its TLS hosts. */
+export function ingressHosts(ingress: V1Ingress): string[] {
+  const hosts = [
+    ...(ingress.spec?.rules ?? []).map((rule) => rule.host),
+    ...(ingress.spec?.tls ?? []).flatMap((tls) => tls.hosts ?? []),
+  ];
+  return [...new Set(hosts.filter((host): host is string => Boolean(host)))];
+}
 
 function memberKeys(tenant: Tenant): string[] {
   const owners = tenant.spec.owners.map((owner) =>
@@ -35,6 +46,8 @@ export class TenantInformers {
   /** Namespaces that belong to a tenant (carry the tenant label). */
   readonly tenantNamespaces: Informer<V1Namespace>;
   readonly quotas: Informer<TenantResourceQuota>;
+  /** Every Ingress of the cluster, tenant or not: a hostname belongs to one tenant. */
+  readonly ingresses: Informer<V1Ingress>;
 
   constructor(readonly client: ClusterClient) {
     this.tenants = Informer.forResource<Tenant>(client, { apiVersion: TENANTS_API_VERSION, kind: "Tenant" });
@@ -60,6 +73,11 @@ export class TenantInformers {
       kind: "TenantResourceQuota",
     });
     this.quotas.addIndex(BY_TENANT, (q) => [q.spec.tenant]);
+    this.ingresses = Informer.forResource<V1Ingress>(client, {
+      apiVersion: "networking.k8s.io/v1",
+      kind: "Ingress",
+    });
+    this.ingresses.addIndex(BY_HOST, ingressHosts);
   }
 
   private get all(): Informer<KubernetesObject>[] {
@@ -68,6 +86,7 @@ export class TenantInformers {
       this.templates,
       this.tenantNamespaces,
       this.quotas,
+      this.ingresses,
     ] as unknown as Informer<KubernetesObject>[];
   }
 
@@ -109,6 +128,21 @@ export class TenantInformers {
   /** The cached namespaces of a tenant. */
   namespacesOf(tenant: string): V1Namespace[] {
     return this.tenantNamespaces.byIndex(BY_TENANT, tenant);
+  }
+
+  /** The cached Ingresses that route or serve TLS for a hostname. */
+  ingressesWithHost(host: string): V1Ingress[] {
+    return this.ingresses.byIndex(BY_HOST, host);
+  }
+
+  /** A cached Ingress by namespace and name. */
+  ingress(namespace: string, name: string): V1Ingress | undefined {
+    return this.ingresses.get(namespace, name);
+  }
+
+  /** The name of the tenant a namespace belongs to, from the cache. */
+  tenantNameOfNamespace(namespace: string): string | undefined {
+    return this.tenantNamespaces.get(undefined, namespace)?.metadata?.labels?.[TENANT_LABEL];
   }
 
   /** The tenant a namespace belongs to, from the cache. */

@@ -14,6 +14,19 @@ import type { AdmissionWebhook } from "./server.js";
  */
 export const EXEMPT_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease"];
 
+/**
+ * What kube-controller-manager puts into every new namespace before anything can run there: the
+ * `default` ServiceAccount (pods are refused without it) and the `kube-root-ca.crt` ConfigMap. A
+ * webhook that may fail must not be in their way: while it is down, the controllers back off (up to
+ * about 17 minutes), and the namespace stays unusable long after the webhook is back. Their labels
+ * and their share of a quota are left to controllers that count from the objects themselves.
+ */
+export const NOT_NAMESPACE_BOOTSTRAP = {
+  name: "not-namespace-bootstrap",
+  expression:
+    "!((request.userInfo.username == 'system:kube-controller-manager' || request.userInfo.username.startsWith('system:serviceaccount:kube-system:')) && request.resource.group == '' && (request.resource.resource == 'serviceaccounts' || (request.resource.resource == 'configmaps' && has(request.name) && request.name == 'kube-root-ca.crt')))",
+};
+
 export interface WebhookEndpoint {
   /** Base URL the API server calls (embedded default: loopback). */
   url?: string;
@@ -50,6 +63,7 @@ export function webhookConfigurations(
     rules: w.rules,
     namespaceSelector: withExemptions(w.namespaceSelector, exempt),
     ...(w.objectSelector ? { objectSelector: w.objectSelector } : {}),
+    ...(w.matchConditions?.length ? { matchConditions: w.matchConditions } : {}),
     ...(w.kind === "mutating" ? { reinvocationPolicy: "IfNeeded" } : {}),
     clientConfig: endpoint.url
       ? { url: `${endpoint.url}${w.path}`, caBundle }

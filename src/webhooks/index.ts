@@ -2,6 +2,7 @@ export {
   applyWebhookConfigurations,
   deleteWebhookConfigurations,
   EXEMPT_NAMESPACES,
+  NOT_NAMESPACE_BOOTSTRAP,
   type WebhookEndpoint,
   webhookConfigurations,
 } from "./configuration.js";
@@ -14,5 +15,10 @@ export {
   pointerSegment,
   setLabelsPatch,
 } from "./review.js";
-export { type AdmissionWebhook, WebhookServer, type WebhookServerOptions } from "./server.js";
+export {
+  type AdmissionWebhook,
+  OPENAPI_PATH as WEBHOOKS_OPENAPI_PATH,
+  WebhookServer,
+  type WebhookServerOptions,
+} from "./server.js";
 export { ensureWebhookTls, type WebhookTls, type WebhookTlsOptions } from "./tls.js";

@@ -1,9 +1,39 @@
 import type { AddressInfo } from "node:net";
+import swagger from "@fastify/swagger";
 import type { V1LabelSelector, V1RuleWithOperations } from "@kubernetes/client-node";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
+import { API_SERVER_KEEP_ALIVE_MS } from "../common/index.js";
 import { type AdmissionDecision, type AdmissionRequest, toReviewResponse } from "./review.js";
+import {
+  type AdmissionReviewRequest,
+  AdmissionReviewRequestSchema,
+  AdmissionReviewResponseSchema,
+  ProblemSchema,
+} from "./schema.js";
 import type { WebhookTls } from "./tls.js";
+
+/** Where the webhook server serves the OpenAPI document of its webhooks. */
+export const OPENAPI_PATH = "/openapi.json";
+
+function problem(reply: FastifyReply, status: number, title: string, detail: string) {
+  return reply
+    .code(status)
+    .type("application/problem+json")
+    .send({ type: "about:blank", title, status, detail });
+}
+
+/**
+ * What kube-apiserver always sends and webhooks rely on: the object for CREATE and UPDATE (and the
+ * connect options for CONNECT), the stored object for UPDATE and DELETE.
+ */
+function missingObject(request: AdmissionReviewRequest["request"]): string | undefined {
+  const { operation } = request;
+  if (operation !== "DELETE" && !request.object) return `request.object: required for ${operation}`;
+  if ((operation === "UPDATE" || operation === "DELETE") && !request.oldObject)
+    return `request.oldObject: required for ${operation}`;
+  return undefined;
+}
 
 /** One admission webhook: where it is served, what it intercepts, and how it decides. */
 export interface AdmissionWebhook {
@@ -20,6 +50,11 @@ export interface AdmissionWebhook {
   failurePolicy: "Fail" | "Ignore";
   namespaceSelector?: V1LabelSelector;
   objectSelector?: V1LabelSelector;
+  /**
+   * CEL expressions (all must hold) that decide, in the API server, whether a request is sent at
+   * all: a `Fail` webhook that only a few requests need then blocks only those while it is down.
+   */
+  matchConditions?: { name: string; expression: string }[];
   timeoutSeconds?: number;
   /** `NoneOnDryRun` for webhooks that write (reservations) except on dry runs; default `None`. */
   sideEffects?: "None" | "NoneOnDryRun";
@@ -50,28 +85,63 @@ export class WebhookServer {
         : {}),
       // The API server keeps connections to webhooks open; closing must not wait for it to hang up.
       forceCloseConnections: true,
+      keepAliveTimeout: API_SERVER_KEEP_ALIVE_MS,
     }) as unknown as FastifyInstance;
-    this.app.get("/healthz", async () => "ok");
+    this.app.register(swagger, {
+      openapi: {
+        info: {
+          title: "tenantry admission webhooks",
+          version: "v1",
+          description:
+            "kube-apiserver's admission webhooks: each path takes an admission.k8s.io/v1 AdmissionReview and answers one (JSON Patch for mutating webhooks). A body that is not a well-formed AdmissionReview is a 400 naming the field.",
+        },
+      },
+    });
+    this.app.setErrorHandler(
+      (err: Error & { validation?: unknown; statusCode?: number }, _request, reply) => {
+        if (err.validation) return problem(reply, 400, "not an AdmissionReview", err.message);
+        if (err.statusCode && err.statusCode < 500)
+          return problem(reply, err.statusCode, "bad request", err.message);
+        options.logger?.error({ err }, "webhook request failed");
+        return problem(reply, 500, "webhook failed", err.message);
+      },
+    );
+    this.app.setNotFoundHandler((request, reply) =>
+      problem(reply, 404, "not found", `no webhook at ${request.method} ${request.url.split("?")[0]}`),
+    );
+    this.app.get("/healthz", { schema: { hide: true } }, async () => "ok");
+    this.app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => this.app.swagger());
   }
 
   register(webhook: AdmissionWebhook): void {
     if (this.webhooks.has(webhook.path)) throw new Error(`webhook path ${webhook.path} is registered twice`);
     this.webhooks.set(webhook.path, webhook);
-    this.app.post(webhook.path, async (request, reply) => {
-      const review = request.body as { request?: AdmissionRequest } | undefined;
-      if (!review?.request?.uid) {
-        return reply
-          .code(400)
-          .send({ title: "not an AdmissionReview", detail: "body.request.uid is missing" });
-      }
-      try {
-        const decision = await webhook.handle(review.request);
-        return toReviewResponse(review.request.uid, decision);
-      } catch (err) {
-        // A 500 lets the API server apply the webhook's failurePolicy.
-        this.options.logger?.error({ err, webhook: webhook.name }, "webhook handler failed");
-        return reply.code(500).send({ title: "webhook failed", detail: (err as Error).message });
-      }
+    // Inside a plugin, so that the OpenAPI document (registered first) sees the route.
+    this.app.register(async (scope) => {
+      scope.post(
+        webhook.path,
+        {
+          schema: {
+            summary: webhook.name,
+            description: `${webhook.kind === "mutating" ? "Mutating" : "Validating"} webhook ${webhook.name}.`,
+            body: AdmissionReviewRequestSchema,
+            response: { 200: AdmissionReviewResponseSchema, 400: ProblemSchema, 500: ProblemSchema },
+          },
+        },
+        async (request, reply) => {
+          const review = request.body as AdmissionReviewRequest;
+          const missing = missingObject(review.request);
+          if (missing) return problem(reply, 400, "not an AdmissionReview", missing);
+          try {
+            const decision = await webhook.handle(review.request as AdmissionRequest);
+            return toReviewResponse(review.request.uid, decision);
+          } catch (err) {
+            // A 500 lets the API server apply the webhook's failurePolicy.
+            this.options.logger?.error({ err, webhook: webhook.name }, "webhook handler failed");
+            return problem(reply, 500, "webhook failed", (err as Error).message);
+          }
+        },
+      );
     });
   }
 

@@ -22,6 +22,9 @@ export interface TestEnvironment {
     runtimesAdminUrl?: string;
     /** Its runtimes proxy: runtimes at `/r/<token>/`, the Admin API at every other path. */
     runtimesProxyUrl?: string;
+    /** The logical-clouds API (DCM) of the home cluster's tenantry, and the CA of its certificate. */
+    logicalCloudsUrl?: string;
+    logicalCloudsCaPem?: string;
   };
 }
 

@@ -6,12 +6,13 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { closeSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { mkdtemp, open, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { freePort } from "../../src/localcluster/index.js";
+import { type DebianInstall, ensureDebianPackages } from "./debian.js";
 
 const run = promisify(execFile);
 
@@ -51,6 +52,13 @@ export interface RunningKeystone {
   service: { username: string; password: string; project: string; domain: string };
   /** Where Keystone and uWSGI log. */
   logFiles: string[];
+  /** Any call to Keystone's API as the cloud admin (services, endpoints, …); the JSON it answers. */
+  adminCall(method: string, path: string, body?: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /**
+   * Registers a service in the catalog with one URL for its public, internal and admin endpoints
+   * (in RegionOne), as other OpenStack services find each other there.
+   */
+  registerService(type: string, name: string, url: string): Promise<void>;
   createDomain(name: string): Promise<KeystoneDomain>;
   /** A project in `domain` (default: the `Default` domain). */
   createProject(name: string, domain?: KeystoneDomain): Promise<KeystoneProject>;
@@ -77,88 +85,16 @@ export interface RunningKeystone {
 
 // --- installation -------------------------------------------------------------------------------
 
-async function installed(): Promise<boolean> {
-  try {
-    await run("sh", [
-      "-c",
-      `command -v keystone-manage && command -v uwsgi && test -x ${WSGI_PUBLIC} && test -e ${PYTHON_PLUGIN}`,
-    ]);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/** Serializes installs across test processes: two concurrent `apt-get install`s fail on dpkg's lock. */
-async function withInstallLock<T>(work: () => Promise<T>): Promise<T> {
-  const path = join(tmpdir(), "tenantry-keystone-install.lock");
-  const deadline = Date.now() + 15 * 60_000;
-  for (;;) {
-    try {
-      const handle = await open(path, "wx");
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    }
-    const owner = Number.parseInt(await readFile(path, "utf8").catch(() => ""), 10);
-    if (!owner || !isAlive(owner)) {
-      await rm(path, { force: true });
-      continue;
-    }
-    if (Date.now() > deadline) throw new Error(`${path} is held by pid ${owner} for too long`);
-    await sleep(500);
-  }
-  try {
-    return await work();
-  } finally {
-    await rm(path, { force: true });
-  }
-}
-
-/** Someone else's apt-get may hold dpkg's lock for a while: wait for it rather than fail. */
-const WAIT_FOR_DPKG = ["-o", "DPkg::Lock::Timeout=600"];
+export const KEYSTONE_INSTALL: DebianInstall = {
+  label: "keystone",
+  packages: PACKAGES,
+  provides: ["keystone-manage", "uwsgi", WSGI_PUBLIC, PYTHON_PLUGIN],
+  expect: "about a minute",
+};
 
 /** Installs Keystone and uWSGI from Debian's packages unless they are there. */
-export async function ensureKeystoneInstalled(): Promise<void> {
-  if (await installed()) return;
-  await withInstallLock(async () => {
-    if (await installed()) return;
-    const started = Date.now();
-    const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
-    try {
-      process.stderr.write("keystone: apt-get update\n");
-      await run("apt-get", [...WAIT_FOR_DPKG, "update"], { env, maxBuffer: 64 * 1024 * 1024 });
-      process.stderr.write(`keystone: apt-get install ${PACKAGES.join(" ")} (about a minute)\n`);
-      await run("apt-get", [...WAIT_FOR_DPKG, "install", "-y", "--no-install-recommends", ...PACKAGES], {
-        env,
-        maxBuffer: 64 * 1024 * 1024,
-      });
-    } catch (err) {
-      const detail =
-        (err as { stderr?: string }).stderr?.trim().split("\n").slice(-5).join("\n") ?? String(err);
-      throw new Error(
-        `Keystone tests need Debian's ${PACKAGES.join(", ")} packages and installing them failed; ` +
-          `install them as root with: apt-get install -y --no-install-recommends ${PACKAGES.join(" ")}\n${detail}`,
-      );
-    }
-    if (!(await installed())) {
-      throw new Error(
-        `installed ${PACKAGES.join(", ")} but keystone-manage, uwsgi or ${WSGI_PUBLIC} is missing`,
-      );
-    }
-    process.stderr.write(`keystone: installed in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
-  });
+export function ensureKeystoneInstalled(): Promise<void> {
+  return ensureDebianPackages(KEYSTONE_INSTALL);
 }
 
 // --- processes ------------------------------------------------------------------------------------
@@ -432,6 +368,24 @@ export async function startKeystone(): Promise<RunningKeystone> {
       admin,
       service: { username: "tenantry", password: secret(), project: "service", domain: "Default" },
       logFiles: [join(dir, "keystone.log"), uwsgiLog],
+      adminCall,
+
+      async registerService(type, name, serviceUrl) {
+        const service = field<{ id: string }>(
+          await adminCall("POST", "/services", { service: { type, name, enabled: true } }),
+          "service",
+        );
+        for (const endpointInterface of ["public", "internal", "admin"]) {
+          await adminCall("POST", "/endpoints", {
+            endpoint: {
+              service_id: service.id,
+              interface: endpointInterface,
+              url: serviceUrl,
+              region_id: "RegionOne",
+            },
+          });
+        }
+      },
 
       async createDomain(name) {
         const json = await adminCall("POST", "/domains", { domain: { name, enabled: true } });

@@ -11,10 +11,15 @@ export type KubectlResult = CommandResult;
 
 const root = join(import.meta.dirname, "..", "..");
 
-/** Runs a program to completion, feeding `input` to its stdin, and collects what it prints. */
-export function runCommand(command: string, args: string[], input?: string): Promise<CommandResult> {
+/** Runs a program to completion (in `cwd`, default the checkout), feeding `input` to its stdin, and collects what it prints. */
+export function runCommand(
+  command: string,
+  args: string[],
+  input?: string,
+  cwd = root,
+): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: root, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(command, args, { cwd, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (c: Buffer) => {

@@ -7,8 +7,11 @@ import {
   type KubeConfig,
   PatchStrategy,
   setHeaderOptions,
+  type V1Namespace,
   type V1Pod,
 } from "@kubernetes/client-node";
+import { ClusterClient, Informer } from "../../src/kube/index.js";
+import { QuotaAdmission, QuotaStore, type TenantResourceQuota } from "../../src/tenants/index.js";
 import { testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { type TestUser, testUser } from "../support/users.js";
@@ -234,7 +237,8 @@ describe("tenant-wide quota on dry runs and growing updates", () => {
         spec: {
           owners: [{ kind: "User", name: `owner-${tenant}` }],
           namespaces: [{ name: "a" }],
-          quota: { hard: { pods: "2", "requests.cpu": "1" } },
+          quota: { hard: { pods: "2", "requests.cpu": "1", "services.nodeports": "1" } },
+          allowed: { serviceTypes: ["ClusterIP", "NodePort"] },
         },
       },
     });
@@ -310,5 +314,58 @@ describe("tenant-wide quota on dry runs and growing updates", () => {
     assert.match(tooMuch.message, /requests\.cpu/);
     const fits = await resize("400m");
     assert.equal(fits.ok, true, fits.message);
+  });
+  test("a Service update that turns ports into node ports reserves them like a creation would", async () => {
+    const service = (name: string, ports: number[]) => ({
+      metadata: { name },
+      spec: { type: "ClusterIP", ports: ports.map((port) => ({ name: `p${port}`, port })) },
+    });
+    assert.equal(
+      (await outcome(core.createNamespacedService({ namespace, body: service("two", [80, 81]) }))).ok,
+      true,
+    );
+    assert.equal(
+      (await outcome(core.createNamespacedService({ namespace, body: service("one", [80]) }))).ok,
+      true,
+    );
+    const toNodePort = (name: string) =>
+      outcome(
+        core.patchNamespacedService(
+          { name, namespace, body: { spec: { type: "NodePort" } } },
+          setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+        ),
+      );
+    const tooMany = await toNodePort("two");
+    assert.equal(tooMany.ok, false, "two node ports against a limit of one were admitted");
+    assert.match(tooMany.message, /services\.nodeports: requested 2/);
+    const fits = await toNodePort("one");
+    assert.equal(fits.ok, true, fits.message);
+  });
+
+  test("a namespace the cache has not seen yet is read, not taken for one outside every tenant", async () => {
+    // Admission with caches that never started: everything it knows comes from reading.
+    const client = new ClusterClient("home", admin);
+    const quotas = (await custom.listClusterCustomObject({ ...group, plural: "tenantresourcequotas" })) as {
+      items: TenantResourceQuota[];
+    };
+    const cold = new QuotaAdmission({
+      store: new QuotaStore(client),
+      namespaces: Informer.forResource<V1Namespace>(client, { apiVersion: "v1", kind: "Namespace" }),
+      quotasOf: (name) => quotas.items.filter((q) => q.spec.tenant === name),
+      readNamespace: (name) => core.readNamespace({ name }),
+    });
+    const decision = await cold.handle({
+      uid: "cold-cache",
+      kind: { group: "", version: "v1", kind: "Pod" },
+      resource: { group: "", version: "v1", resource: "pods" },
+      namespace,
+      name: "cold",
+      operation: "CREATE",
+      userInfo: { username: `owner-${tenant}` },
+      object: pod("cold", { cpu: "5" }) as Record<string, unknown>,
+      dryRun: true,
+    });
+    assert.equal(decision.allowed, false, "a pod over the quota passed because the cache was cold");
+    assert.match(decision.allowed ? "" : decision.message, /requests\.cpu/);
   });
 });

@@ -28,7 +28,7 @@ import {
   type IssuedToken,
   type PasswordCredentials,
 } from "../providers/provider.js";
-import { checkPassword, hashPassword, verifyPassword } from "./passwords.js";
+import { checkPassword, hashPassword, passwordMatches } from "./passwords.js";
 import { RevocationList } from "./revocations.js";
 import { SIGNING_ALGORITHM, SigningKeys } from "./signing-keys.js";
 
@@ -146,12 +146,11 @@ export class BuiltinIdentity implements IdentityProvider {
     if (!USERNAME.test(credentials.username) || credentials.username.length > MAX_USERNAME) throw refused;
     const user = await this.readUser(credentials.username);
     const hash = user ? await this.passwordHash(credentials.username) : undefined;
-    if (!user || !hash) {
-      // As slow as a wrong password, so that timing does not tell which user names exist.
-      await verifyPassword(credentials.password, await this.decoyHash());
-      throw refused;
-    }
-    if (!(await verifyPassword(credentials.password, hash))) throw refused;
+    // An unknown user costs a password check like a wrong password (timing tells no names).
+    const matches = await passwordMatches(credentials.password, user ? hash : undefined, () =>
+      this.decoyHash(),
+    );
+    if (!user || !matches) throw refused;
     if (user.spec.disabled) throw new AuthenticationError(`user "${credentials.username}" is disabled`);
     const issued = await this.issue(user);
     this.recordLogin(user).catch((err) =>

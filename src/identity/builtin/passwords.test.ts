@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { hashPassword, verifyPassword } from "./passwords.js";
+import { hashPassword, passwordMatches, verifyPassword } from "./passwords.js";
 
 describe("password hashing", () => {
   it("verifies the right password and refuses a wrong one", async () => {
@@ -23,5 +23,25 @@ describe("password hashing", () => {
   it("treats a malformed stored hash as a mismatch", async () => {
     assert.equal(await verifyPassword("whatever1", "plain-text"), false);
     assert.equal(await verifyPassword("whatever1", "scrypt$1$2$3"), false);
+  });
+
+  it("an unknown user costs one key derivation of the same cost as a wrong password, and never matches", async () => {
+    const stored = await hashPassword("correct horse battery");
+    const decoy = await hashPassword("a random decoy password");
+    const cost = (encoded: string) => encoded.split("$").slice(0, 4).join("$");
+    assert.equal(cost(decoy), cost(stored), "the decoy is as costly as a real hash");
+    const derived: string[] = [];
+    const counting = async (password: string, encoded: string) => {
+      derived.push(encoded);
+      return verifyPassword(password, encoded);
+    };
+    assert.equal(
+      await passwordMatches("correct horse battery", undefined, async () => decoy, counting),
+      false,
+    );
+    assert.deepEqual(derived, [decoy], "the unknown user's check ran against the decoy");
+    assert.equal(await passwordMatches("wrong horse battery", stored, async () => decoy, counting), false);
+    assert.equal(await passwordMatches("correct horse battery", stored, async () => decoy, counting), true);
+    assert.deepEqual(derived, [decoy, stored, stored], "one derivation per login, whoever asks");
   });
 });

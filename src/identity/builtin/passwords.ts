@@ -43,3 +43,21 @@ export async function verifyPassword(password: string, encoded: string): Promise
   });
   return key.length === expected.length && timingSafeEqual(key, expected);
 }
+
+/**
+ * Whether a password matches a user's stored hash. A user who does not exist (no hash) is checked
+ * against `decoy`, a hash of the same cost, and never matches: both paths derive one scrypt key,
+ * so how long a login takes does not tell which user names exist.
+ */
+export async function passwordMatches(
+  password: string,
+  hash: string | undefined,
+  decoy: () => Promise<string>,
+  verify: (password: string, encoded: string) => Promise<boolean> = verifyPassword,
+): Promise<boolean> {
+  if (hash === undefined) {
+    await verify(password, await decoy());
+    return false;
+  }
+  return verify(password, hash);
+}

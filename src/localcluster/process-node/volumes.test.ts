@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -86,6 +86,25 @@ describe("pod volumes as folders", () => {
     assert.deepEqual(tokens, [{ audience: "tenantry-runtimes", seconds: 600 }]);
     // Renewed at 80% of its lifetime, as the kubelet renews projected tokens.
     assert.ok(prepared.renewAt! > Date.now() + 470_000 && prepared.renewAt! < Date.now() + 490_000);
+  });
+
+  test("a local volume's path is used as it is and never made: until it exists the mount fails", async () => {
+    const localPath = join(dir, "pooled", "data");
+    const localSources: VolumeSources = {
+      ...sources,
+      volume: async (name) => ({ metadata: { name }, spec: { local: { path: localPath } } }),
+    };
+    const claimPod = pod([{ name: "data", persistentVolumeClaim: { claimName: "data" } }]);
+    await assert.rejects(
+      prepareVolumes(claimPod, join(dir, "p-local"), localSources, addresses, {}),
+      (err: Error) =>
+        err instanceof VolumeError &&
+        err.message.endsWith(`path "${localPath}" of local volume pv-1 does not exist (yet)`),
+    );
+    await assert.rejects(stat(localPath), /ENOENT/, "the process node did not make the folder itself");
+    await mkdir(localPath, { recursive: true });
+    const prepared = await prepareVolumes(claimPod, join(dir, "p-local"), localSources, addresses, {});
+    assert.equal(prepared.paths.get("data"), localPath);
   });
 
   test("an unbound claim or a missing secret is a mount failure naming the volume", async () => {

@@ -21,7 +21,8 @@ import {
 
 /**
  * A pod's volumes as folders on this machine: a claim's volume is its PersistentVolume's folder
- * (the local provisioner's hostPath), emptyDir a folder of the pod, secret/configMap/downwardAPI
+ * (the local provisioner's hostPath, made when missing; a `local` volume's path, which must exist),
+ * emptyDir a folder of the pod, secret/configMap/downwardAPI
  * and projected volumes (service account tokens through the TokenRequest API) files written for
  * the pod, refreshed on every sync. Processes cannot see container paths, so each container gets
  * a table from its mount paths to these folders.
@@ -235,7 +236,15 @@ async function claimPath(ctx: Context, volume: V1Volume): Promise<string> {
   if (!volumeName || claim.status?.phase !== "Bound")
     throw new VolumeError(`persistentvolumeclaim "${claimName}" is not bound`);
   const pv = await ctx.sources.volume(volumeName);
-  const path = pv?.spec?.hostPath?.path ?? pv?.spec?.local?.path;
+  const local = pv?.spec?.local?.path;
+  if (local) {
+    // As the kubelet does for a local volume: its provisioner made the folder (for an encrypted
+    // volume, only once it is mounted and unlocked); making it here would put data beside it.
+    if (!existsSync(local) || !(await stat(local)).isDirectory())
+      throw new VolumeError(`path "${local}" of local volume ${volumeName} does not exist (yet)`);
+    return local;
+  }
+  const path = pv?.spec?.hostPath?.path;
   if (!path)
     throw new VolumeError(
       `PersistentVolume ${volumeName} of claim "${claimName}" is not a hostPath or local volume, which is all the process node mounts`,

@@ -109,13 +109,13 @@ export function checkClasses(request: AdmissionRequest, tenant: Tenant): string 
 }
 
 export function classWebhook(context: AdmissionContext): AdmissionWebhook {
-  const { lookup } = context;
+  const { lookup, ingressHosts } = context;
   return {
     name: "classes.tenants.tenantry.dev",
     kind: "validating",
     path: "/validate/classes",
     // Fail: storage and ingress classes decide which storage backends and which ingress
-    // controllers (and so which networks) a tenant reaches.
+    // controllers (and so which networks) a tenant reaches; an Ingress's hosts, whose traffic.
     failurePolicy: "Fail",
     namespaceSelector: IN_TENANT_NAMESPACES,
     rules: [
@@ -138,7 +138,11 @@ export function classWebhook(context: AdmissionContext): AdmissionWebhook {
       if (request.subResource || !request.namespace) return allow();
       const tenant = await lookup.tenantOfNamespace(request.namespace);
       if (!tenant) return allow();
-      const message = checkClasses(request, tenant);
+      const message =
+        checkClasses(request, tenant) ??
+        (request.resource.resource === "ingresses"
+          ? await ingressHosts.check(request, tenant.metadata!.name!)
+          : undefined);
       return message ? deny(message) : allow();
     },
   };

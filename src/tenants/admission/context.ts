@@ -1,4 +1,5 @@
 import type { TenantryIdentity } from "./identity.js";
+import type { IngressHostClaims } from "./ingress-hosts.js";
 import type { TenantLookup } from "./lookup.js";
 import type { NamespaceQuota } from "./namespace-quota.js";
 
@@ -8,6 +9,7 @@ export interface AdmissionContext {
   /** Resolved once (it may need to ask the API server who tenantry is); awaited by every handler. */
   identity(): Promise<TenantryIdentity>;
   namespaceQuota: NamespaceQuota;
+  ingressHosts: IngressHostClaims;
 }
 
 /** The metadata admission decisions read. */

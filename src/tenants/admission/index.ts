@@ -3,7 +3,9 @@ import type { AdmissionWebhook } from "../../webhooks/index.js";
 import type { TenantInformers } from "../informers.js";
 import { classWebhook } from "./classes.js";
 import type { AdmissionContext } from "./context.js";
+import { cordonedWebhook } from "./cordoned.js";
 import { type TenantryIdentity, tenantryIdentity } from "./identity.js";
+import { IngressHostClaims } from "./ingress-hosts.js";
 import { TenantLookup } from "./lookup.js";
 import { managedObjectsWebhook } from "./managed-objects.js";
 import { NamespaceQuota } from "./namespace-quota.js";
@@ -55,6 +57,7 @@ export function tenantWebhooks(
     lookup: new TenantLookup(informers),
     identity: resolveIdentity,
     namespaceQuota: new NamespaceQuota({ informers }),
+    ingressHosts: new IngressHostClaims(informers),
   };
   return [
     ...namespaceWebhooks(context),
@@ -64,6 +67,7 @@ export function tenantWebhooks(
     serviceWebhook(context),
     managedObjectsWebhook(context),
     tenancyValidationWebhook(context),
+    cordonedWebhook(context),
   ];
 }
 

@@ -213,6 +213,9 @@ export function checkNamespaceUpdate(
   if (!tenant || !ownsTenant(tenant, requester)) {
     return `${labelField(TENANT_LABEL)}: namespace "${name}" belongs to tenant "${tenantName}"; only its owners, ${ADMINS} may change it`;
   }
+  if (tenant.spec.cordoned) {
+    return `${labelField(TENANT_LABEL)}: tenant "${tenantName}" is cordoned (spec.cordoned): its namespaces may not be changed by its owners until it is uncordoned`;
+  }
   const managed = (key: string) =>
     key.startsWith(TENANTRY_LABEL_PREFIX) || key.startsWith(POD_SECURITY_PREFIX) || key === MANAGED_BY_LABEL;
   const label = changedKeys(oldLabels, newLabels, managed)[0];
@@ -248,6 +251,9 @@ export function checkNamespaceDelete(
   if (!tenantName) return;
   if (!tenant || !ownsTenant(tenant, requester)) {
     return `${labelField(TENANT_LABEL)}: namespace "${name}" belongs to tenant "${tenantName}"; only its owners, ${ADMINS} may delete it`;
+  }
+  if (tenant.spec.cordoned) {
+    return `${labelField(TENANT_LABEL)}: tenant "${tenantName}" is cordoned (spec.cordoned): its namespaces may not be deleted by its owners until it is uncordoned`;
   }
   if (before.metadata?.labels?.[NAMESPACE_ORIGIN_LABEL] !== "owner") {
     return `${labelField(NAMESPACE_ORIGIN_LABEL)}: namespace "${name}" is declared in spec.namespaces of tenant "${tenantName}"; remove it there to delete it`;

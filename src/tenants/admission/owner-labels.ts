@@ -5,11 +5,13 @@ import {
   allow,
   deny,
   type JsonPatchOperation,
+  NOT_NAMESPACE_BOOTSTRAP,
   pointerSegment,
 } from "../../webhooks/index.js";
 import type { Tenant } from "../api/tenant.js";
 import { IN_TENANT_NAMESPACES, TENANT_LABEL, USER_LABEL } from "../controllers/labels.js";
 import type { AdmissionContext, AnyObject, ObjectMetadata } from "./context.js";
+import { cordonedMessage } from "./cordoned.js";
 import {
   isPrivileged,
   isSystemComponent,
@@ -18,10 +20,6 @@ import {
   type TenantryIdentity,
   userLabelValue,
 } from "./identity.js";
-
-export function cordonedMessage(tenant: string): string {
-  return `metadata.namespace: tenant "${tenant}" is cordoned (spec.cordoned): nothing new may be created in its namespaces`;
-}
 
 /**
  * Resources that are never labelled: events (written constantly by the cluster, owned by no one),
@@ -190,6 +188,7 @@ export function ownerLabelWebhooks(context: AdmissionContext): AdmissionWebhook[
       // decides by it, so an object admitted unlabelled would escape both.
       failurePolicy: "Fail",
       namespaceSelector: IN_TENANT_NAMESPACES,
+      matchConditions: [NOT_NAMESPACE_BOOTSTRAP],
       rules: [everyResource(["CREATE"])],
       async handle(request) {
         if (request.subResource || unlabelled(request) || !request.namespace) return allow();

@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { AdmissionRequest } from "../../webhooks/index.js";
 import type { Tenant } from "../api/tenant.js";
-import { checkPod, ephemeralContainerViolations, nodePoolPatch, type Pod, podViolations } from "./pods.js";
+import {
+  checkPod,
+  ephemeralContainerViolations,
+  mutatePod,
+  nodePoolPatch,
+  type Pod,
+  podViolations,
+} from "./pods.js";
 
 function tenant(spec: Partial<Tenant["spec"]> = {}): Tenant {
   return {
@@ -210,5 +217,160 @@ describe("workload safety", () => {
       'metadata.namespace: tenant "acme" is cordoned (spec.cordoned): nothing new may be created in its namespaces',
     );
     assert.equal(checkPod(request, tenant()), undefined);
+  });
+});
+
+function podRequest(
+  operation: "CREATE" | "UPDATE",
+  object: Pod,
+  oldObject?: Pod,
+  subResource?: string,
+): AdmissionRequest {
+  return {
+    uid: "1",
+    kind: { group: "", version: "v1", kind: "Pod" },
+    resource: { group: "", version: "v1", resource: "pods" },
+    namespace: "acme-dev",
+    operation,
+    userInfo: { username: "alice" },
+    object,
+    ...(oldObject ? { oldObject } : {}),
+    ...(subResource ? { subResource } : {}),
+  };
+}
+
+describe("images, pull policies and runtime classes", () => {
+  const guarded = tenant({
+    allowed: {
+      containerRegistries: { names: ["docker.io/library", "quay.io/acme"] },
+      imagePullPolicies: ["Always"],
+      runtimeClasses: { names: ["gvisor"] },
+    },
+  });
+
+  test("images from other registries, pull policies and runtime classes the tenant does not allow are refused", () => {
+    const bad = pod({
+      runtimeClassName: "kata",
+      initContainers: [{ name: "init", image: "ghcr.io/x/init:1", imagePullPolicy: "Always" }],
+      containers: [{ name: "app", image: "nginx:1.27", imagePullPolicy: "Never" }],
+    });
+    assert.deepEqual(podViolations(bad, guarded), [
+      'spec.containers[0].imagePullPolicy: "Never" is not allowed in tenant "acme" (spec.allowed.imagePullPolicies: Always)',
+      'spec.initContainers[0].image: image "ghcr.io/x/init:1" (ghcr.io/x/init, registry "ghcr.io") is not allowed in tenant "acme" (spec.allowed.containerRegistries: names "docker.io/library", "quay.io/acme")',
+      'spec.runtimeClassName: runtime class "kata" is not allowed in tenant "acme" (spec.allowed.runtimeClasses: names "gvisor")',
+    ]);
+    const good = pod({
+      runtimeClassName: "gvisor",
+      containers: [{ name: "app", image: "quay.io/acme/app:2", imagePullPolicy: "Always" }],
+    });
+    assert.deepEqual(podViolations(good, guarded), []);
+    assert.deepEqual(
+      podViolations(
+        pod({ containers: [{ name: "app", image: "nginx", imagePullPolicy: "Always" }] }),
+        guarded,
+      ),
+      [],
+      "no runtime class: the cluster's default handler",
+    );
+  });
+
+  test("a pull policy the API server filled in is changed to an allowed one; one the author chose is not", () => {
+    const created = pod({
+      containers: [
+        { name: "tagged", image: "nginx:1.27", imagePullPolicy: "IfNotPresent" },
+        { name: "latest", image: "nginx", imagePullPolicy: "Always" },
+        { name: "chosen", image: "nginx:1.27", imagePullPolicy: "Never" },
+      ],
+    });
+    assert.deepEqual(mutatePod(podRequest("CREATE", created), guarded), {
+      allowed: true,
+      patch: [{ op: "add", path: "/spec/containers/0/imagePullPolicy", value: "Always" }],
+    });
+  });
+
+  test("an image changed on a running pod must come from an allowed registry", () => {
+    const before = pod({ containers: [{ name: "app", image: "quay.io/acme/app:1" }] });
+    const after = pod({ containers: [{ name: "app", image: "evil.example/app:1" }] });
+    assert.equal(
+      checkPod(podRequest("UPDATE", after, before), guarded),
+      'spec.containers[0].image: image "evil.example/app:1" (evil.example/app, registry "evil.example") is not allowed in tenant "acme" (spec.allowed.containerRegistries: names "docker.io/library", "quay.io/acme")',
+    );
+    assert.equal(checkPod(podRequest("UPDATE", before, before), guarded), undefined);
+  });
+});
+
+describe("restricted pod security defaults", () => {
+  const restricted = tenant({ podSecurity: { level: "restricted" } });
+
+  test("what the restricted profile requires and the pod leaves unset is filled in", () => {
+    const bare = pod({
+      containers: [{ name: "app", image: "nginx" }],
+      initContainers: [
+        { name: "init", image: "nginx", securityContext: { capabilities: { add: ["NET_BIND_SERVICE"] } } },
+      ],
+    });
+    assert.deepEqual(mutatePod(podRequest("CREATE", bare), restricted), {
+      allowed: true,
+      patch: [
+        {
+          op: "add",
+          path: "/spec/securityContext",
+          value: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
+        },
+        {
+          op: "add",
+          path: "/spec/containers/0/securityContext",
+          value: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+        },
+        { op: "add", path: "/spec/initContainers/0/securityContext/allowPrivilegeEscalation", value: false },
+        { op: "add", path: "/spec/initContainers/0/securityContext/capabilities/drop", value: ["ALL"] },
+      ],
+    });
+  });
+
+  test("what the pod sets is kept for Pod Security to judge; other levels and Windows pods are left alone", () => {
+    const explicit = pod({
+      securityContext: { runAsNonRoot: false, seccompProfile: { type: "Unconfined" } },
+      containers: [
+        {
+          name: "app",
+          securityContext: { privileged: true, capabilities: { drop: [] } },
+        },
+      ],
+    });
+    assert.deepEqual(mutatePod(podRequest("CREATE", explicit), restricted), { allowed: true });
+    const bare = pod({ containers: [{ name: "app", image: "nginx" }] });
+    assert.deepEqual(mutatePod(podRequest("CREATE", bare), tenant({ podSecurity: { level: "baseline" } })), {
+      allowed: true,
+    });
+    assert.deepEqual(
+      mutatePod(
+        podRequest("CREATE", { ...bare, spec: { ...bare.spec, os: { name: "windows" } } }),
+        restricted,
+      ),
+      {
+        allowed: true,
+      },
+    );
+  });
+
+  test("a debug container added later gets the container defaults and an allowed pull policy", () => {
+    const before = pod({ containers: [{ name: "app" }] });
+    const after = pod({
+      containers: [{ name: "app" }],
+      ephemeralContainers: [{ name: "debug", image: "busybox:1.36", imagePullPolicy: "IfNotPresent" }],
+    });
+    const both = tenant({ podSecurity: { level: "restricted" }, allowed: { imagePullPolicies: ["Always"] } });
+    assert.deepEqual(mutatePod(podRequest("UPDATE", after, before, "ephemeralcontainers"), both), {
+      allowed: true,
+      patch: [
+        { op: "add", path: "/spec/ephemeralContainers/0/imagePullPolicy", value: "Always" },
+        {
+          op: "add",
+          path: "/spec/ephemeralContainers/0/securityContext",
+          value: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+        },
+      ],
+    });
   });
 });

@@ -12,18 +12,22 @@ import type { Tenant } from "../api/tenant.js";
 import { IN_TENANT_NAMESPACES } from "../controllers/labels.js";
 import { classViolation, storageClassViolation } from "./classes.js";
 import type { AdmissionContext, AnyObject } from "./context.js";
-import { cordonedMessage } from "./owner-labels.js";
+import { cordonedMessage } from "./cordoned.js";
+import { pullPolicyDefault, pullPolicyViolation, registryViolation } from "./images.js";
 
 interface SecurityContext {
   privileged?: boolean;
   allowPrivilegeEscalation?: boolean;
-  capabilities?: { add?: string[] };
+  capabilities?: { add?: string[]; drop?: string[] };
   runAsNonRoot?: boolean;
   runAsUser?: number;
+  seccompProfile?: { type?: string };
 }
 
 interface Container {
   name?: string;
+  image?: string;
+  imagePullPolicy?: string;
   securityContext?: SecurityContext;
   ports?: { hostPort?: number }[];
 }
@@ -43,7 +47,9 @@ interface PodSpec {
   hostNetwork?: boolean;
   hostPID?: boolean;
   hostIPC?: boolean;
-  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number };
+  securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; seccompProfile?: { type?: string } };
+  os?: { name?: string };
+  runtimeClassName?: string;
   volumes?: {
     hostPath?: unknown;
     ephemeral?: { volumeClaimTemplate?: { spec?: { storageClassName?: string } } };
@@ -138,6 +144,10 @@ function containerViolations(container: Container, path: string, podSpec: PodSpe
       violations.push(`${path}.ports[${i}].hostPort: host ports are not allowed in tenant "${name}"`);
     }
   });
+  const registry = registryViolation(`${path}.image`, container.image, tenant);
+  if (registry) violations.push(registry);
+  const policy = pullPolicyViolation(`${path}.imagePullPolicy`, container.imagePullPolicy, tenant);
+  if (policy) violations.push(policy);
   if (allowed.requireRunAsNonRoot) {
     const runAsNonRoot = sc.runAsNonRoot ?? podSpec.securityContext?.runAsNonRoot;
     const runAsUser = sc.runAsUser ?? podSpec.securityContext?.runAsUser;
@@ -204,6 +214,18 @@ export function podViolations(pod: Pod, tenant: Tenant): string[] {
     );
     if (message) violations.push(message);
   }
+  if (spec.runtimeClassName) {
+    // A pod without one runs with the cluster's default handler, which needs no permission.
+    const message = classViolation(
+      "spec.runtimeClassName",
+      "runtime class",
+      "spec.allowed.runtimeClasses",
+      allowed.runtimeClasses,
+      spec.runtimeClassName,
+      name,
+    );
+    if (message) violations.push(message);
+  }
   if (spec.nodeName && tenant.spec.nodePool) {
     violations.push(
       `spec.nodeName: pods of tenant "${name}" are placed by the scheduler within spec.nodePool; nodeName cannot be set`,
@@ -223,21 +245,150 @@ export function ephemeralContainerViolations(before: Pod, after: Pod, tenant: Te
   );
 }
 
+/** A pod's images may change after creation (`kubectl set image`): a changed one must come from an allowed registry. */
+export function changedImageViolations(before: Pod, after: Pod, tenant: Tenant): string[] {
+  const previous = new Map(
+    containersOf(before.spec ?? {}).map(({ container, path }) => [path, container.image]),
+  );
+  return containersOf(after.spec ?? {}).flatMap(({ container, path }) => {
+    if (previous.get(path) === container.image) return [];
+    const message = registryViolation(`${path}.image`, container.image, tenant);
+    return message ? [message] : [];
+  });
+}
+
 export function checkPod(request: AdmissionRequest, tenant: Tenant): string | undefined {
-  const violations =
-    request.operation === "CREATE"
-      ? tenant.spec.cordoned
-        ? [cordonedMessage(tenant.metadata!.name!)]
-        : podViolations(request.object as Pod, tenant)
-      : ephemeralContainerViolations(request.oldObject as Pod, request.object as Pod, tenant);
+  let violations: string[];
+  if (request.operation === "CREATE") {
+    violations = tenant.spec.cordoned
+      ? [cordonedMessage(tenant.metadata!.name!)]
+      : podViolations(request.object as Pod, tenant);
+  } else if (request.subResource === "ephemeralcontainers") {
+    violations = ephemeralContainerViolations(request.oldObject as Pod, request.object as Pod, tenant);
+  } else {
+    violations = changedImageViolations(request.oldObject as Pod, request.object as Pod, tenant);
+  }
   return violations.length ? violations.join("; ") : undefined;
+}
+
+/** Every container of the pod with its JSON Pointer, for patches. */
+function containerPointers(spec: PodSpec): { container: Container; pointer: string }[] {
+  return [
+    ...(spec.containers ?? []).map((container, i) => ({ container, pointer: `/spec/containers/${i}` })),
+    ...(spec.initContainers ?? []).map((container, i) => ({
+      container,
+      pointer: `/spec/initContainers/${i}`,
+    })),
+    ...(spec.ephemeralContainers ?? []).map((container, i) => ({
+      container,
+      pointer: `/spec/ephemeralContainers/${i}`,
+    })),
+  ];
+}
+
+/**
+ * Pull policies the API server filled in that the tenant does not allow become the first allowed
+ * one (spec.allowed.imagePullPolicies): `kubectl run --image=nginx:1.27` keeps working in a tenant
+ * that allows only Always, while a policy the author chose is judged, not overwritten.
+ */
+export function pullPolicyPatch(
+  targets: { container: Container; pointer: string }[],
+  tenant: Tenant,
+): JsonPatchOperation[] {
+  const allowed = tenant.spec.allowed?.imagePullPolicies;
+  return targets.flatMap(({ container, pointer }) => {
+    const policy = pullPolicyDefault(container.imagePullPolicy, container.image, allowed);
+    if (!policy) return [];
+    return [{ op: "add" as const, path: `${pointer}/imagePullPolicy`, value: policy }];
+  });
+}
+
+/**
+ * In a tenant that enforces the restricted Pod Security Standard, what the standard requires and a
+ * pod leaves unset is filled in, as OpenShift's restricted profile does: non-root, the runtime's
+ * default seccomp profile, no privilege escalation, every capability dropped. Whatever the pod
+ * sets stays as it is and is judged by Pod Security admission. Pod-level settings only on
+ * creation (they are immutable); container settings on the containers given.
+ */
+export function restrictedDefaultsPatch(
+  pod: Pod,
+  targets: { container: Container; pointer: string }[],
+  tenant: Tenant,
+  creating: boolean,
+): JsonPatchOperation[] {
+  if (tenant.spec.podSecurity?.level !== "restricted") return [];
+  const spec = pod.spec ?? {};
+  if (spec.os?.name === "windows") return [];
+  const ops: JsonPatchOperation[] = [];
+  if (creating) {
+    const podContext = spec.securityContext;
+    const wanted: Record<string, unknown> = {};
+    if (podContext?.runAsNonRoot === undefined) wanted.runAsNonRoot = true;
+    if (podContext?.seccompProfile === undefined) wanted.seccompProfile = { type: "RuntimeDefault" };
+    if (!podContext) {
+      if (Object.keys(wanted).length) ops.push({ op: "add", path: "/spec/securityContext", value: wanted });
+    } else {
+      for (const [field, value] of Object.entries(wanted))
+        ops.push({ op: "add", path: `/spec/securityContext/${field}`, value });
+    }
+  }
+  for (const { container, pointer } of targets) {
+    const context = container.securityContext;
+    const wanted: Record<string, unknown> = {};
+    // Kubernetes refuses allowPrivilegeEscalation: false beside privileged or CAP_SYS_ADMIN; such a
+    // container is left for Pod Security to refuse with its own reason.
+    const addsSysAdmin = (context?.capabilities?.add ?? []).some((c) => /^(CAP_)?SYS_ADMIN$/i.test(c));
+    if (context?.allowPrivilegeEscalation === undefined && context?.privileged !== true && !addsSysAdmin)
+      wanted.allowPrivilegeEscalation = false;
+    if (!context) {
+      ops.push({
+        op: "add",
+        path: `${pointer}/securityContext`,
+        value: { ...wanted, capabilities: { drop: ["ALL"] } },
+      });
+      continue;
+    }
+    for (const [field, value] of Object.entries(wanted))
+      ops.push({ op: "add", path: `${pointer}/securityContext/${field}`, value });
+    if (!context.capabilities)
+      ops.push({ op: "add", path: `${pointer}/securityContext/capabilities`, value: { drop: ["ALL"] } });
+    else if (!context.capabilities.drop)
+      ops.push({ op: "add", path: `${pointer}/securityContext/capabilities/drop`, value: ["ALL"] });
+  }
+  return ops;
+}
+
+/**
+ * Everything tenantry fills into a pod of a tenant: the node pool, pull policies and the restricted
+ * profile's defaults; on an ephemeral-container update only the new containers are touched.
+ */
+export function mutatePod(request: AdmissionRequest, tenant: Tenant): AdmissionDecision {
+  const pod = request.object as Pod;
+  const spec = pod.spec ?? {};
+  if (request.operation === "UPDATE") {
+    const existing = new Set(
+      (request.oldObject as Pod | undefined)?.spec?.ephemeralContainers?.map((c) => c.name),
+    );
+    const added = (spec.ephemeralContainers ?? [])
+      .map((container, i) => ({ container, pointer: `/spec/ephemeralContainers/${i}` }))
+      .filter(({ container }) => !existing.has(container.name));
+    return allow([...pullPolicyPatch(added, tenant), ...restrictedDefaultsPatch(pod, added, tenant, false)]);
+  }
+  const pool = nodePoolPatch(pod, tenant);
+  if (!pool.allowed) return pool;
+  const targets = containerPointers(spec);
+  return allow([
+    ...(pool.patch ?? []),
+    ...pullPolicyPatch(targets, tenant),
+    ...restrictedDefaultsPatch(pod, targets, tenant, true),
+  ]);
 }
 
 export function podWebhooks(context: AdmissionContext): AdmissionWebhook[] {
   const { lookup } = context;
   return [
     {
-      name: "pod-node-pool.tenants.tenantry.dev",
+      name: "pod-defaults.tenants.tenantry.dev",
       kind: "mutating",
       path: "/mutate/pods",
       // Fail: a pod admitted without its node selector could run on another tenant's nodes.
@@ -251,11 +402,20 @@ export function podWebhooks(context: AdmissionContext): AdmissionWebhook[] {
           resources: ["pods"],
           scope: "Namespaced",
         },
+        {
+          apiGroups: [""],
+          apiVersions: ["v1"],
+          operations: ["UPDATE"],
+          resources: ["pods/ephemeralcontainers"],
+          scope: "Namespaced",
+        },
       ],
       async handle(request) {
-        if (request.subResource || !request.namespace) return allow();
+        if (!request.namespace) return allow();
+        if (request.operation === "CREATE" && request.subResource) return allow();
+        if (request.operation === "UPDATE" && request.subResource !== "ephemeralcontainers") return allow();
         const tenant = await lookup.tenantOfNamespace(request.namespace);
-        return tenant ? nodePoolPatch(request.object as Pod, tenant) : allow();
+        return tenant ? mutatePod(request, tenant) : allow();
       },
     },
     {
@@ -277,15 +437,16 @@ export function podWebhooks(context: AdmissionContext): AdmissionWebhook[] {
         {
           apiGroups: [""],
           apiVersions: ["v1"],
+          // The main resource for image changes; ephemeral containers for kubectl debug.
           operations: ["UPDATE"],
-          resources: ["pods/ephemeralcontainers"],
+          resources: ["pods", "pods/ephemeralcontainers"],
           scope: "Namespaced",
         },
       ],
       async handle(request: AdmissionRequest) {
         if (!request.namespace) return allow();
+        if (request.subResource && request.subResource !== "ephemeralcontainers") return allow();
         if (request.operation === "CREATE" && request.subResource) return allow();
-        if (request.operation === "UPDATE" && request.subResource !== "ephemeralcontainers") return allow();
         const tenant = await lookup.tenantOfNamespace(request.namespace);
         if (!tenant) return allow();
         const message = checkPod(request, tenant);

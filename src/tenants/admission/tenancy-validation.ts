@@ -114,7 +114,13 @@ export function tenantFindings(tenant: Tenant, state: TenancyState, identity: Te
     else seenUsers.set(user.name, i);
   });
 
-  for (const kind of ["storageClasses", "ingressClasses", "priorityClasses"] as const) {
+  for (const kind of [
+    "storageClasses",
+    "ingressClasses",
+    "priorityClasses",
+    "runtimeClasses",
+    "containerRegistries",
+  ] as const) {
     const regex = spec.allowed?.[kind]?.regex;
     const error = regex === undefined ? undefined : compiles(regex);
     if (error)

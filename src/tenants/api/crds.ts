@@ -83,7 +83,7 @@ export const TENANT_CRD: CustomResourceDefinition = customResourceDefinition({
       name: "Cordoned",
       type: "boolean",
       jsonPath: ".spec.cordoned",
-      description: "Whether new objects are refused.",
+      description: "Whether the tenant is frozen: its users may change nothing in it.",
       priority: 1,
     },
     REASON,

@@ -10,6 +10,7 @@ export {
   validateTenant,
   validateTenantResourceQuota,
 } from "./crds.js";
+export { DEFAULT_TENANT_LIMIT_RANGES, DEFAULT_TENANT_QUOTA, withTenantDefaults } from "./defaults.js";
 export {
   TENANTRY_CATEGORY,
   TENANTRY_GROUP,
@@ -33,6 +34,8 @@ export {
 export { formatOwnerSummary, formatUsageSummary } from "./summary.js";
 export {
   type DeclaredNamespace,
+  IMAGE_PULL_POLICIES,
+  type ImagePullPolicy,
   MAX_NAMESPACE_NAME,
   OWNER_KINDS,
   type OwnerKind,

@@ -37,6 +37,9 @@ export type PodSecurityLevel = (typeof POD_SECURITY_LEVELS)[number];
 export const SERVICE_TYPES = ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"] as const;
 export type ServiceType = (typeof SERVICE_TYPES)[number];
 
+export const IMAGE_PULL_POLICIES = ["Always", "IfNotPresent", "Never"] as const;
+export type ImagePullPolicy = (typeof IMAGE_PULL_POLICIES)[number];
+
 /** A namespace is `<tenant>-<name>`, and a namespace name has at most 63 characters. */
 export const MAX_NAMESPACE_NAME = 63;
 
@@ -140,11 +143,50 @@ function AllowedClasses(what: string) {
   );
 }
 
+const AllowedRegistriesSchema = Type.Object(
+  {
+    names: Type.Optional(
+      ListSet(
+        Type.String({
+          description:
+            "A registry host (`quay.io`, `registry.example.com:5000`), or a registry host and path (`quay.io/acme`): images from it, or under it, are allowed.",
+          minLength: 1,
+          maxLength: 253,
+          pattern: "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]([-a-z0-9._]*[a-z0-9])?)*$",
+        }),
+        { description: "Registries (and repository paths within them) images may come from.", maxItems: 64 },
+      ),
+    ),
+    regex: Type.Optional(
+      Type.String({
+        description:
+          "Regular expression (RE2) an image's repository, registry host included and tag left out (`docker.io/library/nginx`), may match instead, e.g. `^registry\\.example\\.com/`.",
+        minLength: 1,
+        maxLength: 256,
+      }),
+    ),
+  },
+  {
+    description:
+      "Container registries the tenant's pods may pull from (Capsule's containerRegistries). An image without a registry is from `docker.io` (`nginx` is `docker.io/library/nginx`). Unset means any; set but empty means none.",
+  },
+);
+
 const AllowedSchema = Type.Object(
   {
     storageClasses: Type.Optional(AllowedClasses("StorageClass")),
     ingressClasses: Type.Optional(AllowedClasses("IngressClass")),
     priorityClasses: Type.Optional(AllowedClasses("PriorityClass")),
+    runtimeClasses: Type.Optional(AllowedClasses("RuntimeClass")),
+    containerRegistries: Type.Optional(AllowedRegistriesSchema),
+    imagePullPolicies: Type.Optional(
+      ListSet(StringEnum(IMAGE_PULL_POLICIES, { description: "An imagePullPolicy." }), {
+        description:
+          "imagePullPolicy values the tenant's containers may have. A policy the API server filled in (the container did not say) is changed to the first allowed one; one the container set otherwise is refused. `[Always]` makes every image be pulled with the pod's own credentials, so a private image already on a node serves no one else. Unset means any.",
+        minItems: 1,
+        maxItems: IMAGE_PULL_POLICIES.length,
+      }),
+    ),
     serviceTypes: Type.Optional(
       ListSet(StringEnum(SERVICE_TYPES, { description: "A Service type." }), {
         description: "Service types the tenant may create. Default: ClusterIP only.",
@@ -385,6 +427,35 @@ export const TenantSpecSchema = Type.Object(
         },
       ),
     ),
+    workerNodes: Type.Optional(
+      Type.Object(
+        {
+          maxNodes: Type.Integer({
+            description:
+              "How many WorkerNodes the tenant's users may have at once (those being deleted count until they are gone); 0 means none.",
+            format: "int32",
+            minimum: 0,
+            maximum: 10000,
+          }),
+          flavors: Type.Optional(
+            ListSet(Type.String({ description: "A flavor name.", minLength: 1, maxLength: 255 }), {
+              description: "Flavors the tenant's users may ask for. Unset means any the provider offers.",
+              maxItems: 64,
+            }),
+          ),
+          providers: Type.Optional(
+            ListSet(DnsSubdomain({ description: "A NodeProvider name." }), {
+              description: "NodeProviders the tenant's users may use. Unset means any.",
+              maxItems: 16,
+            }),
+          ),
+        },
+        {
+          description:
+            "Worker nodes on demand (WorkerNode): how many the tenant's users may ask for, and which. Unset means the tenant may ask for none.",
+        },
+      ),
+    ),
     podSecurity: Type.Optional(
       Type.Object(
         {
@@ -412,7 +483,7 @@ export const TenantSpecSchema = Type.Object(
     cordoned: Type.Optional(
       Type.Boolean({
         description:
-          "When true, nothing new may be created in the tenant's namespaces; existing objects keep running.",
+          "When true the tenant is frozen: its users may not create, change or delete anything in its namespaces (nor create namespaces), and no new pods start; what runs keeps running. tenantry and cluster administrators are not affected.",
         default: false,
       }),
     ),

@@ -17,6 +17,11 @@ export const POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce";
  */
 export const NETWORK_ISOLATION_LABEL = "tenantry.dev/network-isolation";
 export const NAMESPACE_ISOLATION = "Namespace";
+/**
+ * On the namespaces of a cordoned tenant (spec.cordoned), so that only their requests are sent to
+ * the cordon webhook.
+ */
+export const CORDONED_LABEL = "tenantry.dev/cordoned";
 
 /** Webhook namespaceSelector for the namespaces that belong to some tenant. */
 export const IN_TENANT_NAMESPACES = { matchExpressions: [{ key: TENANT_LABEL, operator: "Exists" }] };

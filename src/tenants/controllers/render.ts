@@ -9,6 +9,7 @@ import type {
 import type { NamespaceTemplate } from "../api/namespace-template.js";
 import type { Tenant, TenantOwner, TenantUser } from "../api/tenant.js";
 import {
+  CORDONED_LABEL,
   managedMetadata,
   NAMESPACE_ORIGIN_LABEL,
   POD_SECURITY_ENFORCE_LABEL,
@@ -92,6 +93,7 @@ export function namespaceObject(
     ...metadata.labels,
     [NAMESPACE_ORIGIN_LABEL]: origin,
     [POD_SECURITY_ENFORCE_LABEL]: tenant.spec.podSecurity?.level ?? "baseline",
+    ...(tenant.spec.cordoned ? { [CORDONED_LABEL]: "true" } : {}),
   };
   return { apiVersion: "v1", kind: "Namespace", metadata };
 }

@@ -7,6 +7,7 @@ import {
   type AdmissionWebhook,
   allow,
   deny,
+  NOT_NAMESPACE_BOOTSTRAP,
 } from "../../webhooks/index.js";
 import { userLabelValue } from "../admission/identity.js";
 import type { TenantResourceQuota } from "../api/tenant-resource-quota.js";
@@ -53,6 +54,8 @@ export class QuotaAdmission {
       // Reservations are written on real requests only; dry runs decide without writing.
       sideEffects: "NoneOnDryRun",
       namespaceSelector: IN_TENANT_NAMESPACES,
+      // The quota controller counts those from the objects; admission must not block a new namespace.
+      matchConditions: [NOT_NAMESPACE_BOOTSTRAP],
       rules: [
         {
           apiGroups: ["*"],

@@ -7,6 +7,7 @@ import { type TestUser, testUser } from "../../support/users.js";
 import {
   adminKubeConfig,
   as,
+  asAdmin,
   core,
   createTenant,
   deleteTenants,
@@ -122,7 +123,7 @@ describe("pods: node pool and workload safety, as the tenant says", () => {
           pod(strictNs, "elsewhere", { nodeSelector: { "topology.kubernetes.io/zone": "eu-west-b" } }),
         ),
       ),
-      WEBHOOK.podNodePool,
+      WEBHOOK.podDefaults,
       `spec.nodeSelector[topology.kubernetes.io/zone]: "eu-west-b" conflicts with the node pool of tenant "${strict}" (spec.nodePool.nodeSelector[topology.kubernetes.io/zone]: "eu-west-a")`,
     );
     deniedBy(
@@ -344,7 +345,9 @@ describe("pods: node pool and workload safety, as the tenant says", () => {
       assert.equal(d.status?.replicas, 1);
     });
     await patchTenant(strict, { cordoned: true });
-    succeeded(await as(owner, ["scale", "deployment", "web", "-n", strictNs, "--replicas=2"]));
+    // A cordon freezes the owner's changes too; an administrator may still scale, and the pods the
+    // ReplicaSet controller then creates are refused.
+    succeeded(await asAdmin(["scale", "deployment", "web", "-n", strictNs, "--replicas=2"]));
     const message = `admission webhook "${WEBHOOK.podSafety}" denied the request: metadata.namespace: tenant "${strict}" is cordoned (spec.cordoned): nothing new may be created in its namespaces`;
     await eventually(async () => {
       const sets = (await apps.listNamespacedReplicaSet({ namespace: strictNs, labelSelector: "app=web" }))

@@ -161,10 +161,11 @@ export const WEBHOOK = {
   namespaceOwners: "namespace-owners.tenants.tenantry.dev",
   namespaces: "namespaces.tenants.tenantry.dev",
   ownerLabels: "owner-labels.tenants.tenantry.dev",
-  podNodePool: "pod-node-pool.tenants.tenantry.dev",
+  podDefaults: "pod-defaults.tenants.tenantry.dev",
   podSafety: "pod-safety.tenants.tenantry.dev",
   classes: "classes.tenants.tenantry.dev",
   services: "services.tenants.tenantry.dev",
   managedObjects: "managed-objects.tenants.tenantry.dev",
   tenancy: "tenancy.tenants.tenantry.dev",
+  cordoned: "cordoned.tenants.tenantry.dev",
 } as const;

@@ -1,0 +1,125 @@
+/**
+ * A registered cluster's credentials: a self-contained kubeconfig (one cluster, one user, one
+ * context, certificates and keys embedded), kept in a Secret and turned into a client whose every
+ * request has a deadline, so that a cluster that stops answering fails its callers instead of
+ * holding them.
+ */
+import { readFileSync } from "node:fs";
+import { KubeConfig } from "@kubernetes/client-node";
+import { stringify } from "yaml";
+import { UserError } from "../common/index.js";
+import { ClusterClient, describeError } from "../kube/index.js";
+
+/** Default deadline of one request to a registered cluster. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+
+const b64 = (data: Buffer | string) => Buffer.from(data).toString("base64");
+
+function fileData(path: string | undefined, what: string): string | undefined {
+  if (!path) return undefined;
+  try {
+    return b64(readFileSync(path));
+  } catch (err) {
+    throw new UserError(`the kubeconfig's ${what} ${path} cannot be read: ${describeError(err)}`);
+  }
+}
+
+/**
+ * The current context of a loaded kubeconfig as a self-contained kubeconfig: files it refers to
+ * are read in, so the text works wherever it is stored. Credentials that run something on the
+ * caller's machine (exec plugins, auth providers) cannot travel and are refused.
+ */
+export function standaloneKubeconfig(kc: KubeConfig, name: string): string {
+  const cluster = kc.getCurrentCluster();
+  const user = kc.getCurrentUser();
+  if (!cluster?.server) throw new UserError("the kubeconfig has no current context with a cluster server");
+  if (!user) throw new UserError("the kubeconfig's current context names no user");
+  if (user.exec || user.authProvider) {
+    throw new UserError(
+      `the kubeconfig's user "${user.name}" authenticates with ${user.exec ? "an exec plugin" : "an auth provider"}, which runs on this machine only: register a kubeconfig with a client certificate or a token`,
+    );
+  }
+  const token = user.token;
+  const caData = cluster.caData ?? fileData(cluster.caFile, "certificate-authority");
+  const certData = user.certData ?? fileData(user.certFile, "client-certificate");
+  const keyData = user.keyData ?? fileData(user.keyFile, "client-key");
+  if (!token && !(certData && keyData) && !user.username) {
+    throw new UserError(
+      `the kubeconfig's user "${user.name}" has no client certificate and key, token or password`,
+    );
+  }
+  return stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [
+      {
+        name,
+        cluster: {
+          server: cluster.server,
+          ...(caData ? { "certificate-authority-data": caData } : {}),
+          ...(cluster.tlsServerName ? { "tls-server-name": cluster.tlsServerName } : {}),
+          ...(cluster.skipTLSVerify ? { "insecure-skip-tls-verify": true } : {}),
+        },
+      },
+    ],
+    users: [
+      {
+        name: `${name}-admin`,
+        user: {
+          ...(certData ? { "client-certificate-data": certData } : {}),
+          ...(keyData ? { "client-key-data": keyData } : {}),
+          ...(token ? { token } : {}),
+          ...(user.username ? { username: user.username, password: user.password } : {}),
+        },
+      },
+    ],
+    contexts: [{ name, context: { cluster: name, user: `${name}-admin` } }],
+    "current-context": name,
+  });
+}
+
+/** Parses a registered cluster's kubeconfig text; throws a one-line error saying what is wrong. */
+export function parseClusterKubeconfig(text: string): KubeConfig {
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromString(text);
+  } catch (err) {
+    throw new Error(`the kubeconfig does not parse: ${describeError(err)}`);
+  }
+  if (!kc.getCurrentCluster()?.server) throw new Error("the kubeconfig has no current cluster with a server");
+  if (!kc.getCurrentUser()) throw new Error("the kubeconfig has no current user");
+  return kc;
+}
+
+/**
+ * Gives every request made through `kubeConfig`'s API clients a deadline (and `signal`, when
+ * given, aborts them all). client-node asks the KubeConfig to authenticate each request, which
+ * is where the signal is attached; watches do not pass there and are not affected.
+ */
+export function withRequestDeadline(
+  kubeConfig: KubeConfig,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): KubeConfig {
+  const target = kubeConfig as unknown as {
+    applySecurityAuthentication(context: { setSignal(signal: AbortSignal): void }): Promise<void>;
+  };
+  const original = target.applySecurityAuthentication.bind(kubeConfig);
+  target.applySecurityAuthentication = async (context) => {
+    await original(context);
+    const deadline = AbortSignal.timeout(timeoutMs);
+    context.setSignal(signal ? AbortSignal.any([deadline, signal]) : deadline);
+  };
+  return kubeConfig;
+}
+
+/** A client of a registered cluster from its kubeconfig text, every request bounded by `timeoutMs`. */
+export function registeredClusterClient(
+  name: string,
+  kubeconfig: string,
+  options: { timeoutMs?: number; signal?: AbortSignal } = {},
+): ClusterClient {
+  const client = new ClusterClient(name, parseClusterKubeconfig(kubeconfig));
+  withRequestDeadline(client.kubeConfig, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, options.signal);
+  return client;
+}

@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { request } from "node:https";
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
+import type { WorkerNode, WorkerNodePhase } from "../../src/nodes/index.js";
+import { TENANTRY_GROUP, TENANTS_API_VERSION, TENANTS_VERSION } from "../../src/tenants/index.js";
+import { eventually } from "../support/eventually.js";
+
+export const workerNodes = { group: TENANTRY_GROUP, version: TENANTS_VERSION, plural: "workernodes" };
+
+export function workerNodeManifest(name: string, spec: Partial<WorkerNode["spec"]>): string {
+  return JSON.stringify({
+    apiVersion: TENANTS_API_VERSION,
+    kind: "WorkerNode",
+    metadata: { name },
+    spec: { flavor: "m1.small", provider: "simulated", policy: "private", ...spec },
+  });
+}
+
+export function nodeClients(kc: KubeConfig) {
+  return { custom: kc.makeApiClient(CustomObjectsApi), core: kc.makeApiClient(CoreV1Api) };
+}
+
+export async function readWorkerNode(kc: KubeConfig, name: string): Promise<WorkerNode | undefined> {
+  try {
+    return (await nodeClients(kc).custom.getClusterCustomObject({ ...workerNodes, name })) as WorkerNode;
+  } catch (err) {
+    if ((err as { code?: number }).code === 404) return undefined;
+    throw err;
+  }
+}
+
+/** Waits until the WorkerNode is in `phase`; fails at once if it went Failed instead. */
+export async function waitForPhase(
+  kc: KubeConfig,
+  name: string,
+  phase: WorkerNodePhase,
+  timeoutMs = 120_000,
+): Promise<WorkerNode> {
+  return eventually(
+    async () => {
+      const node = await readWorkerNode(kc, name);
+      assert.ok(node, `WorkerNode ${name} exists`);
+      assert.equal(
+        node.status?.phase,
+        phase,
+        `${name}: ${node.status?.phase} ${node.status?.reason}: ${node.status?.message}`,
+      );
+      return node;
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
+}
+
+export async function waitForGone(kc: KubeConfig, name: string, timeoutMs = 120_000): Promise<void> {
+  await eventually(
+    async () => {
+      const node = await readWorkerNode(kc, name);
+      assert.equal(
+        node,
+        undefined,
+        `WorkerNode ${name} still there: ${node?.status?.phase} ${node?.status?.message}`,
+      );
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
+}
+
+/** An API server call with a bearer token of one's own (a bootstrap token, say): status and body. */
+export function callWithToken(
+  kc: KubeConfig,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: { message?: string } & Record<string, unknown> }> {
+  const cluster = kc.getCurrentCluster()!;
+  const url = new URL(path, cluster.server);
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method,
+        ca: Buffer.from(cluster.caData ?? "", "base64").toString(),
+        headers: {
+          Authorization: `Bearer ${token}`,
+          Accept: "application/json",
+          ...(payload ? { "Content-Type": "application/json" } : {}),
+        },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (c: Buffer) => {
+          text += c.toString();
+        });
+        res.on("end", () => {
+          let parsed: Record<string, unknown> = {};
+          try {
+            parsed = text ? JSON.parse(text) : {};
+          } catch {
+            parsed = { message: text };
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed });
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(payload);
+  });
+}

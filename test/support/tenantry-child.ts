@@ -1,0 +1,51 @@
+/**
+ * tenantry as a process of its own, for benchmarks (its memory is then its own, measured like
+ * Capsule's manager) and fault tests (it can be killed with SIGKILL and started again).
+ * Arguments: <cluster> <kubeconfig> <log file> [--identity NAME] [--webhook-port PORT] [--standby]
+ * [--without gateway,runtimes-admin].
+ * Prints "ready" once its controllers run; SIGTERM stops it. With --standby it loads, prints
+ * "loaded" and waits for a line on stdin before it touches the cluster: a restart then costs
+ * tenantry's own start, not loading its code.
+ */
+import { once } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
+import { parseArgs } from "node:util";
+import { pino } from "pino";
+import { startTenantry } from "../../src/app/tenantry.js";
+
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: {
+    identity: { type: "string" },
+    "webhook-port": { type: "string" },
+    standby: { type: "boolean", default: false },
+    without: { type: "string", default: "" },
+  },
+});
+const [cluster, kubeconfig, logFile] = positionals;
+if (!cluster || !kubeconfig || !logFile) {
+  process.stderr.write(
+    "usage: tenantry-child.ts <cluster> <kubeconfig> <log file> [--identity NAME] [--webhook-port PORT] [--standby] [--without gateway,runtimes-admin]\n",
+  );
+  process.exit(2);
+}
+const without = values.without.split(",").filter(Boolean);
+if (values.standby) {
+  process.stdout.write("loaded\n");
+  await once(process.stdin, "data");
+}
+const logger = pino({ level: "warn" }, pino.destination({ dest: logFile, sync: false, append: true }));
+const tenantry = await startTenantry({
+  cluster,
+  kubeconfig,
+  logger,
+  ...(values.identity ? { identity: values.identity } : {}),
+  ...(values["webhook-port"] ? { webhookPort: Number(values["webhook-port"]) } : {}),
+  ...(without.includes("gateway") ? { gateway: false as const } : {}),
+  ...(without.includes("runtimes-admin") ? { runtimesAdmin: false as const } : {}),
+});
+while (!tenantry.isLeader()) await sleep(100);
+process.stdout.write("ready\n");
+process.once("SIGTERM", () => {
+  tenantry.stop().finally(() => process.exit(0));
+});
