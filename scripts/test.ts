@@ -92,7 +92,10 @@ async function main(): Promise<number> {
     tenantry: Awaited<ReturnType<typeof startEmbeddedTenantry>>;
   }[] = [];
   try {
-    const states = await harness.up([...defaultClusters]);
+    const [states, objectStore] = await Promise.all([
+      harness.up([...defaultClusters]),
+      harness.objectStore(),
+    ]);
     const home = states.find((s) => s.name === "home")!;
     const logFile = join(dir, "tenantry.log");
     tenantry = await startEmbeddedTenantry(
@@ -101,7 +104,7 @@ async function main(): Promise<number> {
         { level: process.env.TENANTRY_LOG_LEVEL ?? "info" },
         pino.destination({ dest: logFile, sync: false }),
       ),
-      { nodes: { localMachines: machines, timings: { pollMs: 1000, runningCheckMs: 5000 } } },
+      { nodes: { localMachines: machines, timings: { pollMs: 1000, runningCheckMs: 5000 } }, objectStore },
     );
     const started = await Promise.allSettled(
       states
@@ -172,6 +175,12 @@ async function main(): Promise<number> {
         })),
         clusters: states.map((s) => ({ name: s.name, kubeconfig: s.kubeconfig, server: s.server })),
         peerings: SHARED_PEERINGS,
+        objectStore: {
+          endpoint: objectStore.endpoint,
+          region: objectStore.region,
+          accessKeyId: objectStore.accessKeyId,
+          secretAccessKey: objectStore.secretAccessKey,
+        },
         ...(openstackFiles ? { openstack: openstackFiles } : {}),
       }),
     );
@@ -200,6 +209,9 @@ async function main(): Promise<number> {
         .stop()
         .catch((err) => process.stderr.write(`stopping tenantry on ${remote.cluster} failed: ${err}\n`));
     }
+    await harness
+      .stopObjectStore()
+      .catch((err) => process.stderr.write(`stopping the object store failed: ${err}\n`));
     // On failure the stopped clusters' logs stay behind for inspection.
     await (code === 0 ? harness.reset() : harness.down()).catch((err) =>
       process.stderr.write(`cleanup failed: ${err}\n`),

@@ -2,6 +2,7 @@
 import { stringify } from "yaml";
 import { ACCESS_CRDS } from "../access/index.js";
 import type { CustomResourceDefinition } from "../apis/index.js";
+import { BACKUP_CRDS } from "../backup/index.js";
 import { CLOUDS_CRDS } from "../clouds/index.js";
 import { CLUSTERS_CRDS } from "../clusters/index.js";
 import { IDENTITY_CRDS } from "../identity/index.js";
@@ -19,6 +20,7 @@ export const ALL_CRDS: readonly CustomResourceDefinition[] = [
   ...MULTICLUSTER_CRDS,
   ...RUNTIMES_CRDS,
   ...MONITOR_CRDS,
+  ...BACKUP_CRDS,
   ...STORAGE_CRDS,
   ...CLUSTERS_CRDS,
   ...CLOUDS_CRDS,

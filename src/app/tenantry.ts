@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
+import { BackupControllers, type S3Settings, storeSettingsFromSecret } from "../backup/index.js";
 import {
   CloudInformers,
   LogicalCloudController,
@@ -157,6 +158,12 @@ export interface TenantryOptions {
   runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
   /** The runtimes monitor (MonitorRules): on by default; probe concurrency and webhook delivery tuning. */
   monitor?: Pick<MonitorOptions, "probeConcurrency" | "webhooks"> | false;
+  /**
+   * Backups of runtimes: the object store they go to, and the agent image their Jobs run. Absent:
+   * the store named by the Secret `tenantry-backup-store` of tenantry's namespace, if there is one
+   * (keys endpoint, bucket, region, accessKeyId, secretAccessKey); else no backups.
+   */
+  backup?: { store: S3Settings; agentImage?: string };
   /** The runtimes controllers: the image the pre-pull DaemonSets' main container runs (default registry.k8s.io/pause). */
   runtimes?: { pauseImage?: string };
   /**
@@ -449,6 +456,9 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   proxyUrl = runtimesProxy?.url;
 
   const monitorMetrics = options.monitor === false ? undefined : new MonitorMetrics(metrics);
+  const backupStore = options.backup?.store ?? (await storeSettingsFromSecret(client, namespace));
+  if (!backupStore)
+    logger.info("no backup store configured (Secret tenantry-backup-store): runtime backups are off");
   const clientCaPem = await readClientCa(client).catch(() => undefined);
   const logicalCloudsApi =
     options.logicalClouds === false
@@ -557,6 +567,17 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         }),
         ...(monitorMetrics && options.monitor !== false
           ? [new Monitor({ client, metrics: monitorMetrics, logger, ...options.monitor })]
+          : []),
+        ...(backupStore
+          ? [
+              new BackupControllers({
+                client,
+                store: backupStore,
+                namespace,
+                ...(options.backup?.agentImage ? { agentImage: options.backup.agentImage } : {}),
+                logger,
+              }),
+            ]
           : []),
         ...(options.storage === false
           ? []

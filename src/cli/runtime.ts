@@ -12,6 +12,7 @@ import { createProgress, defaultClustersDir, UserError } from "../common/index.j
 import { ClusterClient } from "../kube/index.js";
 import type { RuntimeStatusBody } from "../runtimes/index.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
+import { registerBackupCommands } from "./runtime-backup.js";
 import { EXIT } from "./tenant.js";
 
 interface RuntimeOptions {
@@ -225,7 +226,10 @@ function withConnection(command: Command): Command {
 }
 
 export function registerRuntimeCommands(program: Command): void {
-  const runtime = program.command("runtime").description("per-user runtimes: start, watch, stop, delete");
+  const runtime = program
+    .command("runtime")
+    .description("per-user runtimes: start, watch, stop, delete, back up, restore");
+  registerBackupCommands(runtime);
 
   withConnection(
     runtime

@@ -37,7 +37,10 @@ export function registerUpCommand(program: Command): void {
       const harness = new ClusterHarness(opts.dir ? { dir: opts.dir } : {});
       // The dashboard's client, built when missing or older than its sources.
       await ensureDashboardAssets((line) => process.stderr.write(line));
-      const states = await harness.up([...defaultClusters]);
+      const [states, objectStore] = await Promise.all([
+        harness.up([...defaultClusters]),
+        harness.objectStore(),
+      ]);
       const home = states.find((s) => s.name === "home")!;
       const homeDir = join(harness.dir, "home");
       const logFile = join(homeDir, "logs", "tenantry.log");
@@ -48,7 +51,7 @@ export function registerUpCommand(program: Command): void {
       const tenantry = await startEmbeddedTenantry(
         home,
         pino({ level: "info" }, pino.destination({ dest: logFile, sync: false })),
-        { nodes: { localMachines: machines } },
+        { nodes: { localMachines: machines }, objectStore },
       );
       // tenantry runs on the other clusters too, so that they can provide for peers.
       const remotes: { name: string; logFile: string; tenantry: typeof tenantry }[] = [];
@@ -88,6 +91,7 @@ export function registerUpCommand(program: Command): void {
                 `  runtimes proxy at ${tenantry.runtimesProxy.url} (runtimes at /r/<token>/, the Admin API at every other path)`,
               ]
             : []),
+          `  object store (S3, versitygw ${objectStore.version}) at ${objectStore.endpoint}: runtime backups of home go to bucket tenantry-backups-home`,
           ...(tenantry.logicalClouds
             ? [
                 `  logical clouds API (DCM) at ${tenantry.logicalClouds.url}/v2/projects (OpenAPI: ${tenantry.logicalClouds.url}${CLOUDS_OPENAPI_PATH})`,
@@ -151,6 +155,7 @@ export function registerUpCommand(program: Command): void {
         // The worker nodes' machines go with the clusters (their WorkerNodes stay, as the clusters' data does).
         await machines.stopAll();
         await harness.down(states.map((s) => s.name));
+        await harness.stopObjectStore();
       }
       process.stdout.write("stopped.\n");
     });

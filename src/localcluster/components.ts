@@ -8,8 +8,8 @@ import { fileURLToPath } from "node:url";
  */
 export type ComponentName = "kubernetes" | "etcd" | "kwok" | "helm";
 
-export interface ComponentSpec {
-  name: ComponentName;
+export interface ComponentSpec<Name extends string = ComponentName> {
+  name: Name;
   /** The module whose version names the build. */
   module: string;
   /** Main packages to build, each giving one binary named after its last path element. */
@@ -106,8 +106,20 @@ function helmKubeVersionFlags(): string[] {
   ]);
 }
 
+/**
+ * The S3-compatible object store of the embedded default and the tests: versitygw serving a folder
+ * (its `posix` backend). Built like the Kubernetes components, but only when a store is wanted.
+ */
+export const objectStoreComponent: ComponentSpec<"versitygw"> = {
+  name: "versitygw",
+  module: "github.com/versity/versitygw",
+  packages: ["github.com/versity/versitygw/cmd/versitygw"],
+  binaries: ["versitygw"],
+  ldflags: () => [],
+};
+
 /** The version pinned by the wrapper module's go.mod (`require <module> <version>`). */
-export function pinnedVersion(spec: ComponentSpec): string {
+export function pinnedVersion(spec: ComponentSpec<string>): string {
   const goMod = readFileSync(join(modulesDir, spec.name, "go.mod"), "utf8");
   const escaped = spec.module.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   const match = new RegExp(`^\\s*(?:require\\s+)?${escaped}\\s+(v\\S+)`, "m").exec(goMod);
@@ -116,7 +128,7 @@ export function pinnedVersion(spec: ComponentSpec): string {
 }
 
 /** The Go version the wrapper module asks for (its `go` line), the oldest toolchain that can build it. */
-export function requiredGoVersion(spec: ComponentSpec): string {
+export function requiredGoVersion(spec: ComponentSpec<string>): string {
   const goMod = readFileSync(join(modulesDir, spec.name, "go.mod"), "utf8");
   const match = /^go\s+(\S+)/m.exec(goMod);
   return match?.[1] ?? "1.22";

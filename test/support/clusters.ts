@@ -8,6 +8,8 @@ export interface TestEnvironment {
   clusters: { name: string; kubeconfig: string; server: string }[];
   /** tenantry on each cluster (home, edge-1, edge-2): its Prometheus metrics among the rest. */
   tenantries?: { cluster: string; clusterId: string; logFile: string; metricsUrl?: string }[];
+  /** The S3-compatible store (versitygw) started for the run: backups of the test tenantry go there. */
+  objectStore: { endpoint: string; region: string; accessKeyId: string; secretAccessKey: string };
   /** tenantry running on the home cluster for the whole test run. */
   tenantry: {
     cluster: string;
