@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { pino } from "pino";
 import { registerEmbeddedClusters, startEmbeddedTenantry } from "../src/app/embedded.js";
+import { ensureDashboardAssets } from "../src/dashboard/index.js";
 import { loadClusterClient } from "../src/kube/index.js";
 import { ClusterHarness, defaultClusters, MachineHost } from "../src/localcluster/index.js";
 import { peerClusters } from "../src/multicluster/index.js";
@@ -51,11 +52,14 @@ async function main(): Promise<number> {
   if (only.length === 0) {
     process.stderr.write("typecheck (tsc --noEmit)\n");
     if ((await run("npx", ["tsc", "--noEmit"])) !== 0) return 1;
+    if ((await run("npx", ["tsc", "--noEmit", "-p", "src/dashboard/web"])) !== 0) return 1;
     process.stderr.write("lint (biome ci)\n");
     if ((await run("npx", ["biome", "ci", "--reporter=summary", "."])) !== 0) return 1;
   }
   const files = only.length ? only : [...(await testFiles("src")), ...(await testFiles("test"))];
 
+  // The dashboard's client, built when missing or older than its sources (tenantry serves it).
+  await ensureDashboardAssets((line) => process.stderr.write(line));
   const dir = await mkdtemp(join(tmpdir(), "tenantry-test-"));
   const harness = new ClusterHarness({ dir });
   // The OpenStack services (installed from Debian's packages when missing) start beside the
@@ -88,7 +92,10 @@ async function main(): Promise<number> {
     tenantry: Awaited<ReturnType<typeof startEmbeddedTenantry>>;
   }[] = [];
   try {
-    const states = await harness.up([...defaultClusters]);
+    const [states, objectStore] = await Promise.all([
+      harness.up([...defaultClusters]),
+      harness.objectStore(),
+    ]);
     const home = states.find((s) => s.name === "home")!;
     const logFile = join(dir, "tenantry.log");
     tenantry = await startEmbeddedTenantry(
@@ -97,7 +104,7 @@ async function main(): Promise<number> {
         { level: process.env.TENANTRY_LOG_LEVEL ?? "info" },
         pino.destination({ dest: logFile, sync: false }),
       ),
-      { nodes: { localMachines: machines, timings: { pollMs: 1000, runningCheckMs: 5000 } } },
+      { nodes: { localMachines: machines, timings: { pollMs: 1000, runningCheckMs: 5000 } }, objectStore },
     );
     const started = await Promise.allSettled(
       states
@@ -137,6 +144,7 @@ async function main(): Promise<number> {
           accessCaPem: tenantry.accessCaPem,
           ...(tenantry.runtimesAdmin ? { runtimesAdminUrl: tenantry.runtimesAdmin.url } : {}),
           ...(tenantry.runtimesProxy ? { runtimesProxyUrl: tenantry.runtimesProxy.url } : {}),
+          ...(tenantry.dashboard ? { dashboardUrl: tenantry.dashboard.url } : {}),
           ...(tenantry.logicalClouds
             ? {
                 logicalCloudsUrl: tenantry.logicalClouds.url,
@@ -163,9 +171,16 @@ async function main(): Promise<number> {
           accessUrl: t.tenantry.accessUrl,
           accessCaPem: t.tenantry.accessCaPem,
           logFile: t.logFile,
+          ...(t.tenantry.gateway?.metricsUrl ? { metricsUrl: t.tenantry.gateway.metricsUrl } : {}),
         })),
         clusters: states.map((s) => ({ name: s.name, kubeconfig: s.kubeconfig, server: s.server })),
         peerings: SHARED_PEERINGS,
+        objectStore: {
+          endpoint: objectStore.endpoint,
+          region: objectStore.region,
+          accessKeyId: objectStore.accessKeyId,
+          secretAccessKey: objectStore.secretAccessKey,
+        },
         ...(openstackFiles ? { openstack: openstackFiles } : {}),
       }),
     );
@@ -194,6 +209,9 @@ async function main(): Promise<number> {
         .stop()
         .catch((err) => process.stderr.write(`stopping tenantry on ${remote.cluster} failed: ${err}\n`));
     }
+    await harness
+      .stopObjectStore()
+      .catch((err) => process.stderr.write(`stopping the object store failed: ${err}\n`));
     // On failure the stopped clusters' logs stay behind for inspection.
     await (code === 0 ? harness.reset() : harness.down()).catch((err) =>
       process.stderr.write(`cleanup failed: ${err}\n`),

@@ -2,9 +2,11 @@
 import { stringify } from "yaml";
 import { ACCESS_CRDS } from "../access/index.js";
 import type { CustomResourceDefinition } from "../apis/index.js";
+import { BACKUP_CRDS } from "../backup/index.js";
 import { CLOUDS_CRDS } from "../clouds/index.js";
 import { CLUSTERS_CRDS } from "../clusters/index.js";
 import { IDENTITY_CRDS } from "../identity/index.js";
+import { MONITOR_CRDS } from "../monitor/index.js";
 import { MULTICLUSTER_CRDS } from "../multicluster/index.js";
 import { NODES_CRDS } from "../nodes/index.js";
 import { RUNTIMES_CRDS } from "../runtimes/index.js";
@@ -17,6 +19,8 @@ export const ALL_CRDS: readonly CustomResourceDefinition[] = [
   ...ACCESS_CRDS,
   ...MULTICLUSTER_CRDS,
   ...RUNTIMES_CRDS,
+  ...MONITOR_CRDS,
+  ...BACKUP_CRDS,
   ...STORAGE_CRDS,
   ...CLUSTERS_CRDS,
   ...CLOUDS_CRDS,

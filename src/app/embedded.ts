@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { registerCluster, standaloneKubeconfig } from "../clusters/index.js";
-import { type ClusterState, PROCESS_NODE_NAME } from "../localcluster/index.js";
+import { type ClusterState, type LocalObjectStoreState, PROCESS_NODE_NAME } from "../localcluster/index.js";
 import type { StorageOptions } from "../storage/index.js";
 import { type RunningTenantry, startTenantry, type TenantryOptions } from "./tenantry.js";
 
@@ -51,11 +51,31 @@ export function embeddedStorage(state: ClusterState): StorageOptions {
 export async function startEmbeddedTenantry(
   state: ClusterState,
   logger: Logger,
-  extra: Pick<TenantryOptions, "nodes"> = {},
+  {
+    objectStore,
+    ...extra
+  }: Pick<TenantryOptions, "nodes"> & {
+    /** The embedded default's object store: this cluster's runtime backups go to a bucket there. */
+    objectStore?: LocalObjectStoreState;
+  } = {},
 ): Promise<RunningTenantry> {
   const access = state.accessWebhooks;
   const tenantry = await startTenantry({
     cluster: state.name,
+    // Each cluster's backups in a bucket of its own in the embedded default's object store.
+    ...(objectStore
+      ? {
+          backup: {
+            store: {
+              endpoint: objectStore.endpoint,
+              region: objectStore.region,
+              accessKeyId: objectStore.accessKeyId,
+              secretAccessKey: objectStore.secretAccessKey,
+              bucket: `tenantry-backups-${state.name}`,
+            },
+          },
+        }
+      : {}),
     kubeconfig: state.kubeconfig,
     logger,
     clusterLabels: state.spec.labels ?? {},
@@ -101,6 +121,8 @@ export interface TenantryEndpoints {
   /** The logical-clouds REST API (`/v2/projects/…`) and the CA of its serving certificate. */
   logicalCloudsUrl?: string;
   logicalCloudsCaPem?: string;
+  /** The web dashboard. */
+  dashboardUrl?: string;
 }
 
 async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): Promise<void> {
@@ -118,6 +140,7 @@ async function writeEndpoints(state: ClusterState, tenantry: RunningTenantry): P
     ...(tenantry.logicalClouds
       ? { logicalCloudsUrl: tenantry.logicalClouds.url, logicalCloudsCaPem: tenantry.logicalClouds.caPem }
       : {}),
+    ...(tenantry.dashboard ? { dashboardUrl: tenantry.dashboard.url } : {}),
   };
   await writeFile(join(dirname(state.kubeconfig), ENDPOINTS_FILE), `${JSON.stringify(endpoints, null, 2)}\n`);
 }

@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
+import { BackupControllers, type S3Settings, storeSettingsFromSecret } from "../backup/index.js";
 import {
   CloudInformers,
   LogicalCloudController,
@@ -11,6 +12,8 @@ import {
   startLogicalCloudsApi,
 } from "../clouds/index.js";
 import { ClusterHealthController, ClusterRegistry } from "../clusters/index.js";
+import { UserError } from "../common/index.js";
+import { DASHBOARD_ASSETS_DIR, type RunningDashboard, startDashboard } from "../dashboard/index.js";
 import {
   gatewayClusterRole,
   type RateLimit,
@@ -34,7 +37,9 @@ import {
   isNotFound,
   LeaderElector,
   loadClusterClient,
+  loadInClusterClient,
 } from "../kube/index.js";
+import { Monitor, MonitorMetrics, type MonitorOptions } from "../monitor/index.js";
 import {
   type ClusterIdentity,
   ensureClusterIdentity,
@@ -100,8 +105,25 @@ export interface TenantryOptions {
   clusterRegistry?: { probeIntervalMs?: number; requestTimeoutMs?: number };
   /** Virtual nodes for this cluster's Peerings: probe and heartbeat periods. */
   multicluster?: Pick<PeeringControllerOptions, "probeIntervalMs" | "probeTimeoutMs" | "statusHeartbeatMs">;
-  kubeconfig: string;
+  /** The cluster's kubeconfig; absent with `inCluster`. */
+  kubeconfig?: string;
+  /** Run as a pod: the service account's token, namespace and CA, the standard way. */
+  inCluster?: boolean;
   logger: Logger;
+  /**
+   * Controllers (on the replica holding the Lease); on by default. Off: this process serves
+   * only (webhooks, identity, gateway, runtimes APIs) and never competes for the Lease.
+   */
+  controllers?: false;
+  /**
+   * Admission webhooks; on by default, registered with their URL, or with a Service in tenantry's
+   * namespace (in-cluster: every replica behind it answers). Off: neither served nor registered.
+   */
+  webhooks?: { service?: { name: string; port?: number } } | false;
+  /** The identity REST API and kube-apiserver's token/authorization webhooks; on by default. */
+  identityApi?: { host?: string; port?: number } | false;
+  /** Where every component's metrics go (default: a new registry), e.g. one a health server serves. */
+  metricsRegistry?: Registry;
   /** Address the webhook server listens on and the API server calls (embedded default: loopback). */
   webhookHost?: string;
   webhookPort?: number;
@@ -134,6 +156,14 @@ export interface TenantryOptions {
   logicalClouds?: { host?: string; port?: number } | false;
   /** The runtimes Admin API (`/services/…`, plain HTTP for the runtimes proxy); on by default, on a free loopback port. */
   runtimesAdmin?: { host?: string; port?: number; publicUrl?: () => string | undefined } | false;
+  /** The runtimes monitor (MonitorRules): on by default; probe concurrency and webhook delivery tuning. */
+  monitor?: Pick<MonitorOptions, "probeConcurrency" | "webhooks"> | false;
+  /**
+   * Backups of runtimes: the object store they go to, and the agent image their Jobs run. Absent:
+   * the store named by the Secret `tenantry-backup-store` of tenantry's namespace, if there is one
+   * (keys endpoint, bucket, region, accessKeyId, secretAccessKey); else no backups.
+   */
+  backup?: { store: S3Settings; agentImage?: string };
   /** The runtimes controllers: the image the pre-pull DaemonSets' main container runs (default registry.k8s.io/pause). */
   runtimes?: { pauseImage?: string };
   /**
@@ -159,6 +189,11 @@ export interface TenantryOptions {
    * node agent in this process unless given (the embedded default gives both).
    */
   storage?: StorageOptions | false;
+  /**
+   * The web dashboard (built client and JSON API, plain HTTP): on by default, on a free loopback
+   * port; `assetsDir` is where the built client is (default dist/dashboard).
+   */
+  dashboard?: { host?: string; port?: number; assetsDir?: string } | false;
   /** Worker nodes on demand. */
   nodes?: {
     /** The harness's simulated machines (embedded default only): adds NodeProvider `simulated`. */
@@ -201,7 +236,10 @@ export interface RunningTenantry {
   logicalClouds?: { api: LogicalCloudsApi; url: string; caPem: string };
   /** Worker nodes on demand: their caches and provider registry. */
   nodes: Nodes;
+  dashboard?: RunningDashboard;
   isLeader(): boolean;
+  /** Every informer has synced (readiness). */
+  ready(): boolean;
   stop(): Promise<void>;
 }
 
@@ -213,7 +251,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const { logger } = options;
   const namespace = options.namespace ?? TENANTRY_NAMESPACE;
   if (options.storage) validateStorageOptions(options.storage);
-  const client = loadClusterClient(options.cluster, options.kubeconfig);
+  const client = clusterClient(options);
   await installCrds(client.kubeConfig, { crds: ALL_CRDS });
   const clusterIdentity = await ensureClusterIdentity(client, {
     namespace,
@@ -221,7 +259,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     ...(options.clusterLabels ? { labels: options.clusterLabels } : {}),
   });
   logger.info(clusterIdentity, "cluster identity");
-  const metrics = new Registry();
+  const metrics = options.metricsRegistry ?? new Registry();
   const informers = new TenantInformers(client);
   const offloading = new MulticlusterInformers(client, namespace);
   const host = options.webhookHost ?? "127.0.0.1";
@@ -280,19 +318,31 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     ...nodes.webhooks(),
   ];
 
-  const server = new WebhookServer({
-    tls,
-    host,
-    ...(options.webhookPort ? { port: options.webhookPort } : {}),
-    logger,
-  });
-  for (const webhook of webhooks) server.register(webhook);
-  const webhookUrl = await server.start();
-  await applyWebhookConfigurations(
-    client.kubeConfig,
-    webhookConfigurations("tenantry", webhooks, { url: webhookUrl, caPem: tls.caPem }, namespace),
-  );
-  logger.info({ webhookUrl, webhooks: webhooks.map((w) => w.name) }, "admission webhooks registered");
+  const server =
+    options.webhooks === false
+      ? undefined
+      : new WebhookServer({
+          tls,
+          host,
+          ...(options.webhookPort ? { port: options.webhookPort } : {}),
+          logger,
+        });
+  for (const webhook of webhooks) server?.register(webhook);
+  const webhookUrl = (await server?.start()) ?? "";
+  if (server && options.webhooks !== false) {
+    const service = options.webhooks?.service;
+    const endpoint = service
+      ? { service: { namespace, name: service.name, port: service.port ?? 443 }, caPem: tls.caPem }
+      : { url: webhookUrl, caPem: tls.caPem };
+    await applyWebhookConfigurations(
+      client.kubeConfig,
+      webhookConfigurations("tenantry", webhooks, endpoint, namespace),
+    );
+    logger.info(
+      { webhookUrl, service, webhooks: webhooks.map((w) => w.name) },
+      "admission webhooks registered",
+    );
+  }
 
   const idp = options.identityProviders ?? {};
   const builtinIdentity =
@@ -331,8 +381,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const accessServer = new AccessServer({
     tls: options.access?.tls ?? tls.serving,
     ...(options.access?.reviewClientCaPem ? { reviewClientCaPem: options.access.reviewClientCaPem } : {}),
-    host: options.access?.host ?? host,
-    port: options.access?.port ?? 0,
+    host: options.access?.host ?? (options.identityApi ? options.identityApi.host : undefined) ?? host,
+    port: options.access?.port ?? (options.identityApi ? options.identityApi.port : undefined) ?? 0,
     authenticator,
     provisioner,
     ...(builtinIdentity ? { builtin: builtinIdentity } : {}),
@@ -342,8 +392,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     logger,
     registry: metrics,
   });
-  const accessUrl = await accessServer.start();
-  if (builtinIdentity) {
+  const accessUrl = options.identityApi === false ? "" : await accessServer.start();
+  if (builtinIdentity && accessUrl) {
     builtinIdentity.useIssuer(accessUrl);
     await builtinIdentity.start();
   }
@@ -405,6 +455,10 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     : undefined;
   proxyUrl = runtimesProxy?.url;
 
+  const monitorMetrics = options.monitor === false ? undefined : new MonitorMetrics(metrics);
+  const backupStore = options.backup?.store ?? (await storeSettingsFromSecret(client, namespace));
+  if (!backupStore)
+    logger.info("no backup store configured (Secret tenantry-backup-store): runtime backups are off");
   const clientCaPem = await readClientCa(client).catch(() => undefined);
   const logicalCloudsApi =
     options.logicalClouds === false
@@ -419,6 +473,30 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           onAuthenticated: (identity) => provisioner.ensure(identity),
           host: options.logicalClouds?.host ?? host,
           port: options.logicalClouds?.port ?? 0,
+          logger,
+        });
+
+  const apiServerCa = client.kubeConfig.getCurrentCluster()?.caData;
+  const dashboard =
+    options.dashboard === false
+      ? undefined
+      : await startDashboard({
+          client,
+          informers,
+          clusterRegistry,
+          cloudInformers,
+          runtimesInformers,
+          nodes,
+          authenticator,
+          access: { url: accessUrl, caPem: options.access?.caPem ?? tls.caPem },
+          // A person's own requests take the way `tenantry login`'s kubeconfigs take.
+          door: gateway
+            ? { url: gateway.url, caPem: gateway.caPem }
+            : { url: client.server, caPem: apiServerCa ? Buffer.from(apiServerCa, "base64").toString() : "" },
+          runtimesAdminUrl: () => runtimesAdmin?.url,
+          assetsDir: options.dashboard?.assetsDir ?? DASHBOARD_ASSETS_DIR,
+          host: options.dashboard?.host ?? "127.0.0.1",
+          port: options.dashboard?.port ?? 0,
           logger,
         });
 
@@ -487,6 +565,20 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
             runtimesAdmin?.url,
           logger,
         }),
+        ...(monitorMetrics && options.monitor !== false
+          ? [new Monitor({ client, metrics: monitorMetrics, logger, ...options.monitor })]
+          : []),
+        ...(backupStore
+          ? [
+              new BackupControllers({
+                client,
+                store: backupStore,
+                namespace,
+                ...(options.backup?.agentImage ? { agentImage: options.backup.agentImage } : {}),
+                logger,
+              }),
+            ]
+          : []),
         ...(options.storage === false
           ? []
           : [new StorageSystem({ ...options.storage, client, namespace, registry: metrics, logger })]),
@@ -507,7 +599,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       controllers = [];
     },
   });
-  elector.start();
+  if (options.controllers !== false) elector.start();
 
   return {
     client,
@@ -527,16 +619,22 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       ? { logicalClouds: { api: logicalCloudsApi, url: logicalCloudsApi.url, caPem: tls.caPem } }
       : {}),
     nodes,
+    ...(dashboard ? { dashboard } : {}),
     isLeader: () => elector.isLeader(),
+    ready: () =>
+      [informers.tenants, informers.templates, informers.tenantNamespaces, informers.quotas].every((i) =>
+        i.hasSynced(),
+      ),
     async stop() {
       await elector.stop();
+      await dashboard?.stop();
       await runtimesProxy?.stop();
       await runtimesAdmin?.stop();
       await runtimesInformers.stop();
       await logicalCloudsApi?.stop();
       await gateway?.stop();
-      await accessServer.stop();
-      await server.stop();
+      if (accessUrl) await accessServer.stop();
+      await server?.stop();
       await builtinIdentity?.stop();
       await providerConfig.stop();
       await authorizer.stop();
@@ -547,6 +645,15 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await nodes.stop();
     },
   };
+}
+
+function clusterClient(options: TenantryOptions): ClusterClient {
+  if (options.inCluster) {
+    if (options.kubeconfig) throw new UserError("give either a kubeconfig or in-cluster mode, not both");
+    return loadInClusterClient(options.cluster);
+  }
+  if (!options.kubeconfig) throw new UserError("a kubeconfig is needed outside in-cluster mode");
+  return loadClusterClient(options.cluster, options.kubeconfig);
 }
 
 /** A tenant's namespaces from the cache, waiting up to 10 s for the first one of a tenant just created. */

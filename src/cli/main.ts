@@ -6,6 +6,7 @@ import { registerCloudCommands } from "./cloud.js";
 import { registerClusterCommands } from "./cluster.js";
 import { registerDevCommands } from "./dev.js";
 import { registerLoginCommands } from "./login.js";
+import { registerMonitorCommands } from "./monitor.js";
 import { registerNodeCommands } from "./node.js";
 import { registerOffloadCommands } from "./offload.js";
 import { registerPeerCommands } from "./peer.js";
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   registerPeerCommands(program);
   registerOffloadCommands(program);
   registerRuntimeCommands(program);
+  registerMonitorCommands(program);
   registerClusterCommands(program);
   registerCloudCommands(program);
   registerNodeCommands(program);

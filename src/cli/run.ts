@@ -1,47 +1,167 @@
 import type { Command } from "commander";
 import { pino } from "pino";
-import { startTenantry } from "../app/tenantry.js";
+import { collectDefaultMetrics, Registry } from "prom-client";
+import { parseAddress, startHealthServer } from "../app/health.js";
+import {
+  type RunningTenantry,
+  startTenantry,
+  TENANTRY_NAMESPACE,
+  type TenantryOptions,
+} from "../app/tenantry.js";
+import { UserError } from "../common/index.js";
+import { inClusterNamespace } from "../kube/index.js";
 
-/** `tenantry run`: tenantry's controllers and webhooks against a cluster named by a kubeconfig. */
+/** The parts of tenantry one process runs; a replica can run any subset. */
+export const RUN_COMPONENTS = ["controllers", "webhooks", "gateway", "identity", "runtimes"] as const;
+export type RunComponent = (typeof RUN_COMPONENTS)[number];
+
+export function parseComponents(value: string): Set<RunComponent> {
+  const names = value
+    .split(",")
+    .map((n) => n.trim())
+    .filter(Boolean);
+  const unknown = names.filter((n) => !(RUN_COMPONENTS as readonly string[]).includes(n));
+  if (unknown.length || names.length === 0) {
+    throw new UserError(
+      `--components: ${unknown.length ? `unknown ${unknown.map((n) => `"${n}"`).join(", ")}` : "empty"}; choose from ${RUN_COMPONENTS.join(", ")}`,
+      2,
+    );
+  }
+  return new Set(names as RunComponent[]);
+}
+
+function port(option: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0 || n > 65535)
+      throw new UserError(`${option}: "${value}" is not a port (0–65535)`, 2);
+    return n;
+  };
+}
+
+interface RunOptions {
+  kubeconfig?: string;
+  inCluster?: boolean;
+  namespace?: string;
+  cluster: string;
+  components: string;
+  webhookHost?: string;
+  webhookPort?: number;
+  webhookService?: string;
+  identityPort?: number;
+  gatewayPort?: number;
+  runtimesPort?: number;
+  healthAddress?: string;
+  apiAudiences?: string;
+  logLevel: string;
+}
+
+/** What `tenantry run`'s flags ask of the composition root. */
+export function tenantryOptions(opts: RunOptions, logger: pino.Logger, registry: Registry): TenantryOptions {
+  if (Boolean(opts.kubeconfig) === Boolean(opts.inCluster)) {
+    throw new UserError("give either --kubeconfig <path> or --in-cluster (in a pod)", 2);
+  }
+  const components = parseComponents(opts.components);
+  // In a pod every server listens on the pod's addresses; Services choose which ports are reached.
+  const host = opts.webhookHost ?? (opts.inCluster ? "0.0.0.0" : "127.0.0.1");
+  const listen = (p: number | undefined) => ({ host, ...(p !== undefined ? { port: p } : {}) });
+  return {
+    cluster: opts.cluster,
+    ...(opts.inCluster ? { inCluster: true } : { kubeconfig: opts.kubeconfig! }),
+    namespace: opts.namespace ?? (opts.inCluster ? inClusterNamespace() : undefined) ?? TENANTRY_NAMESPACE,
+    logger,
+    metricsRegistry: registry,
+    webhookHost: host,
+    ...(opts.webhookPort ? { webhookPort: opts.webhookPort } : {}),
+    ...(components.has("controllers") ? {} : { controllers: false as const }),
+    webhooks: components.has("webhooks")
+      ? opts.webhookService
+        ? { service: { name: opts.webhookService } }
+        : {}
+      : false,
+    identityApi: components.has("identity") ? listen(opts.identityPort) : false,
+    gateway: components.has("gateway") ? listen(opts.gatewayPort) : false,
+    ...(components.has("runtimes")
+      ? { runtimesProxy: listen(opts.runtimesPort) }
+      : { runtimesAdmin: false as const, runtimesProxy: false as const }),
+    ...(opts.apiAudiences ? { apiAudiences: opts.apiAudiences.split(",").filter(Boolean) } : {}),
+  };
+}
+
+/** `tenantry run`: tenantry against one cluster, from a kubeconfig or as a pod (`--in-cluster`). */
 export function registerRunCommand(program: Command): void {
   program
     .command("run")
-    .description("run tenantry's controllers and admission webhooks against a cluster")
-    .requiredOption(
+    .description("run tenantry's controllers, admission webhooks and APIs against a cluster")
+    .option(
       "--kubeconfig <path>",
       "kubeconfig of the cluster (cluster-admin for installing CRDs and webhooks)",
     )
+    .option("--in-cluster", "run as a pod: the service account's token, namespace and CA")
+    .option("--namespace <name>", `tenantry's namespace (default: the pod's, else ${TENANTRY_NAMESPACE})`)
     .option("--cluster <name>", "name of the cluster in logs and keys", "home")
-    .option("--webhook-host <ip>", "address the API server reaches the webhooks on", "127.0.0.1")
-    .option("--webhook-port <port>", "webhook port (default: a free one)", (v) => Number(v))
+    .option(
+      "--components <list>",
+      `comma-separated parts to run: ${RUN_COMPONENTS.join(", ")}`,
+      RUN_COMPONENTS.join(","),
+    )
+    .option(
+      "--webhook-host <ip>",
+      "address every server listens on; the API server reaches the webhooks there unless --webhook-service (default: 127.0.0.1, in a pod 0.0.0.0)",
+    )
+    .option("--webhook-port <port>", "webhook port (default: a free one)", port("--webhook-port"))
+    .option(
+      "--webhook-service <name>",
+      "register the webhooks with this Service of tenantry's namespace (port 443) instead of a URL",
+    )
+    .option("--identity-port <port>", "identity API port (default: a free one)", port("--identity-port"))
+    .option("--gateway-port <port>", "tenant gateway port (default: a free one)", port("--gateway-port"))
+    .option("--runtimes-port <port>", "runtimes proxy port (default: a free one)", port("--runtimes-port"))
+    .option(
+      "--health-address <host:port>",
+      "serve /healthz, /readyz and /metrics here (default: 127.0.0.1:0, in a pod 0.0.0.0:8081)",
+    )
     .option(
       "--api-audiences <list>",
       "kube-apiserver's --api-audiences, comma-separated (default: https://kubernetes.default.svc.cluster.local)",
     )
     .option("--log-level <level>", "trace, debug, info, warn or error", "info")
-    .action(
-      async (opts: {
-        kubeconfig: string;
-        cluster: string;
-        webhookHost: string;
-        webhookPort?: number;
-        apiAudiences?: string;
-        logLevel: string;
-      }) => {
-        const logger = pino({ level: opts.logLevel });
-        const running = await startTenantry({
-          cluster: opts.cluster,
-          kubeconfig: opts.kubeconfig,
-          logger,
-          webhookHost: opts.webhookHost,
-          ...(opts.webhookPort ? { webhookPort: opts.webhookPort } : {}),
-          ...(opts.apiAudiences ? { apiAudiences: opts.apiAudiences.split(",").filter(Boolean) } : {}),
-        });
-        logger.info({ webhookUrl: running.webhookUrl }, "tenantry is running");
-        await new Promise<void>((resolve) => {
-          for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => resolve());
-        });
+    .action(async (opts: RunOptions) => {
+      const logger = pino({ level: opts.logLevel });
+      const registry = new Registry();
+      collectDefaultMetrics({ register: registry });
+      const options = tenantryOptions(opts, logger, registry);
+      const address = parseAddress(
+        "--health-address",
+        opts.healthAddress ?? (opts.inCluster ? "0.0.0.0:8081" : "127.0.0.1:0"),
+      );
+      // Probes are answered from the start: /readyz says 503 until informers have synced.
+      let running: RunningTenantry | undefined;
+      const health = await startHealthServer({
+        ...address,
+        registry,
+        ready: () => running?.ready() ?? false,
+      });
+      logger.info({ url: health.url }, "health and metrics serving");
+      const stopped = new Promise<void>((resolve) => {
+        for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => resolve());
+      });
+      try {
+        running = await startTenantry(options);
+        logger.info(
+          {
+            webhookUrl: running.webhookUrl,
+            accessUrl: running.accessUrl,
+            gatewayUrl: running.gateway?.url,
+            runtimesUrl: running.runtimesProxy?.url,
+            health: health.url,
+          },
+          "tenantry is running",
+        );
+        await stopped;
         await running.stop();
-      },
-    );
+      } finally {
+        await health.stop();
+      }
+    });
 }

@@ -12,6 +12,7 @@ import { createProgress, defaultClustersDir, UserError } from "../common/index.j
 import { ClusterClient } from "../kube/index.js";
 import type { RuntimeStatusBody } from "../runtimes/index.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
+import { registerBackupCommands } from "./runtime-backup.js";
 import { EXIT } from "./tenant.js";
 
 interface RuntimeOptions {
@@ -163,6 +164,24 @@ async function followProgress(conn: AdminConnection, path: string, quiet: boolea
   progress?.finish(`ready at ${outcome.url ?? "(no URL)"}`);
 }
 
+/**
+ * Starts (or resumes) a runtime; with `wait`, follows its progress (on stderr unless `quiet`) until
+ * it answers, and fails with the runtime's message when it does not.
+ */
+export async function startRuntime(
+  conn: AdminConnection,
+  service: string,
+  instance: string,
+  params: Record<string, unknown>,
+  options: { wait: boolean; quiet: boolean },
+): Promise<RuntimeStatusBody> {
+  const path = instancePath(conn, service, instance);
+  const started = await request(conn, "POST", path, params);
+  if (started.status !== 202 || !options.wait) return started.body as RuntimeStatusBody;
+  await followProgress(conn, path, options.quiet);
+  return statusOfAnswer(await request(conn, "GET", path, undefined, [503]));
+}
+
 /** A GET's status: the body of a 200, the `runtime` member of a 503 problem. */
 function statusOfAnswer(answer: { status: number; body: unknown }): RuntimeStatusBody {
   if (answer.status === 503) return (answer.body as { runtime: RuntimeStatusBody }).runtime;
@@ -207,7 +226,10 @@ function withConnection(command: Command): Command {
 }
 
 export function registerRuntimeCommands(program: Command): void {
-  const runtime = program.command("runtime").description("per-user runtimes: start, watch, stop, delete");
+  const runtime = program
+    .command("runtime")
+    .description("per-user runtimes: start, watch, stop, delete, back up, restore");
+  registerBackupCommands(runtime);
 
   withConnection(
     runtime
@@ -223,14 +245,16 @@ export function registerRuntimeCommands(program: Command): void {
       .option("--no-wait", "answer at once instead of following the start"),
   ).action(
     async (service: string, instance: string, opts: RuntimeOptions & { set?: string[]; wait: boolean }) => {
-      const conn = adminConnection(opts);
-      const path = instancePath(conn, service, instance);
-      const started = await request(conn, "POST", path, parseParams(opts.set ?? []));
-      let status = started.body as RuntimeStatusBody;
-      if (started.status === 202 && opts.wait) {
-        await followProgress(conn, path, opts.output !== "text");
-        status = statusOfAnswer(await request(conn, "GET", path, undefined, [503]));
-      }
+      const status = await startRuntime(
+        adminConnection(opts),
+        service,
+        instance,
+        parseParams(opts.set ?? []),
+        {
+          wait: opts.wait,
+          quiet: opts.output !== "text",
+        },
+      );
       printResult(status, opts.output, () => describe(status));
     },
   );

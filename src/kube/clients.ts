@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import {
   ApiextensionsV1Api,
   AppsV1Api,
@@ -7,6 +8,7 @@ import {
   type User,
   Watch,
 } from "@kubernetes/client-node";
+import { UserError } from "../common/index.js";
 import { withConnectionPool } from "./connection-pool.js";
 import { DynamicObjectApi } from "./object-api.js";
 
@@ -94,6 +96,33 @@ export class ClusterClient {
     return this.watcher;
   }
 }
+
+/**
+ * The cluster a pod runs in: its service-account token (re-read as kubelet rotates it), namespace
+ * and CA from /var/run/secrets/kubernetes.io/serviceaccount, the API server from
+ * KUBERNETES_SERVICE_HOST/PORT.
+ */
+export function loadInClusterClient(name: string): ClusterClient {
+  if (!process.env.KUBERNETES_SERVICE_HOST) {
+    throw new UserError(
+      "--in-cluster: KUBERNETES_SERVICE_HOST is not set, so this is not a pod; give --kubeconfig instead",
+    );
+  }
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromCluster();
+  return new ClusterClient(name, kubeConfig);
+}
+
+/** The namespace of the pod's service account, or undefined outside a pod. */
+export function inClusterNamespace(): string | undefined {
+  try {
+    return readFileSync(SERVICE_ACCOUNT_NAMESPACE_FILE, "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
 export function loadClusterClient(name: string, kubeconfigPath: string): ClusterClient {
   const kubeConfig = new KubeConfig();

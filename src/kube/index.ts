@@ -11,7 +11,13 @@ export {
   withAppliedDigest,
 } from "./apply.js";
 export { DEFAULT_RECONNECT_BACKOFF, type JitteredBackoffOptions, jitteredBackoffDelay } from "./backoff.js";
-export { ClusterClient, loadClusterClient, qualifyUserNames } from "./clients.js";
+export {
+  ClusterClient,
+  inClusterNamespace,
+  loadClusterClient,
+  loadInClusterClient,
+  qualifyUserNames,
+} from "./clients.js";
 export { type CancelTimer, type Clock, flushAsync, ManualClock, sleep, systemClock } from "./clock.js";
 export {
   type Condition,

@@ -8,7 +8,9 @@ import {
   type ComponentName,
   type ComponentSpec,
   components,
+  helmComponent,
   modulesDir,
+  objectStoreComponent,
   pinnedVersion,
   requiredGoVersion,
 } from "./components.js";
@@ -22,7 +24,7 @@ export interface ComponentBinaries {
   etcd: string;
   kwok: string;
   kwokStages: string;
-  versions: Record<ComponentName, string>;
+  versions: Record<Exclude<ComponentName, "helm">, string>;
 }
 
 export interface BuildOptions {
@@ -34,7 +36,7 @@ export interface BuildOptions {
 }
 
 interface Manifest {
-  component: ComponentName;
+  component: string;
   version: string;
   goVersion: string;
   builtAt: string;
@@ -101,7 +103,7 @@ async function goVersion(env: NodeJS.ProcessEnv): Promise<string> {
 }
 
 function failure(
-  spec: ComponentSpec,
+  spec: ComponentSpec<string>,
   step: string,
   output: string,
   logFile: string,
@@ -120,14 +122,14 @@ function failure(
 }
 
 /** go names a binary after its package path (`server/v3` gives `v3` or `server`); give it the name we use. */
-async function nameSingleBinary(spec: ComponentSpec, binDir: string): Promise<void> {
+async function nameSingleBinary(spec: ComponentSpec<string>, binDir: string): Promise<void> {
   const [expected] = spec.binaries;
   if (spec.binaries.length !== 1 || !expected || existsSync(join(binDir, expected))) return;
   const built = await readdir(binDir);
   if (built.length === 1 && built[0]) await rename(join(binDir, built[0]), join(binDir, expected));
 }
 
-async function cacheKey(spec: ComponentSpec, version: string, go: string): Promise<string> {
+async function cacheKey(spec: ComponentSpec<string>, version: string, go: string): Promise<string> {
   const hash = createHash("sha256");
   for (const file of ["go.mod", "go.sum", "tools.go"])
     hash.update(await readFile(join(modulesDir, spec.name, file)));
@@ -139,7 +141,7 @@ async function cacheKey(spec: ComponentSpec, version: string, go: string): Promi
 }
 
 async function buildComponent(
-  spec: ComponentSpec,
+  spec: ComponentSpec<string>,
   options: Required<Omit<BuildOptions, "cacheDir">> & { cacheDir: string },
 ) {
   const { env } = options;
@@ -252,13 +254,14 @@ export async function ensureComponents(options: BuildOptions = {}): Promise<Comp
     env: options.env ?? process.env,
     progress: options.progress ?? createProgress,
   };
-  const dirs = {} as Record<ComponentName, string>;
-  const versions = {} as Record<ComponentName, string>;
+  const dirs = {} as Record<Exclude<ComponentName, "helm">, string>;
+  const versions = {} as Record<Exclude<ComponentName, "helm">, string>;
   // One at a time: each go build already uses every core.
   for (const spec of components) {
     const result = await buildComponent(spec, resolved);
-    dirs[spec.name] = result.dir;
-    versions[spec.name] = result.version;
+    const name = spec.name as Exclude<ComponentName, "helm">;
+    dirs[name] = result.dir;
+    versions[name] = result.version;
   }
   return {
     kubeApiserver: join(dirs.kubernetes, "bin", "kube-apiserver"),
@@ -269,4 +272,27 @@ export async function ensureComponents(options: BuildOptions = {}): Promise<Comp
     kwokStages: join(dirs.kwok, "kwok-stages.yaml"),
     versions,
   };
+}
+
+/** Builds (once, cached and locked like the Kubernetes components) a component wanted only by some. */
+function buildOnDemand(spec: Parameters<typeof buildComponent>[0], options: BuildOptions) {
+  return buildComponent(spec, {
+    cacheDir: options.cacheDir ?? cacheRoot(),
+    env: options.env ?? process.env,
+    progress: options.progress ?? createProgress,
+  });
+}
+
+/** Builds (once) and returns the path of the helm binary. */
+export async function ensureHelm(options: BuildOptions = {}): Promise<{ helm: string; version: string }> {
+  const result = await buildOnDemand(helmComponent, options);
+  return { helm: join(result.dir, "bin", "helm"), version: result.version };
+}
+
+/** Builds (once) and returns the versitygw binary, the local S3-compatible object store. */
+export async function ensureObjectStoreBinary(
+  options: BuildOptions = {},
+): Promise<{ program: string; version: string }> {
+  const result = await buildOnDemand(objectStoreComponent, options);
+  return { program: join(result.dir, "bin", "versitygw"), version: result.version };
 }

@@ -6,10 +6,10 @@ import { fileURLToPath } from "node:url";
  * The Kubernetes components tenantry builds from their Go modules. Each has a small wrapper
  * module in `modules/<name>` whose go.mod pins the release and whose go.sum pins every byte.
  */
-export type ComponentName = "kubernetes" | "etcd" | "kwok";
+export type ComponentName = "kubernetes" | "etcd" | "kwok" | "helm";
 
-export interface ComponentSpec {
-  name: ComponentName;
+export interface ComponentSpec<Name extends string = ComponentName> {
+  name: Name;
   /** The module whose version names the build. */
   module: string;
   /** Main packages to build, each giving one binary named after its last path element. */
@@ -83,8 +83,43 @@ export const components: readonly ComponentSpec[] = [
   },
 ];
 
+/** Helm, to lint, render and install tenantry's chart; built on demand, not for every cluster. */
+export const helmComponent: ComponentSpec = {
+  name: "helm",
+  module: "helm.sh/helm/v3",
+  packages: ["helm.sh/helm/v3/cmd/helm"],
+  binaries: ["helm"],
+  ldflags: (version) => [`-X helm.sh/helm/v3/internal/version.version=${version}`, ...helmKubeVersionFlags()],
+};
+
+/**
+ * The Kubernetes version helm assumes without a cluster (`helm template`, `helm lint`): that of the
+ * client-go it is built with, set at link time as helm's own Makefile does.
+ */
+function helmKubeVersionFlags(): string[] {
+  const goMod = readFileSync(join(modulesDir, "helm", "go.mod"), "utf8");
+  const match = /^\s*k8s\.io\/client-go\s+v0\.(\d+)\./m.exec(goMod);
+  if (!match) throw new Error("modules/helm/go.mod does not require k8s.io/client-go");
+  return ["helm.sh/helm/v3/pkg/lint/rules", "helm.sh/helm/v3/pkg/chartutil"].flatMap((pkg) => [
+    `-X ${pkg}.k8sVersionMajor=1`,
+    `-X ${pkg}.k8sVersionMinor=${match[1]}`,
+  ]);
+}
+
+/**
+ * The S3-compatible object store of the embedded default and the tests: versitygw serving a folder
+ * (its `posix` backend). Built like the Kubernetes components, but only when a store is wanted.
+ */
+export const objectStoreComponent: ComponentSpec<"versitygw"> = {
+  name: "versitygw",
+  module: "github.com/versity/versitygw",
+  packages: ["github.com/versity/versitygw/cmd/versitygw"],
+  binaries: ["versitygw"],
+  ldflags: () => [],
+};
+
 /** The version pinned by the wrapper module's go.mod (`require <module> <version>`). */
-export function pinnedVersion(spec: ComponentSpec): string {
+export function pinnedVersion(spec: ComponentSpec<string>): string {
   const goMod = readFileSync(join(modulesDir, spec.name, "go.mod"), "utf8");
   const escaped = spec.module.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   const match = new RegExp(`^\\s*(?:require\\s+)?${escaped}\\s+(v\\S+)`, "m").exec(goMod);
@@ -93,7 +128,7 @@ export function pinnedVersion(spec: ComponentSpec): string {
 }
 
 /** The Go version the wrapper module asks for (its `go` line), the oldest toolchain that can build it. */
-export function requiredGoVersion(spec: ComponentSpec): string {
+export function requiredGoVersion(spec: ComponentSpec<string>): string {
   const goMod = readFileSync(join(modulesDir, spec.name, "go.mod"), "utf8");
   const match = /^go\s+(\S+)/m.exec(goMod);
   return match?.[1] ?? "1.22";

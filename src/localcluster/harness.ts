@@ -5,6 +5,7 @@ import { defaultClustersDir, UserError } from "../common/index.js";
 import { type BuildOptions, type ComponentBinaries, ensureComponents } from "./build.js";
 import { type ClusterState, type ClusterStatus, LocalCluster } from "./cluster.js";
 import { acquireLock } from "./lock.js";
+import { type LocalObjectStoreState, startLocalObjectStore, stopLocalObjectStore } from "./object-store.js";
 import { type ClusterSpec, specFor } from "./spec.js";
 
 export interface HarnessOptions {
@@ -43,12 +44,29 @@ export class ClusterHarness {
     }
   }
 
+  /**
+   * Starts (once) the S3-compatible object store the clusters' backups go to: versitygw serving
+   * `<dir>/object-store/data`. It runs until {@link stopObjectStore}.
+   */
+  async objectStore(): Promise<LocalObjectStoreState> {
+    return startLocalObjectStore(join(this.dir, "object-store"), {
+      ...(this.options.build ? { build: this.options.build } : {}),
+      log: this.log,
+    });
+  }
+
+  async stopObjectStore(): Promise<void> {
+    await stopLocalObjectStore(join(this.dir, "object-store"));
+  }
+
   /** Names of the clusters that have a folder here (running or not). */
   async known(): Promise<string[]> {
     if (!existsSync(this.dir)) return [];
     const entries = await readdir(this.dir, { withFileTypes: true });
     return entries
-      .filter((e) => e.isDirectory() && existsSync(join(this.dir, e.name, "pki")))
+      .filter(
+        (e) => e.isDirectory() && e.name !== "object-store" && existsSync(join(this.dir, e.name, "pki")),
+      )
       .map((e) => e.name)
       .sort();
   }

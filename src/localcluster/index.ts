@@ -1,5 +1,11 @@
 export { ACCESS_CACHE_TTL_SECONDS, type AccessWebhooks } from "./access-webhooks.js";
-export { type BuildOptions, type ComponentBinaries, ensureComponents } from "./build.js";
+export {
+  type BuildOptions,
+  type ComponentBinaries,
+  ensureComponents,
+  ensureHelm,
+  ensureObjectStoreBinary,
+} from "./build.js";
 export type { ClusterPorts, ClusterState, ClusterStatus } from "./cluster.js";
 export { COMPONENT_ORDER, LocalCluster } from "./cluster.js";
 export { components, pinnedVersion } from "./components.js";
@@ -14,6 +20,7 @@ export {
   MachineHost,
   type MachineHostOptions,
 } from "./machines/host.js";
+export { type LocalObjectStoreState, startLocalObjectStore, stopLocalObjectStore } from "./object-store.js";
 export { assertPortFree, freePort, isPortFree } from "./ports.js";
 export {
   LOCAL_IMAGES,

@@ -27,6 +27,37 @@ export const NOT_NAMESPACE_BOOTSTRAP = {
     "!((request.userInfo.username == 'system:kube-controller-manager' || request.userInfo.username.startsWith('system:serviceaccount:kube-system:')) && request.resource.group == '' && (request.resource.resource == 'serviceaccounts' || (request.resource.resource == 'configmaps' && has(request.name) && request.name == 'kube-root-ca.crt')))",
 };
 
+/** Users of kube-apiserver, kube-controller-manager and kube-scheduler themselves. */
+const CONTROL_PLANE_USERS = ["system:apiserver", "system:kube-controller-manager", "system:kube-scheduler"];
+
+/**
+ * Who a tenantry outage must never block: cluster administrators (`system:masters`), nodes,
+ * kube-system's service accounts, the control plane, and tenantry itself (its namespace's service
+ * accounts). A CEL expression over the admission request.
+ */
+export function privilegedRequester(ownNamespace: string): string {
+  const groups = [
+    "system:masters",
+    "system:nodes",
+    "system:serviceaccounts:kube-system",
+    `system:serviceaccounts:${ownNamespace}`,
+  ];
+  return [
+    `request.userInfo.username in [${CONTROL_PLANE_USERS.map((u) => `'${u}'`).join(", ")}]`,
+    `(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in [${groups.map((g) => `'${g}'`).join(", ")}]))`,
+  ].join(" || ");
+}
+
+/**
+ * The configuration holding each Fail webhook's copy for privileged requesters
+ * ({@link privilegedRequester}), with failurePolicy Ignore: while tenantry answers they are
+ * checked as before; while it is down they go through. Same webhook names in a configuration of
+ * their own, so refusals read the same whoever is refused.
+ */
+export function privilegedConfigurationName(configurationName: string): string {
+  return `${configurationName}-privileged`;
+}
+
 export interface WebhookEndpoint {
   /** Base URL the API server calls (embedded default: loopback). */
   url?: string;
@@ -53,17 +84,31 @@ export function webhookConfigurations(
 ): KubernetesObject[] {
   const caBundle = Buffer.from(endpoint.caPem).toString("base64");
   const exempt = [...EXEMPT_NAMESPACES, ownNamespace];
-  const entry = (w: AdmissionWebhook) => ({
+  const privileged = privilegedRequester(ownNamespace);
+  // A Fail webhook is split: tenant users (and anyone else not privileged) fail closed when
+  // tenantry is down; privileged requesters are still checked while it is up, never blocked when not.
+  const entry = (w: AdmissionWebhook, audience: "all" | "others" | "privileged") => ({
     name: w.name,
     admissionReviewVersions: ["v1"],
     sideEffects: w.sideEffects ?? "None",
-    failurePolicy: w.failurePolicy,
+    failurePolicy: audience === "privileged" ? "Ignore" : w.failurePolicy,
     matchPolicy: "Equivalent",
     timeoutSeconds: w.timeoutSeconds ?? 5,
     rules: w.rules,
     namespaceSelector: withExemptions(w.namespaceSelector, exempt),
     ...(w.objectSelector ? { objectSelector: w.objectSelector } : {}),
-    ...(w.matchConditions?.length ? { matchConditions: w.matchConditions } : {}),
+    ...(audience === "all"
+      ? w.matchConditions?.length
+        ? { matchConditions: w.matchConditions }
+        : {}
+      : {
+          matchConditions: [
+            ...(w.matchConditions ?? []),
+            audience === "privileged"
+              ? { name: "privileged-requester", expression: privileged }
+              : { name: "not-privileged-requester", expression: `!(${privileged})` },
+          ],
+        }),
     ...(w.kind === "mutating" ? { reinvocationPolicy: "IfNeeded" } : {}),
     clientConfig: endpoint.url
       ? { url: `${endpoint.url}${w.path}`, caBundle }
@@ -73,12 +118,28 @@ export function webhookConfigurations(
   for (const kind of ["mutating", "validating"] as const) {
     const selected = webhooks.filter((w) => w.kind === kind);
     if (selected.length === 0) continue;
-    objects.push({
-      apiVersion: "admissionregistration.k8s.io/v1",
-      kind: kind === "mutating" ? "MutatingWebhookConfiguration" : "ValidatingWebhookConfiguration",
-      metadata: { name: configurationName, labels: { "app.kubernetes.io/managed-by": "tenantry" } },
-      webhooks: selected.map(entry),
-    } as KubernetesObject);
+    const failing = selected.filter((w) => w.failurePolicy === "Fail");
+    const configuration = (name: string, entries: unknown[]) =>
+      ({
+        apiVersion: "admissionregistration.k8s.io/v1",
+        kind: kind === "mutating" ? "MutatingWebhookConfiguration" : "ValidatingWebhookConfiguration",
+        metadata: { name, labels: { "app.kubernetes.io/managed-by": "tenantry" } },
+        webhooks: entries,
+      }) as KubernetesObject;
+    objects.push(
+      configuration(
+        configurationName,
+        selected.map((w) => entry(w, w.failurePolicy === "Fail" ? "others" : "all")),
+      ),
+    );
+    if (failing.length) {
+      objects.push(
+        configuration(
+          privilegedConfigurationName(configurationName),
+          failing.map((w) => entry(w, "privileged")),
+        ),
+      );
+    }
   }
   return objects;
 }

@@ -3,6 +3,8 @@ export {
   deleteWebhookConfigurations,
   EXEMPT_NAMESPACES,
   NOT_NAMESPACE_BOOTSTRAP,
+  privilegedConfigurationName,
+  privilegedRequester,
   type WebhookEndpoint,
   webhookConfigurations,
 } from "./configuration.js";

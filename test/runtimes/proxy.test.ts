@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import type { BuiltinIdentity } from "../../src/identity/index.js";
-import { LOCAL_IMAGES } from "../../src/localcluster/index.js";
+import { LOCAL_IMAGES, PROCESS_NODE_PLACEMENT } from "../../src/localcluster/index.js";
 import {
   InformerRouteSource,
   KubeActivityWriter,
@@ -265,7 +265,14 @@ describe("the Admin API through the runtimes proxy", () => {
 
   before(async () => {
     identity = await sharedBuiltinIdentity();
-    await client.objects.create(serviceObject(service) as KubernetesObject);
+    // A real runtime: the generic plugin's echo server on the process node, started by the controller.
+    const echo = serviceObject(service);
+    echo.spec = {
+      ...echo.spec,
+      defaults: { image: LOCAL_IMAGES.echo, port: 8080 },
+      pods: PROCESS_NODE_PLACEMENT,
+    };
+    await client.objects.create(echo as KubernetesObject);
     await identity.createUser({ name: user, password: "proxy-secret-1", tenant, tenantAdmin: false });
     token = (await identity.login({ username: user, password: "proxy-secret-1" })).token;
   });
@@ -295,22 +302,18 @@ describe("the Admin API through the runtimes proxy", () => {
       return got;
     });
     assert.equal(started.json().progressUrl, `${base}/progress`);
-    const placement = runtimePlacement({ tenant, user, service, instance: "one" });
-    const routeToken = newToken();
-    const progress = fetch(`${base}/progress`, { headers, signal: AbortSignal.timeout(30_000) }).then((r) =>
-      r.text(),
+    // The progress stream, through the proxy, ends with the runtime's URL: the proxy's, by token.
+    const events = await fetch(`${base}/progress`, { headers, signal: AbortSignal.timeout(120_000) }).then(
+      (r) => r.text(),
     );
-    await writeStatus(client, {
-      namespace: placement.namespace,
-      name: placement.name,
-      token: routeToken,
-      endpoint: "http://127.0.0.1:9",
-    });
-    const events = await progress;
-    assert.match(events, new RegExp(`"url":"${proxy}/r/${routeToken}/"`));
+    const url = new RegExp(`"url":"(${proxy}/r/[A-Za-z0-9_-]{43}/)"`).exec(events)?.[1];
+    assert.ok(url, events);
     const status = await httpRequest(base, { headers });
-    assert.equal(status.status, 200);
-    assert.equal(status.json().url, `${proxy}/r/${routeToken}/`);
+    assert.equal(status.status, 200, status.body);
+    assert.equal(status.json().url, url);
+    const served = await httpRequest(`${url}hello`);
+    assert.equal(served.status, 200, served.body);
+    assert.match(served.body, /^Request served by echo\n\nGET \/hello HTTP\/1\.1/);
     // The progress of a runtime already ready is one event, and the stream ends.
     const again = await fetch(`${base}/progress`, { headers, signal: AbortSignal.timeout(30_000) });
     assert.match(await again.text(), /"ready":true/);

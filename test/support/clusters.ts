@@ -6,6 +6,10 @@ export interface TestEnvironment {
   /** Folder of the harness that owns the clusters (logs live below it). */
   dir: string;
   clusters: { name: string; kubeconfig: string; server: string }[];
+  /** tenantry on each cluster (home, edge-1, edge-2): its Prometheus metrics among the rest. */
+  tenantries?: { cluster: string; clusterId: string; logFile: string; metricsUrl?: string }[];
+  /** The S3-compatible store (versitygw) started for the run: backups of the test tenantry go there. */
+  objectStore: { endpoint: string; region: string; accessKeyId: string; secretAccessKey: string };
   /** tenantry running on the home cluster for the whole test run. */
   tenantry: {
     cluster: string;
@@ -23,6 +27,8 @@ export interface TestEnvironment {
     /** The logical-clouds API (DCM) of the home cluster's tenantry, and the CA of its certificate. */
     logicalCloudsUrl?: string;
     logicalCloudsCaPem?: string;
+    /** The web dashboard of the home cluster's tenantry. */
+    dashboardUrl?: string;
   };
 }
 

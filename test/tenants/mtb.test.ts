@@ -228,6 +228,12 @@ describe("Multi-Tenancy Benchmarks, profile levels 1 and 2, against tenants crea
         "create selfsubjectaccessreviews.authorization.k8s.io",
         "create selfsubjectreviews.authentication.k8s.io",
         "create selfsubjectrulesreviews.authorization.k8s.io",
+        // Worker nodes on demand are self-service too: admission stamps the requester as owner and
+        // lets only them and their tenant's owners change one; NodeProviders list the flavors.
+        "create workernodes.tenantry.dev",
+        "get nodeproviders.tenantry.dev",
+        "get workernodes.tenantry.dev",
+        "update workernodes.tenantry.dev",
       ];
       const atClusterScope = await allowed(ownerA.kubeConfig, undefined, clusterScoped, [
         ...MTB_VERBS,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { certificateNames } from "../../src/pki/index.js";
 import {
   type AdmissionWebhook,
@@ -15,6 +15,7 @@ import {
 } from "../../src/webhooks/index.js";
 import { testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
+import { testUser } from "../support/users.js";
 
 describe("admission webhooks served by tenantry over TLS", () => {
   let kc: KubeConfig;
@@ -133,19 +134,37 @@ describe("admission webhooks served by tenantry over TLS", () => {
     assert.deepEqual(selector.values, ["kube-system", "kube-public", "kube-node-lease", ownNamespace]);
   });
 
-  test("when the server is down, Fail webhooks refuse and Ignore webhooks let requests through", async () => {
+  test("when the server is down, Fail webhooks refuse users and Ignore webhooks let requests through", async () => {
+    const user = await testUser(uniqueName("wh-user"));
+    await kc.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
+      namespace,
+      body: {
+        metadata: { name: "wh-user-edit" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "edit" },
+        subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: user.name }],
+      },
+    });
+    const userCore = user.kubeConfig.makeApiClient(CoreV1Api);
     await server.stop();
-    await assert.rejects(
-      core.createNamespacedConfigMap({ namespace, body: { metadata: { name: "while-down" } } }),
-      (err: { body?: string }) => /failed calling webhook \\"deny\./.test(String(err.body)),
+    await eventually(() =>
+      assert.rejects(
+        userCore.createNamespacedConfigMap({ namespace, body: { metadata: { name: "while-down" } } }),
+        (err: { body?: string }) => /failed calling webhook \\"deny\./.test(String(err.body)),
+      ),
     );
+    // The cluster's administrator is never blocked by the outage: the Fail webhook's copy for them ignores it.
+    const byAdmin = await core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: "admin-while-down" } },
+    });
+    assert.equal(byAdmin.metadata?.labels?.["tenantry.dev/user"], undefined);
     // Ignore-only: drop the validating configuration; the mutating webhook is skipped, not fatal.
     await deleteWebhookConfigurations(
       kc,
       configurations.filter((c) => c.kind === "ValidatingWebhookConfiguration"),
     );
     await eventually(async () => {
-      const created = await core.createNamespacedConfigMap({
+      const created = await userCore.createNamespacedConfigMap({
         namespace,
         body: { metadata: { name: uniqueName("ignored") } },
       });

@@ -17,7 +17,12 @@ export const PROCESS_NODE_TAINT = { key: PROCESS_NODE_LABEL, value: "true", effe
 export const PROCESS_NODE_PLACEMENT = {
   nodeSelector: { [PROCESS_NODE_LABEL]: "true" },
   tolerations: [
-    { key: PROCESS_NODE_TAINT.key, operator: "Equal", value: "true", effect: PROCESS_NODE_TAINT.effect },
+    {
+      key: PROCESS_NODE_TAINT.key,
+      operator: "Equal" as const,
+      value: "true",
+      effect: PROCESS_NODE_TAINT.effect,
+    },
   ],
 };
 
@@ -30,6 +35,8 @@ export const LOCAL_IMAGES = {
   jupyter: "quay.io/jupyter/base-notebook:2025-03-14",
   /** HTTP and WebSocket echo on $PORT (default 8080), as jmalloc/echo-server answers. */
   echo: "docker.io/jmalloc/echo-server:v0.3.7",
+  /** tenantry's backup agent (src/backup/agent), run with node: archives a mounted claim to the object store. */
+  backupAgent: "ghcr.io/tenantry/backup-agent:0.1.0",
   /** Sleeps until stopped. */
   pause: "registry.k8s.io/pause:3.10",
 } as const;

@@ -20,7 +20,7 @@ export class ImagePuller {
   private jupyterPull?: Promise<JupyterServerInstall>;
   private readonly listeners = new Set<(detail: string) => void>();
 
-  constructor(private readonly programs: { echoServer: string }) {}
+  constructor(private readonly programs: { echoServer: string; backupAgent?: string }) {}
 
   private jupyterPresent = false;
 
@@ -80,7 +80,9 @@ export class ImagePuller {
           ? readFileSync(JUPYTER_REQUIREMENTS, "utf8")
           : kind === "echo"
             ? readFileSync(this.programs.echoServer, "utf8")
-            : "sleep infinity";
+            : kind === "backupAgent" && this.programs.backupAgent
+              ? readFileSync(this.programs.backupAgent, "utf8")
+              : "sleep infinity";
       digest = createHash("sha256").update(content).digest("hex");
       this.digests.set(kind, digest);
     }

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { LOCAL_IMAGES } from "./constants.js";
 import {
+  backupAgentArgs,
   containerProgram,
   hostPathOf,
   imageKind,
@@ -126,5 +127,21 @@ describe("images the process node runs", () => {
     });
     assert.ok(unmapped.includes("--ServerApp.root_dir=/pods/x/home"));
     assert.ok(!unmapped.some((a) => a.includes("allow_root")));
+  });
+
+  test("the backup agent runs with its arguments, its --dir mapped to the mounted claim's folder", () => {
+    assert.deepEqual(containerProgram("backupAgent", undefined, ["backup", "--dir", "/data", "--key", "k"]), {
+      program: "backup-agent",
+      args: ["backup", "--dir", "/data", "--key", "k"],
+    });
+    const mounts = new Map([["/data", "/volumes/pvc-1"]]);
+    assert.deepEqual(backupAgentArgs(["restore", "--dir", "/data/sub", "--key", "/data"], mounts), [
+      "restore",
+      "--dir",
+      "/volumes/pvc-1/sub",
+      "--key",
+      "/data",
+    ]);
+    assert.deepEqual(backupAgentArgs(["backup", "--dir=/data"], mounts), ["backup", "--dir=/volumes/pvc-1"]);
   });
 });

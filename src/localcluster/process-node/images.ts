@@ -43,6 +43,13 @@ const IMAGES: Record<LocalImageKind, ImageConfig> = {
     programs: { "echo-server": 1 },
     description: "an HTTP and WebSocket echo server",
   },
+  backupAgent: {
+    repositories: ["ghcr.io/tenantry/backup-agent"],
+    entrypoint: ["tenantry-backup-agent"],
+    cmd: [],
+    programs: { "tenantry-backup-agent": 1 },
+    description: "tenantry's backup agent",
+  },
   pause: {
     repositories: ["registry.k8s.io/pause", "k8s.gcr.io/pause"],
     entrypoint: ["/pause"],
@@ -97,6 +104,7 @@ export type ContainerProgram =
   | { program: "sleep"; seconds?: number }
   | { program: "echo" }
   | { program: "jupyter"; args: string[] }
+  | { program: "backup-agent"; args: string[] }
   | { program: "not-found"; message: string };
 
 /**
@@ -128,6 +136,7 @@ export function containerProgram(
   const skip = image.programs[program];
   if (skip !== undefined) {
     if (kind === "jupyter") return { program: "jupyter", args: argv.slice(skip) };
+    if (kind === "backupAgent") return { program: "backup-agent", args: argv.slice(skip) };
     return kind === "echo" ? { program: "echo" } : { program: "sleep" };
   }
   if (kind === "jupyter") {
@@ -208,4 +217,20 @@ export function jupyterServerArgs(
     "--ServerApp.port_retries=0",
     ...(options.allowRoot ? ["--ServerApp.allow_root=True"] : []),
   ];
+}
+
+/** The backup agent's arguments on the process node: its `--dir` (a path in the container) mapped through the mounts. */
+export function backupAgentArgs(containerArgs: string[], mounts: ReadonlyMap<string, string>): string[] {
+  const mapped: string[] = [];
+  for (let i = 0; i < containerArgs.length; i++) {
+    const arg = containerArgs[i]!;
+    if (arg === "--dir" && i + 1 < containerArgs.length) {
+      const value = containerArgs[++i]!;
+      mapped.push(arg, hostPathOf(value, mounts) ?? value);
+    } else if (arg.startsWith("--dir=")) {
+      const value = arg.slice("--dir=".length);
+      mapped.push(`--dir=${hostPathOf(value, mounts) ?? value}`);
+    } else mapped.push(arg);
+  }
+  return mapped;
 }

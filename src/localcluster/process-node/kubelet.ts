@@ -17,7 +17,7 @@ import { stopTree } from "./host-processes.js";
 import { ImagePuller } from "./image-puller.js";
 import { PROCESS_NODE_MANAGER } from "./node.js";
 import { PodAddresses, secondOctetOf } from "./pod-network.js";
-import { ECHO_SERVER, type NodeContext, PodRuntime } from "./pod-runtime.js";
+import { BACKUP_AGENT, ECHO_SERVER, type NodeContext, PodRuntime } from "./pod-runtime.js";
 import { podStatus } from "./pod-status.js";
 import { type PodRecord, readRecords, removePodDir } from "./records.js";
 import type { VolumeSources } from "./volumes.js";
@@ -74,7 +74,7 @@ export class ProcessNodeKubelet {
       apiserver: options.apiserver,
       sources: volumeSources(client),
       events: options.events,
-      images: new ImagePuller({ echoServer: ECHO_SERVER }),
+      images: new ImagePuller({ echoServer: ECHO_SERVER, backupAgent: BACKUP_AGENT }),
       logger,
       resync: (key, ms) => (ms ? this.controller.enqueueAfter(key, ms) : this.controller.enqueue(key)),
     };

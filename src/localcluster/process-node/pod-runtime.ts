@@ -11,6 +11,7 @@ import type { EventRecorder } from "./events.js";
 import { identify, isAlive, killGroup, type ProcessIdentity, stopTree } from "./host-processes.js";
 import type { ImagePuller } from "./image-puller.js";
 import {
+  backupAgentArgs,
   type ContainerProgram,
   containerProgram,
   hostPathOf,
@@ -25,6 +26,8 @@ import { type ContainerRecord, type PodRecord, podDir, writeRecord } from "./rec
 import { containerMounts, prepareVolumes, type VolumeSources } from "./volumes.js";
 
 export const ECHO_SERVER = join(dirname(fileURLToPath(import.meta.url)), "images", "echo-server.mjs");
+/** The product's backup agent, which a real cluster runs from its image; here node runs its source. */
+export const BACKUP_AGENT = fileURLToPath(new URL("../../backup/agent/main.ts", import.meta.url));
 
 /** What every pod of the node shares: the API, events, images, addresses and the node's facts. */
 export interface NodeContext {
@@ -543,6 +546,15 @@ export class PodRuntime {
           ECHO_SERVER,
           "--host",
           this.ip!,
+        ];
+        break;
+      case "backup-agent":
+        argv = [
+          process.execPath,
+          "--import",
+          import.meta.resolve("tsx"),
+          BACKUP_AGENT,
+          ...backupAgentArgs(program.args, mounts),
         ];
         break;
       case "jupyter": {

@@ -1,0 +1,26 @@
+# syntax=docker/dockerfile:1
+# tenantry's image: compiled once with the dev toolchain, run from distroless Node.js as non-root.
+
+FROM node:20-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+FROM node:20-slim AS runtime-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts
+
+FROM gcr.io/distroless/nodejs20-debian12:nonroot
+WORKDIR /app
+ENV NODE_ENV=production
+COPY --from=runtime-deps /app/node_modules ./node_modules
+COPY --from=build /src/dist ./dist
+COPY package.json ./
+# The distroless "nonroot" user, numeric so that runAsNonRoot can verify it.
+USER 65532:65532
+ENTRYPOINT ["/nodejs/bin/node", "/app/dist/cli/main.js"]
+CMD ["run", "--in-cluster"]

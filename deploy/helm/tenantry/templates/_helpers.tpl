@@ -1,0 +1,33 @@
+{{/* Full name of the release's objects. */}}
+{{- define "tenantry.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "tenantry.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "tenantry.labels" -}}
+{{ include "tenantry.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "tenantry.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "tenantry.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether a component runs: include "tenantry.has" (list . "gateway") */}}
+{{- define "tenantry.has" -}}
+{{- if has (index . 1) (index . 0).Values.components -}}true{{- end -}}
+{{- end -}}

@@ -1,0 +1,593 @@
+/**
+ * The backup server (document 000, §3.3): RuntimeBackup and RuntimeRestore controllers. A backup
+ * writes the runtime's metadata to the store itself and spawns one agent Job per claim in the
+ * runtime's namespace that streams the claim's data to the store (encrypted with the tenant's key,
+ * verified by reading it back). A restore re-creates missing metadata (the Runtime stays Stopped)
+ * and runs agent Jobs that replace each claim's content once every byte is verified. Status is
+ * written at every step, and a failure names its reason; nothing is replaced by a failed restore.
+ */
+import { type KubernetesObject, PatchStrategy, type V1Job, type V1Secret } from "@kubernetes/client-node";
+import type { Logger } from "pino";
+import {
+  applyObject,
+  applyStatus,
+  type ClusterClient,
+  Controller,
+  describeError,
+  Informer,
+  isAlreadyExists,
+  isNotFound,
+  type ReconcileContext,
+  type ReconcileResult,
+  reconcileDone,
+  requeueAfter,
+  startInformers,
+  stopInformers,
+} from "../../kube/index.js";
+import { RUNTIME_LABEL, type Runtime, type RuntimeService } from "../../runtimes/index.js";
+import { TENANTS_API_VERSION } from "../../tenants/index.js";
+import { DEFAULT_AGENT_IMAGE } from "../agent/env.js";
+import { type ArchiveRecord, recordKey } from "../agent/volume.js";
+import {
+  BACKUP_NAME_LABEL,
+  BACKUP_RUNTIME_LABEL,
+  RESTORE_NAME_LABEL,
+  type RuntimeBackup,
+  type RuntimeRestore,
+} from "../api/backup.js";
+import { newTenantKey } from "../crypto.js";
+import { S3ObjectStore, type S3Settings } from "../store/s3.js";
+import { AGENT_JOB_LABEL, agentJob, agentSecret, jobOutcome } from "./agent-jobs.js";
+import { IdleController } from "./idle-controller.js";
+import {
+  agentJobName,
+  agentSecretName,
+  backupLocation,
+  manifestKey,
+  metadataKey,
+  tenantKeySecretName,
+  volumeKey,
+} from "./layout.js";
+import { collectMetadata, getMetadata, putMetadata } from "./metadata.js";
+
+export interface BackupControllerOptions {
+  client: ClusterClient;
+  /** The object store every backup goes to. */
+  store: S3Settings;
+  /** tenantry's namespace: the tenants' keys are kept there. */
+  namespace: string;
+  /** The agent image (default ghcr.io/tenantry/backup-agent). */
+  agentImage?: string;
+  /** How often idle runtimes and retention are looked at (default 15 s). */
+  idleIntervalMs?: number;
+  logger: Logger;
+}
+
+const now = () => new Date().toISOString();
+const POLL_MS = 2000;
+
+type Status<T extends { status?: unknown }> = NonNullable<T["status"]>;
+
+export class BackupControllers {
+  readonly backups: Informer<RuntimeBackup>;
+  readonly restores: Informer<RuntimeRestore>;
+  private readonly jobs: Informer<V1Job>;
+  private readonly backupController: Controller;
+  private readonly restoreController: Controller;
+  private readonly idle: IdleController;
+  private readonly store: S3ObjectStore;
+  private readonly client: ClusterClient;
+  /** UIDs whose outcome this process wrote: a stale cache must not make them run (or fail) again. */
+  private readonly finished = new Set<string>();
+
+  constructor(private readonly options: BackupControllerOptions) {
+    this.client = options.client;
+    this.store = new S3ObjectStore(options.store);
+    this.backups = Informer.forResource<RuntimeBackup>(this.client, {
+      apiVersion: TENANTS_API_VERSION,
+      kind: "RuntimeBackup",
+    });
+    this.restores = Informer.forResource<RuntimeRestore>(this.client, {
+      apiVersion: TENANTS_API_VERSION,
+      kind: "RuntimeRestore",
+    });
+    this.jobs = Informer.forResource<V1Job>(this.client, {
+      apiVersion: "batch/v1",
+      kind: "Job",
+      labelSelector: `${AGENT_JOB_LABEL}=true`,
+    });
+    this.backupController = new Controller({
+      name: "runtime-backups",
+      workers: 4,
+      logger: options.logger,
+      reconcile: (_key, ctx) => this.reconcileBackup(ctx),
+    });
+    this.restoreController = new Controller({
+      name: "runtime-restores",
+      workers: 4,
+      logger: options.logger,
+      reconcile: (_key, ctx) => this.reconcileRestore(ctx),
+    });
+    this.backupController.watch(this.backups);
+    this.restoreController.watch(this.restores);
+    const byLabel =
+      (label: string) =>
+      (job: V1Job, cluster: string): string[] => {
+        const owner = job.metadata?.labels?.[label];
+        return owner ? [`${cluster}/${job.metadata!.namespace}/${owner}`] : [];
+      };
+    this.backupController.watch(this.jobs, byLabel(BACKUP_NAME_LABEL));
+    this.restoreController.watch(this.jobs, byLabel(RESTORE_NAME_LABEL));
+    this.idle = new IdleController({
+      client: this.client,
+      store: options.store,
+      logger: options.logger,
+      backups: this.backups,
+      ...(options.idleIntervalMs ? { intervalMs: options.idleIntervalMs } : {}),
+    });
+  }
+
+  private get informers(): Informer<KubernetesObject>[] {
+    return [this.backups, this.restores, this.jobs] as unknown as Informer<KubernetesObject>[];
+  }
+
+  async start(): Promise<void> {
+    await startInformers(this.informers);
+    await this.backupController.start();
+    await this.restoreController.start();
+    await this.idle.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.idle.stop();
+    await this.backupController.stop();
+    await this.restoreController.stop();
+    await stopInformers(this.informers);
+    this.store.close();
+  }
+
+  /** The tenant's backup key, made (once) when its first backup is taken. */
+  private async tenantKey(tenant: string, create: boolean): Promise<Buffer> {
+    const name = tenantKeySecretName(tenant);
+    const namespace = this.options.namespace;
+    try {
+      const secret = await this.client.core.readNamespacedSecret({ name, namespace });
+      return Buffer.from(secret.data?.key ?? "", "base64");
+    } catch (err) {
+      if (!isNotFound(err) || !create) throw err;
+    }
+    const key = newTenantKey();
+    try {
+      await this.client.core.createNamespacedSecret({
+        namespace,
+        body: {
+          metadata: { name, namespace, labels: { "tenantry.dev/tenant": tenant } },
+          type: "Opaque",
+          data: { key: key.toString("base64") },
+        } as V1Secret,
+      });
+      return key;
+    } catch (err) {
+      // Another worker made it first: use theirs.
+      if (isAlreadyExists(err)) return this.tenantKey(tenant, false);
+      throw err;
+    }
+  }
+
+  private async readRuntime(namespace: string, name: string): Promise<Runtime | undefined> {
+    try {
+      return (await this.client.objects.read({
+        apiVersion: TENANTS_API_VERSION,
+        kind: "Runtime",
+        metadata: { name, namespace },
+      })) as Runtime;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  private async readService(name: string): Promise<RuntimeService | undefined> {
+    try {
+      return (await this.client.objects.read({
+        apiVersion: TENANTS_API_VERSION,
+        kind: "RuntimeService",
+        metadata: { name },
+      })) as RuntimeService;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  private async writeStatus<T extends RuntimeBackup | RuntimeRestore>(
+    obj: T,
+    kind: string,
+    status: Status<T>,
+  ): Promise<void> {
+    if (status.phase === "Completed" || status.phase === "Failed") this.finished.add(obj.metadata!.uid!);
+    await applyStatus(this.client, {
+      apiVersion: TENANTS_API_VERSION,
+      kind,
+      metadata: { name: obj.metadata!.name!, namespace: obj.metadata!.namespace! },
+      status: { ...status, observedGeneration: obj.metadata?.generation },
+    } as KubernetesObject & { status: unknown });
+  }
+
+  private async ensureAgentSecret(owner: KubernetesObject, tenant: string): Promise<string> {
+    const name = agentSecretName(owner.metadata!.name!);
+    const secret = agentSecret(
+      name,
+      owner.metadata!.namespace!,
+      this.options.store,
+      await this.tenantKey(tenant, false),
+      owner,
+    );
+    await applyObject(this.client, secret);
+    return name;
+  }
+
+  /**
+   * Removes the agent Jobs (and their pods, which hold the claims) and the agent Secret once the
+   * outcome is recorded: the store's credentials stay in the namespace no longer than that.
+   */
+  private async removeAgentSecret(owner: KubernetesObject, label: string): Promise<void> {
+    for (const job of this.jobs.list()) {
+      if (job.metadata?.namespace !== owner.metadata?.namespace) continue;
+      if (job.metadata?.labels?.[label] !== owner.metadata?.name) continue;
+      try {
+        await this.client.objects.delete(
+          {
+            apiVersion: "batch/v1",
+            kind: "Job",
+            metadata: { name: job.metadata!.name!, namespace: job.metadata!.namespace! },
+          },
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          "Background",
+        );
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+    try {
+      await this.client.core.deleteNamespacedSecret({
+        name: agentSecretName(owner.metadata!.name!),
+        namespace: owner.metadata!.namespace!,
+      });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  private async ensureJob(job: V1Job): Promise<V1Job> {
+    const cached = this.jobs.get(job.metadata!.namespace, job.metadata!.name!);
+    if (cached) return cached;
+    try {
+      return (await this.client.objects.create(job)) as V1Job;
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+      return (await this.client.objects.read(
+        job as KubernetesObject & { metadata: { name: string } },
+      )) as V1Job;
+    }
+  }
+
+  private async reconcileBackup(ctx: ReconcileContext): Promise<ReconcileResult> {
+    const { namespace, name } = ctx.ref;
+    const backup = this.backups.get(namespace, name);
+    if (!backup || backup.metadata?.deletionTimestamp || this.finished.has(backup.metadata!.uid!))
+      return reconcileDone();
+    const status: Status<RuntimeBackup> = { ...(backup.status ?? {}) };
+    if (status.phase === "Completed" || status.phase === "Failed") return reconcileDone();
+    const fail = async (reason: string, message: string) => {
+      await this.writeStatus(backup, "RuntimeBackup", {
+        ...status,
+        phase: "Failed",
+        reason,
+        message,
+        completionTime: now(),
+      });
+      await this.removeAgentSecret(backup, BACKUP_NAME_LABEL).catch(() => {});
+      return reconcileDone();
+    };
+    const runtime = await this.readRuntime(namespace!, backup.spec.runtime);
+    if (!runtime)
+      return fail("RuntimeNotFound", `runtime ${namespace}/${backup.spec.runtime} does not exist`);
+    if (runtime.status?.cluster && runtime.status.cluster !== this.client.name)
+      return fail(
+        "RemoteCluster",
+        `runtime ${backup.spec.runtime} runs in cluster ${runtime.status.cluster}: backups cover runtimes of this cluster only`,
+      );
+    const include = { metadata: true, volumes: true, ...(backup.spec.include ?? {}) };
+    if (!status.phase || status.phase === "Pending") {
+      Object.assign(status, {
+        phase: "Running",
+        reason: "Started",
+        message: "backing up",
+        startTime: now(),
+        tenant: runtime.spec.tenant,
+        location: backupLocation(runtime, name),
+      });
+      await this.applyBackupLabel(backup);
+      await this.writeStatus(backup, "RuntimeBackup", status);
+    }
+    const location = status.location!;
+    let tenantKey: Buffer;
+    try {
+      tenantKey = await this.tenantKey(runtime.spec.tenant, true);
+    } catch (err) {
+      return fail("KeyUnavailable", `the tenant's key could not be read or made: ${describeError(err)}`);
+    }
+    if (include.metadata && status.metadataObjects === undefined) {
+      try {
+        await this.store.ensureBucket();
+        status.metadataObjects = await putMetadata(
+          this.store,
+          metadataKey(location),
+          await collectMetadata(this.client, runtime),
+          tenantKey,
+        );
+      } catch (err) {
+        return fail(
+          "StoreUnavailable",
+          `writing the metadata to ${this.store.description} failed: ${describeError(err)}`,
+        );
+      }
+      await this.writeStatus(backup, "RuntimeBackup", status);
+    }
+    if (include.volumes && !status.volumes) {
+      const claims = await this.client.core.listNamespacedPersistentVolumeClaim({
+        namespace: namespace!,
+        labelSelector: `${RUNTIME_LABEL}=${runtime.metadata!.name}`,
+      });
+      status.volumes = claims.items
+        .map((c) => c.metadata!.name!)
+        .sort()
+        .map((claim) => ({ claim, key: volumeKey(location, claim) }));
+      await this.writeStatus(backup, "RuntimeBackup", status);
+    }
+    const volumes = status.volumes ?? [];
+    const pending = volumes.filter((v) => v.sha256 === undefined);
+    if (pending.length > 0) {
+      const service = await this.readService(runtime.spec.service);
+      let secret: string;
+      try {
+        secret = await this.ensureAgentSecret(backup, runtime.spec.tenant);
+      } catch (err) {
+        return fail("AgentSecret", describeError(err));
+      }
+      for (const volume of pending) {
+        const index = volumes.indexOf(volume);
+        const job = await this.ensureJob(
+          agentJob({
+            mode: "backup",
+            name: agentJobName(name, index),
+            namespace: namespace!,
+            claim: volume.claim,
+            key: volume.key,
+            image: this.options.agentImage ?? DEFAULT_AGENT_IMAGE,
+            secret,
+            owner: backup,
+            ownerLabel: BACKUP_NAME_LABEL,
+            pods: service?.spec.pods,
+          }),
+        );
+        const outcome = await jobOutcome(this.client, job);
+        if (outcome.state === "failed")
+          return fail("AgentFailed", `claim ${volume.claim}: ${outcome.message}`);
+        if (outcome.state === "succeeded") {
+          let record: ArchiveRecord;
+          try {
+            record = JSON.parse(await this.readText(recordKey(volume.key))) as ArchiveRecord;
+          } catch (err) {
+            return fail(
+              "NotVerified",
+              `the record of claim ${volume.claim}'s archive cannot be read: ${describeError(err)}`,
+            );
+          }
+          Object.assign(volume, { size: record.size, files: record.files, sha256: record.sha256 });
+          await this.writeStatus(backup, "RuntimeBackup", status);
+        }
+      }
+      if (volumes.some((v) => v.sha256 === undefined)) return requeueAfter(POLL_MS * 5);
+    }
+    // Every part is in the store and verified: the manifest marks the backup complete.
+    try {
+      for (const volume of volumes) {
+        if (!(await this.store.head(volume.key)))
+          return fail("NotVerified", `the archive of claim ${volume.claim} is missing from the store`);
+      }
+      await this.store.put(
+        manifestKey(location),
+        Buffer.from(
+          JSON.stringify({
+            runtime: { namespace, name: runtime.metadata!.name, ...runtime.spec },
+            backup: name,
+            metadataObjects: status.metadataObjects,
+            volumes,
+            completedAt: now(),
+          }),
+        ),
+      );
+    } catch (err) {
+      return fail(
+        "StoreUnavailable",
+        `completing the backup in ${this.store.description} failed: ${describeError(err)}`,
+      );
+    }
+    await this.removeAgentSecret(backup, BACKUP_NAME_LABEL);
+    await this.writeStatus(backup, "RuntimeBackup", {
+      ...status,
+      phase: "Completed",
+      reason: "Completed",
+      message: `backed up ${status.metadataObjects ?? 0} objects and ${volumes.length} claims (${volumes.reduce((n, v) => n + (v.size ?? 0), 0)} bytes), verified`,
+      completionTime: now(),
+    });
+    return reconcileDone();
+  }
+
+  /** Labels the backup with its runtime, so that listing a runtime's backups reads an index. */
+  private async applyBackupLabel(backup: RuntimeBackup): Promise<void> {
+    if (backup.metadata?.labels?.[BACKUP_RUNTIME_LABEL] === backup.spec.runtime) return;
+    await this.client.objects.patch(
+      {
+        apiVersion: TENANTS_API_VERSION,
+        kind: "RuntimeBackup",
+        metadata: {
+          name: backup.metadata!.name!,
+          namespace: backup.metadata!.namespace!,
+          labels: { [BACKUP_RUNTIME_LABEL]: backup.spec.runtime },
+        },
+      },
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      PatchStrategy.MergePatch,
+    );
+  }
+
+  private async readText(key: string): Promise<string> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of await this.store.get(key)) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString();
+  }
+
+  private async reconcileRestore(ctx: ReconcileContext): Promise<ReconcileResult> {
+    const { namespace, name } = ctx.ref;
+    const restore = this.restores.get(namespace, name);
+    if (!restore || restore.metadata?.deletionTimestamp || this.finished.has(restore.metadata!.uid!))
+      return reconcileDone();
+    const status: Status<RuntimeRestore> = { ...(restore.status ?? {}) };
+    if (status.phase === "Completed" || status.phase === "Failed") return reconcileDone();
+    const fail = async (reason: string, message: string) => {
+      await this.writeStatus(restore, "RuntimeRestore", {
+        ...status,
+        phase: "Failed",
+        reason,
+        message,
+        completionTime: now(),
+      });
+      await this.removeAgentSecret(restore, RESTORE_NAME_LABEL).catch(() => {});
+      return reconcileDone();
+    };
+    const backup = this.backups.get(namespace, restore.spec.backup);
+    if (!backup) return fail("BackupNotFound", `backup ${namespace}/${restore.spec.backup} does not exist`);
+    if (backup.status?.phase !== "Completed")
+      return fail(
+        "BackupNotCompleted",
+        `backup ${restore.spec.backup} is ${backup.status?.phase ?? "Pending"}, not Completed`,
+      );
+    const tenant = backup.status.tenant!;
+    const location = backup.status.location!;
+    if (!status.phase || status.phase === "Pending") {
+      Object.assign(status, { phase: "Running", reason: "Started", message: "restoring", startTime: now() });
+      await this.writeStatus(restore, "RuntimeRestore", status);
+    }
+    let tenantKey: Buffer;
+    try {
+      tenantKey = await this.tenantKey(tenant, false);
+    } catch (err) {
+      return fail("KeyUnavailable", `the key of tenant ${tenant} cannot be read: ${describeError(err)}`);
+    }
+    let runtime = await this.readRuntime(namespace!, backup.spec.runtime);
+    if (runtime && runtime.status?.phase !== "Stopped" && runtime.spec.desiredState !== "Stopped")
+      return fail(
+        "RuntimeRunning",
+        `runtime ${backup.spec.runtime} is ${runtime.status?.phase ?? "starting"}: stop it first`,
+      );
+    if (runtime && runtime.status?.phase !== "Stopped") return requeueAfter(POLL_MS);
+    if (backup.status.metadataObjects !== undefined) {
+      let archive: Awaited<ReturnType<typeof getMetadata>>;
+      try {
+        archive = await getMetadata(this.store, metadataKey(location), tenantKey);
+      } catch (err) {
+        return fail(
+          "StoreUnavailable",
+          `reading the metadata from ${this.store.description} failed: ${describeError(err)}`,
+        );
+      }
+      // Only what is missing is created: a stopped runtime's own objects are left as they are.
+      const missing = [
+        ...(runtime
+          ? []
+          : [{ ...archive.runtime, spec: { ...archive.runtime.spec, desiredState: "Stopped" } }]),
+        ...archive.secrets,
+        ...archive.configMaps,
+        ...archive.claims,
+      ] as KubernetesObject[];
+      for (const obj of missing) {
+        try {
+          await this.client.objects.create(obj);
+        } catch (err) {
+          if (!isAlreadyExists(err))
+            return fail("MetadataRestore", `${obj.kind} ${obj.metadata?.name}: ${describeError(err)}`);
+        }
+      }
+      runtime ??= await this.readRuntime(namespace!, backup.spec.runtime);
+    }
+    if (!runtime)
+      return fail(
+        "RuntimeNotFound",
+        `runtime ${backup.spec.runtime} does not exist and the backup holds no metadata`,
+      );
+    const volumes = backup.status.volumes ?? [];
+    if (volumes.length > 0) {
+      const service = await this.readService(runtime.spec.service);
+      let secret: string;
+      try {
+        secret = await this.ensureAgentSecret(restore, tenant);
+      } catch (err) {
+        return fail("AgentSecret", describeError(err));
+      }
+      let done = 0;
+      for (const [index, volume] of volumes.entries()) {
+        const job = await this.ensureJob(
+          agentJob({
+            mode: "restore",
+            name: agentJobName(name, index),
+            namespace: namespace!,
+            claim: volume.claim,
+            key: volume.key,
+            image: this.options.agentImage ?? DEFAULT_AGENT_IMAGE,
+            secret,
+            owner: restore,
+            ownerLabel: RESTORE_NAME_LABEL,
+            pods: service?.spec.pods,
+          }),
+        );
+        const outcome = await jobOutcome(this.client, job);
+        if (outcome.state === "failed")
+          return fail("AgentFailed", `claim ${volume.claim}: ${outcome.message}`);
+        if (outcome.state === "succeeded") done++;
+      }
+      if (done < volumes.length) {
+        const message = `restored ${done} of ${volumes.length} claims`;
+        if (status.message !== message)
+          await this.writeStatus(restore, "RuntimeRestore", { ...status, message });
+        status.message = message;
+        return requeueAfter(POLL_MS * 5);
+      }
+    }
+    await this.writeStatus(restore, "RuntimeRestore", {
+      ...status,
+      phase: "Completed",
+      reason: "Completed",
+      message: `restored ${backup.status.metadataObjects ?? 0} objects and ${volumes.length} claims from ${restore.spec.backup}, verified`,
+      completionTime: now(),
+    });
+    await this.removeAgentSecret(restore, RESTORE_NAME_LABEL);
+    if (restore.spec.startAfter) {
+      await applyObject(this.client, {
+        apiVersion: TENANTS_API_VERSION,
+        kind: "Runtime",
+        metadata: { name: runtime.metadata!.name!, namespace: namespace! },
+        spec: { ...runtime.spec, desiredState: "Running", startRequestedAt: now() },
+      } as KubernetesObject);
+    }
+    return reconcileDone();
+  }
+}

@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type { Runtime } from "../../runtimes/index.js";
+import type { BackupPolicy, RuntimeBackup } from "../api/backup.js";
+import { beyondRetention, isIdle } from "./idle-controller.js";
+
+const policy = (action: "Stop" | "None" = "Stop") =>
+  ({ spec: { service: "s", retention: 2, idle: { timeoutSeconds: 600, action } } }) as BackupPolicy;
+const runtime = (status: Runtime["status"], desiredState: "Running" | "Stopped" = "Running") =>
+  ({ spec: { desiredState }, status }) as Runtime;
+const now = Date.parse("2026-01-01T12:00:00Z");
+
+describe("idle teardown and retention", () => {
+  test("a running runtime is idle once its last request (else its start) is older than the timeout", () => {
+    assert.equal(
+      isIdle(runtime({ phase: "Running", lastActivity: "2026-01-01T11:49:59Z" }), policy(), now),
+      true,
+    );
+    assert.equal(
+      isIdle(runtime({ phase: "Running", lastActivity: "2026-01-01T11:55:00Z" }), policy(), now),
+      false,
+    );
+    assert.equal(
+      isIdle(runtime({ phase: "Running", startedAt: "2026-01-01T11:00:00Z" }), policy(), now),
+      true,
+    );
+  });
+
+  test("stopped, stopping, never-used runtimes and policies without teardown are never idle", () => {
+    const old = "2026-01-01T10:00:00Z";
+    assert.equal(isIdle(runtime({ phase: "Stopped", lastActivity: old }), policy(), now), false);
+    assert.equal(isIdle(runtime({ phase: "Running", lastActivity: old }, "Stopped"), policy(), now), false);
+    assert.equal(isIdle(runtime({ phase: "Running" }), policy(), now), false);
+    assert.equal(isIdle(runtime({ phase: "Running", lastActivity: old }), policy("None"), now), false);
+  });
+
+  test("retention keeps the newest completed backups and every failed one", () => {
+    const backup = (name: string, phase: string, completionTime: string) =>
+      ({ metadata: { name }, status: { phase, completionTime } }) as RuntimeBackup;
+    const old = beyondRetention(
+      [
+        backup("a", "Completed", "2026-01-01T01:00:00Z"),
+        backup("b", "Completed", "2026-01-01T03:00:00Z"),
+        backup("c", "Failed", "2026-01-01T00:00:00Z"),
+        backup("d", "Completed", "2026-01-01T02:00:00Z"),
+      ],
+      2,
+    );
+    assert.deepEqual(
+      old.map((b) => b.metadata?.name),
+      ["a"],
+    );
+  });
+});

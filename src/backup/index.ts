@@ -1,0 +1,38 @@
+/** The backup capability (document 000, §3.3): its only public entry. */
+
+export { AGENT_ENV, AGENT_MOUNT_PATH, DEFAULT_AGENT_IMAGE } from "./agent/env.js";
+export {
+  type ArchiveRecord,
+  backupVolume,
+  restoreVolume,
+  STAGING_DIR,
+  verifyArchive,
+} from "./agent/volume.js";
+export {
+  BACKUP_NAME_LABEL,
+  BACKUP_PHASES,
+  BACKUP_RUNTIME_LABEL,
+  type BackupPhase,
+  type BackupPolicy,
+  BackupPolicySchema,
+  IDLE_ACTIONS,
+  type IdleAction,
+  RESTORE_NAME_LABEL,
+  type RuntimeBackup,
+  RuntimeBackupSchema,
+  type RuntimeRestore,
+  RuntimeRestoreSchema,
+} from "./api/backup.js";
+export { BACKUP_CRDS, BACKUP_POLICY_CRD, RUNTIME_BACKUP_CRD, RUNTIME_RESTORE_CRD } from "./api/crds.js";
+export { type BackupControllerOptions, BackupControllers } from "./controller/backup-controller.js";
+export { backupLocation } from "./controller/layout.js";
+export { decryptor, encryptor, newTenantKey, TENANT_KEY_BYTES } from "./crypto.js";
+export { DEFAULT_PART_SIZE, S3ObjectStore, type S3Settings } from "./store/s3.js";
+export { STORE_SECRET, storeSettingsFromData, storeSettingsFromSecret } from "./store/settings.js";
+export {
+  ObjectNotFound,
+  type ObjectStore,
+  type PutOptions,
+  type PutResult,
+  type StoredObject,
+} from "./store/spi.js";

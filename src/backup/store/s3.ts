@@ -1,0 +1,230 @@
+import { createHash } from "node:crypto";
+import type { Readable } from "node:stream";
+import {
+  AbortMultipartUploadCommand,
+  ChecksumAlgorithm,
+  type CompletedPart,
+  CompleteMultipartUploadCommand,
+  CreateBucketCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+} from "@aws-sdk/client-s3";
+import {
+  ObjectNotFound,
+  type ObjectStore,
+  type PutOptions,
+  type PutResult,
+  type StoredObject,
+} from "./spi.js";
+
+/** Where an S3-compatible store is and how to sign in to it (e.g. from a Secret's keys of these names). */
+export interface S3Settings {
+  endpoint: string;
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** Default us-east-1. */
+  region?: string;
+  /** Bytes per multipart part (default 8 MiB; S3 needs at least 5 MiB for all but the last). */
+  partSize?: number;
+}
+
+export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
+const MIN_PART_SIZE = 5 * 1024 * 1024;
+
+function notFound(err: unknown): boolean {
+  const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e.name === "NoSuchKey" || e.name === "NotFound" || e.$metadata?.httpStatusCode === 404;
+}
+
+/** Collects a stream into parts of exactly `size` bytes (the last may be shorter). */
+async function* parts(body: Readable | Buffer, size: number): AsyncGenerator<Buffer> {
+  if (Buffer.isBuffer(body)) {
+    for (let offset = 0; offset < body.length; offset += size) yield body.subarray(offset, offset + size);
+    if (body.length === 0) yield body;
+    return;
+  }
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  let yielded = false;
+  for await (const chunk of body as AsyncIterable<Buffer | string>) {
+    let buffer = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+    while (pendingBytes + buffer.length >= size) {
+      const take = size - pendingBytes;
+      pending.push(buffer.subarray(0, take));
+      yield Buffer.concat(pending);
+      yielded = true;
+      buffer = buffer.subarray(take);
+      pending = [];
+      pendingBytes = 0;
+    }
+    if (buffer.length) {
+      pending.push(buffer);
+      pendingBytes += buffer.length;
+    }
+  }
+  if (pendingBytes > 0 || !yielded) yield Buffer.concat(pending);
+}
+
+/** An S3 bucket through the AWS SDK: multipart uploads with a SHA-256 checksum on every part. */
+export class S3ObjectStore implements ObjectStore {
+  readonly description: string;
+  private readonly client: S3Client;
+  private readonly bucket: string;
+  private readonly partSize: number;
+
+  constructor(settings: S3Settings) {
+    if (settings.partSize !== undefined && settings.partSize < MIN_PART_SIZE)
+      throw new RangeError(`partSize must be at least ${MIN_PART_SIZE} bytes (S3's smallest part)`);
+    this.bucket = settings.bucket;
+    this.partSize = settings.partSize ?? DEFAULT_PART_SIZE;
+    this.description = `s3://${settings.bucket} at ${settings.endpoint}`;
+    this.client = new S3Client({
+      endpoint: settings.endpoint,
+      region: settings.region ?? "us-east-1",
+      credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
+      // Any S3-compatible endpoint: bucket in the path, and only the checksums we ask for.
+      forcePathStyle: true,
+      requestChecksumCalculation: "WHEN_REQUIRED",
+      responseChecksumValidation: "WHEN_REQUIRED",
+      maxAttempts: 2,
+    });
+  }
+
+  async ensureBucket(): Promise<void> {
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+    } catch (err) {
+      if (!notFound(err)) throw err;
+      await this.client.send(new CreateBucketCommand({ Bucket: this.bucket }));
+    }
+  }
+
+  async put(key: string, body: Readable | Buffer, options: PutOptions = {}): Promise<PutResult> {
+    const whole = createHash("sha256");
+    const iterator = parts(body, this.partSize);
+    const first = await iterator.next();
+    const firstPart = first.done ? Buffer.alloc(0) : first.value;
+    const second = first.done ? { done: true as const, value: undefined } : await iterator.next();
+    if (second.done) {
+      // One part: one PUT, still checksummed.
+      whole.update(firstPart);
+      await this.client.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Body: firstPart,
+          ChecksumSHA256: createHash("sha256").update(firstPart).digest("base64"),
+        }),
+      );
+      options.onProgress?.(firstPart.length);
+      return { size: firstPart.length, sha256: whole.digest("hex") };
+    }
+    const created = await this.client.send(
+      new CreateMultipartUploadCommand({
+        Bucket: this.bucket,
+        Key: key,
+        ChecksumAlgorithm: ChecksumAlgorithm.SHA256,
+      }),
+    );
+    const uploadId = created.UploadId!;
+    const completed: CompletedPart[] = [];
+    let size = 0;
+    try {
+      const upload = async (part: Buffer) => {
+        const PartNumber = completed.length + 1;
+        const checksum = createHash("sha256").update(part).digest("base64");
+        whole.update(part);
+        const sent = await this.client.send(
+          new UploadPartCommand({
+            Bucket: this.bucket,
+            Key: key,
+            UploadId: uploadId,
+            PartNumber,
+            Body: part,
+            ChecksumSHA256: checksum,
+          }),
+        );
+        completed.push({ PartNumber, ETag: sent.ETag, ChecksumSHA256: sent.ChecksumSHA256 ?? checksum });
+        size += part.length;
+        options.onProgress?.(size);
+      };
+      await upload(firstPart);
+      await upload(second.value);
+      for await (const part of iterator) await upload(part);
+      await this.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: this.bucket,
+          Key: key,
+          UploadId: uploadId,
+          MultipartUpload: { Parts: completed },
+        }),
+      );
+    } catch (err) {
+      // Nothing half-written stays behind (the store would keep the parts until told).
+      await this.client
+        .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }))
+        .catch(() => {});
+      throw err;
+    }
+    return { size, sha256: whole.digest("hex") };
+  }
+
+  async get(key: string): Promise<Readable> {
+    try {
+      const answer = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      return answer.Body as Readable;
+    } catch (err) {
+      if (notFound(err)) throw new ObjectNotFound(key);
+      throw err;
+    }
+  }
+
+  async head(key: string): Promise<StoredObject | undefined> {
+    try {
+      const answer = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return { key, size: answer.ContentLength ?? 0 };
+    } catch (err) {
+      if (notFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async list(prefix: string): Promise<StoredObject[]> {
+    const found: StoredObject[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token }),
+      );
+      for (const object of page.Contents ?? [])
+        if (object.Key) found.push({ key: object.Key, size: object.Size ?? 0 });
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return found.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  async delete(keys: string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += 1000) {
+      const batch = keys.slice(i, i + 1000);
+      await this.client.send(
+        new DeleteObjectsCommand({
+          Bucket: this.bucket,
+          Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+        }),
+      );
+    }
+  }
+
+  /** Closes the client's connections. */
+  close(): void {
+    this.client.destroy();
+  }
+}

@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { pino } from "pino";
+import { Registry } from "prom-client";
+import { UserError } from "../common/index.js";
+import { parseComponents, tenantryOptions } from "./run.js";
+
+const logger = pino({ level: "silent" });
+const all = "controllers,webhooks,gateway,identity,runtimes";
+
+describe("tenantry run options", () => {
+  test("every component by default, from a kubeconfig on loopback", () => {
+    const options = tenantryOptions(
+      { kubeconfig: "/tmp/kc", cluster: "home", components: all, logLevel: "info" },
+      logger,
+      new Registry(),
+    );
+    assert.equal(options.kubeconfig, "/tmp/kc");
+    assert.equal(options.inCluster, undefined);
+    assert.equal(options.controllers, undefined);
+    assert.deepEqual(options.webhooks, {});
+    assert.deepEqual(options.gateway, { host: "127.0.0.1" });
+    assert.deepEqual(options.identityApi, { host: "127.0.0.1" });
+    assert.deepEqual(options.runtimesProxy, { host: "127.0.0.1" });
+    assert.equal(options.namespace, "tenantry-system");
+  });
+
+  test("in-cluster serves on every address, webhooks behind the Service, components chosen", () => {
+    const options = tenantryOptions(
+      {
+        inCluster: true,
+        namespace: "platform",
+        cluster: "prod",
+        components: "webhooks,identity",
+        webhookService: "tenantry-webhooks",
+        webhookPort: 9443,
+        identityPort: 8443,
+        logLevel: "info",
+      },
+      logger,
+      new Registry(),
+    );
+    assert.equal(options.inCluster, true);
+    assert.equal(options.kubeconfig, undefined);
+    assert.equal(options.namespace, "platform");
+    assert.equal(options.controllers, false);
+    assert.deepEqual(options.webhooks, { service: { name: "tenantry-webhooks" } });
+    assert.equal(options.webhookHost, "0.0.0.0");
+    assert.deepEqual(options.identityApi, { host: "0.0.0.0", port: 8443 });
+    assert.equal(options.gateway, false);
+    assert.equal(options.runtimesAdmin, false);
+    assert.equal(options.runtimesProxy, false);
+  });
+
+  test("a kubeconfig and --in-cluster together, or neither, is bad input", () => {
+    for (const opts of [{ kubeconfig: "/tmp/kc", inCluster: true }, {}]) {
+      assert.throws(
+        () =>
+          tenantryOptions(
+            { ...opts, cluster: "home", components: all, logLevel: "info" },
+            logger,
+            new Registry(),
+          ),
+        (err: unknown) => err instanceof UserError && err.exitCode === 2 && /--in-cluster/.test(err.message),
+      );
+    }
+  });
+
+  test("an unknown component is named, with the choices", () => {
+    assert.throws(
+      () => parseComponents("controllers,webhoks"),
+      (err: unknown) =>
+        err instanceof UserError &&
+        /"webhoks"/.test(err.message) &&
+        /controllers, webhooks/.test(err.message),
+    );
+    assert.throws(() => parseComponents(" , "), /--components: empty/);
+    assert.deepEqual([...parseComponents("gateway, runtimes")], ["gateway", "runtimes"]);
+  });
+});

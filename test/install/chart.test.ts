@@ -1,0 +1,186 @@
+/**
+ * The Helm chart, checked with Helm itself (built from its Go module, cached like the Kubernetes
+ * components): lint, render with default and non-default values, refuse bad values naming the
+ * field, and apply what it renders with server-side dry run to the home cluster.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { before, describe, it } from "node:test";
+import { parseAllDocuments } from "yaml";
+import { CLUSTER_RULES, flatten, NAMESPACE_RULES } from "../../src/app/rbac.js";
+import { ensureHelm } from "../../src/localcluster/index.js";
+import { testEnvironment } from "../support/clusters.js";
+import { kubectl, runCommand } from "../support/kubectl.js";
+
+const chart = join(import.meta.dirname, "..", "..", "deploy", "helm", "tenantry");
+const KUBE_VERSION = "1.33.0";
+
+interface Rendered {
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  [field: string]: unknown;
+}
+
+let helm: string;
+
+async function helmRun(args: string[]) {
+  return runCommand(helm, args);
+}
+
+async function render(values: string[] = [], namespace = "tenantry-system"): Promise<Rendered[]> {
+  const result = await helmRun([
+    "template",
+    "tenantry",
+    chart,
+    "--namespace",
+    namespace,
+    "--kube-version",
+    KUBE_VERSION,
+    ...values,
+  ]);
+  assert.equal(result.code, 0, result.stderr);
+  return parseAllDocuments(result.stdout)
+    .map((d) => d.toJS() as Rendered | null)
+    .filter((o): o is Rendered => o !== null);
+}
+
+function find(objects: Rendered[], kind: string, name?: string): Rendered {
+  const found = objects.find((o) => o.kind === kind && (name === undefined || o.metadata.name === name));
+  assert.ok(found, `no ${kind}${name ? ` ${name}` : ""} rendered`);
+  return found;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: rendered manifests are walked by path
+type Any = any;
+
+describe("Helm chart deploy/helm/tenantry", { timeout: 20 * 60_000 }, () => {
+  before(async () => {
+    ({ helm } = await ensureHelm());
+  });
+
+  it("passes helm lint, with default and non-default values", async () => {
+    for (const values of [
+      [],
+      ["--set", "replicaCount=3,podAntiAffinity=required,serviceMonitor.enabled=true"],
+    ]) {
+      const result = await helmRun(["lint", chart, "--strict", ...values]);
+      assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+      assert.match(result.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+    }
+  });
+
+  it("renders a hardened Deployment of 2 replicas in in-cluster mode by default", async () => {
+    const objects = await render();
+    const deployment: Any = find(objects, "Deployment");
+    assert.equal(deployment.spec.replicas, 2);
+    const pod = deployment.spec.template.spec;
+    assert.equal(pod.securityContext.runAsNonRoot, true);
+    assert.ok(pod.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution);
+    const [container] = pod.containers;
+    assert.deepEqual(container.args.slice(0, 2), ["run", "--in-cluster"]);
+    assert.ok(container.args.includes("--components=controllers,webhooks,gateway,identity,runtimes"));
+    assert.ok(container.args.includes("--webhook-service=tenantry-webhooks"));
+    assert.equal(container.securityContext.readOnlyRootFilesystem, true);
+    assert.equal(container.securityContext.allowPrivilegeEscalation, false);
+    assert.equal(container.readinessProbe.httpGet.path, "/readyz");
+    assert.equal(container.livenessProbe.httpGet.path, "/healthz");
+    assert.ok(container.resources.requests.cpu);
+    assert.equal(find(objects, "Service", "tenantry-webhooks").kind, "Service");
+    assert.equal((find(objects, "PodDisruptionBudget") as Any).spec.minAvailable, 1);
+    find(objects, "NetworkPolicy");
+    assert.equal(
+      objects.find((o) => o.kind === "ServiceMonitor"),
+      undefined,
+    );
+  });
+
+  it("renders the ClusterRole and Role exactly as src/app/rbac.ts lists them, without wildcards", async () => {
+    const objects = await render();
+    assert.deepEqual((find(objects, "ClusterRole") as Any).rules, flatten(CLUSTER_RULES));
+    assert.deepEqual((find(objects, "Role") as Any).rules, flatten(NAMESPACE_RULES));
+    for (const rule of (find(objects, "ClusterRole") as Any).rules) {
+      assert.ok(!rule.verbs.includes("*") && !rule.resources.includes("*"), JSON.stringify(rule));
+    }
+  });
+
+  it("follows non-default values: replicas, required anti-affinity, fewer components, ServiceMonitor", async () => {
+    const objects = await render([
+      "--set",
+      "replicaCount=3,podAntiAffinity=required,serviceMonitor.enabled=true,podDisruptionBudget.enabled=false",
+      "--set",
+      "components={webhooks,identity}",
+      "--set",
+      "networkPolicy.enabled=false",
+    ]);
+    const deployment: Any = find(objects, "Deployment");
+    assert.equal(deployment.spec.replicas, 3);
+    assert.ok(
+      deployment.spec.template.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution,
+    );
+    assert.ok(deployment.spec.template.spec.containers[0].args.includes("--components=webhooks,identity"));
+    find(objects, "ServiceMonitor");
+    const services = objects.filter((o) => o.kind === "Service").map((o) => o.metadata.name);
+    assert.deepEqual(services.sort(), ["tenantry-identity", "tenantry-metrics", "tenantry-webhooks"]);
+    assert.equal(
+      objects.find((o) => o.kind === "PodDisruptionBudget" || o.kind === "NetworkPolicy"),
+      undefined,
+    );
+  });
+
+  it("refuses bad values, naming the field", async () => {
+    const cases: [string[], RegExp][] = [
+      [["--set", "replicaCount=two"], /replicaCount/],
+      [["--set", "components={gateway,dashboard}"], /components/],
+      [["--set", "ports.webhooks=70000"], /ports\/webhooks|ports\.webhooks/],
+      [["--set", "podAntiAffinity=sometimes"], /podAntiAffinity/],
+      [["--set", "replicas=2"], /replicas/],
+    ];
+    for (const [values, field] of cases) {
+      const result = await helmRun([
+        "template",
+        "tenantry",
+        chart,
+        "--kube-version",
+        KUBE_VERSION,
+        ...values,
+      ]);
+      assert.notEqual(result.code, 0, `${values.join(" ")} was accepted`);
+      assert.match(result.stderr, /schema/);
+      assert.match(result.stderr, field);
+    }
+  });
+
+  it("applies to the home cluster with server-side dry run, CRDs included", async () => {
+    const home = testEnvironment().clusters.find((c) => c.name === "home")!;
+    const result = await helmRun([
+      "template",
+      "tenantry",
+      chart,
+      "--namespace",
+      "tenantry-system",
+      "--kube-version",
+      KUBE_VERSION,
+      "--include-crds",
+    ]);
+    assert.equal(result.code, 0, result.stderr);
+    const applied = await kubectl(
+      home.kubeconfig,
+      ["apply", "--server-side", "--dry-run=server", "--force-conflicts", "--field-manager=helm", "-f", "-"],
+      result.stdout,
+    );
+    assert.equal(applied.code, 0, applied.stderr);
+    for (const kind of [
+      "customresourcedefinition.apiextensions.k8s.io/tenants.tenantry.dev",
+      "clusterrole.rbac.authorization.k8s.io/tenantry",
+      "deployment.apps/tenantry",
+      "service/tenantry-webhooks",
+      "poddisruptionbudget.policy/tenantry",
+      "networkpolicy.networking.k8s.io/tenantry",
+    ]) {
+      assert.match(
+        applied.stdout,
+        new RegExp(`${kind.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")} serverside-applied \\(server dry run\\)`),
+      );
+    }
+  });
+});
