@@ -70,8 +70,12 @@ type Component = (typeof COMPONENT_ORDER)[number];
 const PROCESS_NODE_MAIN = fileURLToPath(new URL("./process-node/main.ts", import.meta.url));
 const TSX_LOADER = import.meta.resolve("tsx");
 
-/** Capacity of the process node: room for the runtimes benchmark's hundred pods and more. */
-const PROCESS_NODE_CAPACITY = { cpu: "32", memory: "128Gi", pods: "250" };
+/**
+ * Capacity of the process node: room for the runtimes benchmark's hundred pods and more, and local
+ * ephemeral storage as a kubelet reports it (pods of tenants with a default ephemeral-storage limit
+ * ask for some).
+ */
+const PROCESS_NODE_CAPACITY = { cpu: "32", memory: "128Gi", pods: "250", "ephemeral-storage": "200Gi" };
 
 /** One local cluster: its folder holds pki/, etcd/, logs/, kubeconfig and state.json. */
 export class LocalCluster {
@@ -422,7 +426,12 @@ export class LocalCluster {
 
   private async createNodes(core: CoreV1Api): Promise<void> {
     const count = this.spec.nodes ?? 3;
-    const capacity = this.spec.nodeCapacity ?? { cpu: "32", memory: "128Gi", pods: "110" };
+    const capacity = this.spec.nodeCapacity ?? {
+      cpu: "32",
+      memory: "128Gi",
+      pods: "110",
+      "ephemeral-storage": "200Gi",
+    };
     const labels = this.spec.labels ?? {};
     const region = Object.entries(labels).find(([k]) => k.endsWith("/region"))?.[1] ?? this.name;
     for (let i = 0; i < count; i++) {

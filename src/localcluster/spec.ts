@@ -9,7 +9,7 @@ export interface ClusterSpec {
   /** Cluster labels, stamped on every simulated node (region, provider, zone prefix, …). */
   labels?: Record<string, string>;
   /** Capacity of each simulated node. */
-  nodeCapacity?: { cpu: string; memory: string; pods: string };
+  nodeCapacity?: { cpu: string; memory: string; pods: string; "ephemeral-storage"?: string };
   /** Fixed kube-apiserver port; a free one is picked when absent. */
   apiserverPort?: number;
   /** Extra kube-apiserver flags, e.g. `--authentication-token-webhook-config-file=…`. */

@@ -313,7 +313,7 @@ describe("the Admin API through the runtimes proxy", () => {
     assert.equal(status.json().url, url);
     const served = await httpRequest(`${url}hello`);
     assert.equal(served.status, 200, served.body);
-    assert.match(served.body, /^Request served by echo\n\nGET \/hello HTTP\/1\.1/);
+    assert.match(served.body, /^Request served by \S+\n\nGET \/hello HTTP\/1\.1/);
     // The progress of a runtime already ready is one event, and the stream ends.
     const again = await fetch(`${base}/progress`, { headers, signal: AbortSignal.timeout(30_000) });
     assert.match(await again.text(), /"ready":true/);
