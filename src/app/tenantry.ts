@@ -202,6 +202,8 @@ export interface RunningTenantry {
   /** Worker nodes on demand: their caches and provider registry. */
   nodes: Nodes;
   isLeader(): boolean;
+  /** This replica leads and every controller has started (its caches synced): it is doing the work. */
+  controllersRunning(): boolean;
   stop(): Promise<void>;
 }
 
@@ -424,6 +426,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
 
   // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
+  let controllersRunning = false;
   const elector = new LeaderElector({
     lease: { client, namespace, name: "tenantry-controllers" },
     identity: options.identity ?? `${hostname()}-${process.pid}`,
@@ -500,8 +503,13 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         if (controllers !== mine) return;
         await controller.start();
       }
+      if (controllers === mine) {
+        controllersRunning = true;
+        logger.info("leading: controllers running");
+      }
     },
     onStoppedLeading: async () => {
+      controllersRunning = false;
       logger.info("no longer leading: stopping controllers");
       await Promise.all(controllers.map((c) => c.stop()));
       controllers = [];
@@ -528,6 +536,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       : {}),
     nodes,
     isLeader: () => elector.isLeader(),
+    controllersRunning: () => controllersRunning && elector.isLeader(),
     async stop() {
       await elector.stop();
       await runtimesProxy?.stop();
