@@ -102,7 +102,8 @@ async function nativeNamespaces(client: ClusterClient): Promise<string[]> {
         subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: NATIVE_OWNER }],
       } as KubernetesObject,
     ];
-    for (const object of objects) await applyObject(client, object);
+    for (const object of objects)
+      await until(`${object.kind} ${namespace}`, 120_000, () => applyObject(client, object).then(() => true));
   }
   return names;
 }
@@ -161,10 +162,21 @@ async function main(): Promise<void> {
     const ca = await clusterCa(harness.dir, state!.name);
 
     progress("setting up the tenant and the plain namespaces");
-    await api.createClusterCustomObject({
-      ...tenantsResource,
-      body: tenantObject(TENANT, { namespaces: SHORT_NAMES }),
-    });
+    // Retried: the first calls to a freshly started webhook server can time out on a busy machine.
+    await until("tenant created", 120_000, () =>
+      api
+        .createClusterCustomObject({
+          ...tenantsResource,
+          body: tenantObject(TENANT, { namespaces: SHORT_NAMES }),
+        })
+        .then(
+          () => true,
+          (err: unknown) => {
+            if ((err as { code?: number }).code === 409) return true;
+            throw err;
+          },
+        ),
+    );
     const tenantNamespaces = SHORT_NAMES.map((n) => `${TENANT}-${n}`);
     const native = await nativeNamespaces(client);
     await until("tenant ready", 300_000, async () => {
