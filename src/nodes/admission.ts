@@ -54,6 +54,21 @@ export interface NodeAdmissionOptions {
 }
 
 const BAD_INPUT = 400;
+
+/**
+ * What kube-apiserver sends has passed the CRD's schema; anything else reaching the webhook is
+ * refused naming what is missing rather than failing on it.
+ */
+function malformedWorkerNode(object: unknown, field: "object" | "oldObject"): AdmissionDecision | undefined {
+  const node = object as { metadata?: { name?: unknown }; spec?: unknown } | undefined;
+  if (typeof node?.metadata?.name !== "string") {
+    return deny(`request.${field}.metadata.name: a WorkerNode has a name`, BAD_INPUT);
+  }
+  if (node.spec !== undefined && (typeof node.spec !== "object" || node.spec === null)) {
+    return deny(`request.${field}.spec: must be an object`, BAD_INPUT);
+  }
+  return undefined;
+}
 const FORBIDDEN = 403;
 const CONFLICT = 409;
 const UNAVAILABLE = 503;
@@ -236,6 +251,8 @@ export class NodeAdmission {
 
   async stampOwner(request: AdmissionRequest): Promise<AdmissionDecision> {
     if (request.operation !== "CREATE") return allow();
+    const malformed = malformedWorkerNode(request.object, "object");
+    if (malformed) return malformed;
     const node = request.object as unknown as WorkerNode;
     const requester: Requester = request.userInfo;
     const asked = node.spec?.owner;
@@ -286,14 +303,14 @@ export class NodeAdmission {
   /** Whether the requester may change or delete the node: its owner, its tenant's owners, administrators. */
   private async mayManage(requester: Requester, node: WorkerNode): Promise<boolean> {
     if (this.isPrivileged(requester)) return true;
-    if (requester.username && requester.username === node.spec.owner) return true;
-    const tenant = node.spec.tenant ? await this.tenant(node.spec.tenant) : undefined;
+    if (requester.username && requester.username === node.spec?.owner) return true;
+    const tenant = node.spec?.tenant ? await this.tenant(node.spec.tenant) : undefined;
     return tenant !== undefined && tenantRole(tenant, requester) === "owner";
   }
 
   private notYours(node: WorkerNode, verb: string): AdmissionDecision {
     return deny(
-      `WorkerNode "${node.metadata!.name}" belongs to "${node.spec.owner ?? ""}": only they, the owners of tenant "${node.spec.tenant ?? ""}" and cluster administrators may ${verb} it`,
+      `WorkerNode "${node.metadata!.name}" belongs to "${node.spec?.owner ?? ""}": only they, the owners of tenant "${node.spec?.tenant ?? ""}" and cluster administrators may ${verb} it`,
       FORBIDDEN,
     );
   }
@@ -303,9 +320,14 @@ export class NodeAdmission {
     if (request.operation === "DELETE") {
       const node = request.oldObject as unknown as WorkerNode | undefined;
       if (!node) return allow();
+      const malformed = malformedWorkerNode(node, "oldObject");
+      if (malformed) return malformed;
       return (await this.mayManage(requester, node)) ? allow() : this.notYours(node, "delete");
     }
     if (request.operation === "UPDATE") {
+      const malformed =
+        malformedWorkerNode(request.oldObject, "oldObject") ?? malformedWorkerNode(request.object, "object");
+      if (malformed) return malformed;
       const before = request.oldObject as unknown as WorkerNode;
       const after = request.object as unknown as WorkerNode;
       if (this.isPrivileged(requester)) return allow();
@@ -318,6 +340,8 @@ export class NodeAdmission {
       return allow();
     }
     if (request.operation !== "CREATE") return allow();
+    const malformed = malformedWorkerNode(request.object, "object");
+    if (malformed) return malformed;
     return this.admitNew(request.object as unknown as WorkerNode, request.dryRun === true);
   }
 
@@ -325,6 +349,7 @@ export class NodeAdmission {
     const { informers } = this.options;
     const name = node.metadata!.name!;
     const spec = node.spec;
+    if (!spec) return deny("spec: a WorkerNode names its provider and flavor", BAD_INPUT);
     const provider = informers.providers.get(undefined, spec.provider);
     if (!provider) {
       const known = informers.providers.list().map((p) => p.metadata!.name!);

@@ -31,6 +31,7 @@ export {
   type DesiredState,
   MAX_USER_NAME,
   RUNTIME_FINALIZER,
+  RUNTIME_PAUSED_ANNOTATION,
   RUNTIME_PHASES,
   type Runtime,
   type RuntimePhase,

@@ -1,7 +1,7 @@
 /** Runtime objects on the shared home cluster for the proxy's tests: created, given a status as the controller would, removed. */
 import { type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
 import { type ClusterClient, isNotFound, loadClusterClient } from "../../src/kube/index.js";
-import type { Runtime } from "../../src/runtimes/index.js";
+import { RUNTIME_PAUSED_ANNOTATION, type Runtime } from "../../src/runtimes/index.js";
 import { testEnvironment } from "../support/clusters.js";
 import { API, type RuntimeShape, runtimeObject, runtimeStatus } from "./support.js";
 
@@ -19,12 +19,19 @@ export async function removeObject(client: ClusterClient, obj: KubernetesObject)
   }
 }
 
-/** Creates the Runtime (spec only, as the Admin API does), then writes its status as the controller would. */
+/**
+ * Creates the Runtime (spec only, as the Admin API does), then writes its status as the controller
+ * would. It is paused, so that tenantry's own controller leaves the status these tests write alone.
+ */
 export async function createRuntime(client: ClusterClient, shape: RuntimeShape): Promise<Runtime> {
   const { status: _status, ...bare } = runtimeObject(shape);
   await client.objects.create({
     ...bare,
-    metadata: { name: shape.name, namespace: shape.namespace },
+    metadata: {
+      name: shape.name,
+      namespace: shape.namespace,
+      annotations: { [RUNTIME_PAUSED_ANNOTATION]: "true" },
+    },
   } as KubernetesObject);
   return writeStatus(client, shape);
 }

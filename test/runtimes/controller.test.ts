@@ -212,7 +212,7 @@ setTimeout(() => {}, 60000);`,
     assert.match(status.route!.token, /^[A-Za-z0-9_-]{43}$/);
     assert.equal(
       answered.body.url,
-      `${testEnvironment().tenantry.runtimesAdminUrl}/r/${status.route!.token}/`,
+      `${testEnvironment().tenantry.runtimesProxyUrl}/r/${status.route!.token}/`,
     );
     const pod = await home.core.readNamespacedPod({ name: status.endpoint!.pod!, namespace });
     assert.equal(status.endpoint!.url, `http://${pod.status!.podIP}:8080`);

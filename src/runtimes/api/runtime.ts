@@ -39,6 +39,13 @@ export const STEP_STATES = ["Pending", "InProgress", "Done", "Failed"] as const;
  */
 export const RUNTIME_FINALIZER = "tenantry.dev/runtime-cleanup";
 
+/**
+ * `"true"` on a Runtime: the controller leaves it alone — no start, stop, status or clean-up — until
+ * the annotation is removed (as Cluster API's paused annotation does), for a manual repair or a
+ * move. The proxy keeps serving what its status says.
+ */
+export const RUNTIME_PAUSED_ANNOTATION = "tenantry.dev/paused";
+
 /** Longest user name accepted (identity providers' names, e.g. `keystone:alice@example.com`). */
 export const MAX_USER_NAME = 256;
 

@@ -37,7 +37,7 @@ import {
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION, type Tenant } from "../../tenants/index.js";
 import { RUNTIMES_AUDIENCE } from "../admin/callers.js";
-import { RUNTIME_FINALIZER, type Runtime } from "../api/runtime.js";
+import { RUNTIME_FINALIZER, RUNTIME_PAUSED_ANNOTATION, type Runtime } from "../api/runtime.js";
 import type { RuntimeService } from "../api/runtime-service.js";
 import { KubeconfigClients } from "../clusters.js";
 import { recordRuntimeEvent } from "../events.js";
@@ -147,6 +147,10 @@ export class RuntimeController {
     if (!cached) {
       this.deregisterFailures.delete(ctx.key);
       this.written.delete(ctx.key);
+      return reconcileDone();
+    }
+    if (cached.metadata?.annotations?.[RUNTIME_PAUSED_ANNOTATION] === "true") {
+      ctx.logger.debug({ runtime: ctx.key }, "paused: left alone");
       return reconcileDone();
     }
     // Acting on a cache that has not seen the last status write would start a start twice, or
