@@ -49,6 +49,7 @@ import {
   settle,
   tenantObject,
   tenantsResource,
+  UNTHROTTLED_APISERVER_FLAGS,
 } from "./tenants/workload.js";
 
 const { values: args } = parseArgs({
@@ -76,16 +77,6 @@ if (
   );
   process.exit(2);
 }
-
-/**
- * The API server's own throttling (priority and fairness, in-flight limits) would cap one user's
- * burst of a thousand creates long before tenantry is the limit; these measure tenantry instead.
- */
-const APISERVER_FLAGS = [
-  "--enable-priority-and-fairness=false",
-  "--max-requests-inflight=4000",
-  "--max-mutating-requests-inflight=3000",
-];
 
 /** Pod creates through the API server: well below the webhook rates, for context. */
 const E2E_RATE = 5;
@@ -136,7 +127,7 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
   const state = await startCluster(harness, {
     name: "bench",
     nodes: 3,
-    extraApiserverFlags: APISERVER_FLAGS,
+    extraApiserverFlags: UNTHROTTLED_APISERVER_FLAGS,
   });
   let tenantry: RunningTenantry | undefined;
   try {
@@ -398,7 +389,7 @@ async function compareWithCapsule(harness: ClusterHarness, dir: string): Promise
     const state = await startCluster(harness, {
       name: "sbs-tenantry",
       nodes: 1,
-      extraApiserverFlags: APISERVER_FLAGS,
+      extraApiserverFlags: UNTHROTTLED_APISERVER_FLAGS,
     });
     let tenantry: { pid: number; stop(): Promise<void> } | undefined;
     try {
@@ -505,7 +496,7 @@ async function compareWithCapsule(harness: ClusterHarness, dir: string): Promise
       const state = await startCluster(harness, {
         name: "sbs-capsule",
         nodes: 1,
-        extraApiserverFlags: APISERVER_FLAGS,
+        extraApiserverFlags: UNTHROTTLED_APISERVER_FLAGS,
       });
       let capsule: RunningCapsule | undefined;
       try {

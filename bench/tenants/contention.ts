@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api } from "@kubernetes/client-node";
 import type { ClusterClient } from "../../src/kube/index.js";
 import type { CertificateAuthority } from "../../src/pki/index.js";
@@ -12,6 +11,7 @@ import {
   quotasResource,
   tenantObject,
   tenantsResource,
+  until,
 } from "./workload.js";
 
 export interface ContentionResult {
@@ -28,16 +28,6 @@ export interface ContentionResult {
 }
 
 const SHORT_NAMES = ["a", "b", "c", "d", "e"];
-
-async function until<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs / 1000} s`);
-    await sleep(250);
-  }
-}
 
 /**
  * `creates` pod creates fired at once by the tenant owner through the API server, spread over the

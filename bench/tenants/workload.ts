@@ -1,4 +1,5 @@
 import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import { type ClusterClient, Informer } from "../../src/kube/index.js";
 import {
@@ -14,6 +15,31 @@ export const quotasResource = {
   version: TENANTS_VERSION,
   plural: "tenantresourcequotas",
 };
+
+/**
+ * The API server's own throttling (priority and fairness, in-flight limits) would cap one user's
+ * burst of a thousand creates long before tenantry is the limit; these measure tenantry instead.
+ */
+export const UNTHROTTLED_APISERVER_FLAGS = [
+  "--enable-priority-and-fairness=false",
+  "--max-requests-inflight=4000",
+  "--max-mutating-requests-inflight=3000",
+];
+
+/** Polls `check` every 250 ms until it returns a value (errors count as not yet). */
+export async function until<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<T | undefined>,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs / 1000} s`);
+    await sleep(250);
+  }
+}
 
 /** The short names of the namespaces every benchmark tenant has. */
 export const NAMESPACES = ["dev", "test", "prod"];

@@ -240,6 +240,8 @@ export interface RunningTenantry {
   isLeader(): boolean;
   /** Every informer has synced (readiness). */
   ready(): boolean;
+  /** This replica leads and every controller has started (its caches synced): it is doing the work. */
+  controllersRunning(): boolean;
   stop(): Promise<void>;
 }
 
@@ -502,6 +504,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
 
   // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
+  let controllersRunning = false;
   const elector = new LeaderElector({
     lease: { client, namespace, name: "tenantry-controllers" },
     identity: options.identity ?? `${hostname()}-${process.pid}`,
@@ -592,8 +595,13 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         if (controllers !== mine) return;
         await controller.start();
       }
+      if (controllers === mine) {
+        controllersRunning = true;
+        logger.info("leading: controllers running");
+      }
     },
     onStoppedLeading: async () => {
+      controllersRunning = false;
       logger.info("no longer leading: stopping controllers");
       await Promise.all(controllers.map((c) => c.stop()));
       controllers = [];
@@ -625,6 +633,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       [informers.tenants, informers.templates, informers.tenantNamespaces, informers.quotas].every((i) =>
         i.hasSynced(),
       ),
+    controllersRunning: () => controllersRunning && elector.isLeader(),
     async stop() {
       await elector.stop();
       await dashboard?.stop();

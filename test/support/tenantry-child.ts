@@ -2,8 +2,8 @@
  * tenantry as a process of its own, for benchmarks (its memory is then its own, measured like
  * Capsule's manager) and fault tests (it can be killed with SIGKILL and started again).
  * Arguments: <cluster> <kubeconfig> <log file> [--identity NAME] [--webhook-port PORT] [--standby]
- * [--without gateway,runtimes-admin].
- * Prints "ready" once its controllers run; SIGTERM stops it. With --standby it loads, prints
+ * [--without gateway,runtimes-admin,runtimes-proxy,logical-clouds].
+ * Prints "ready" once it leads and all its controllers have started (not merely once it leads); SIGTERM stops it. With --standby it loads, prints
  * "loaded" and waits for a line on stdin before it touches the cluster: a restart then costs
  * tenantry's own start, not loading its code.
  */
@@ -25,7 +25,7 @@ const { positionals, values } = parseArgs({
 const [cluster, kubeconfig, logFile] = positionals;
 if (!cluster || !kubeconfig || !logFile) {
   process.stderr.write(
-    "usage: tenantry-child.ts <cluster> <kubeconfig> <log file> [--identity NAME] [--webhook-port PORT] [--standby] [--without gateway,runtimes-admin]\n",
+    "usage: tenantry-child.ts <cluster> <kubeconfig> <log file> [--identity NAME] [--webhook-port PORT] [--standby] [--without gateway,runtimes-admin,runtimes-proxy,logical-clouds]\n",
   );
   process.exit(2);
 }
@@ -34,7 +34,11 @@ if (values.standby) {
   process.stdout.write("loaded\n");
   await once(process.stdin, "data");
 }
-const logger = pino({ level: "warn" }, pino.destination({ dest: logFile, sync: false, append: true }));
+// Written synchronously: a process killed with SIGKILL keeps its last words.
+const logger = pino(
+  { level: process.env.TENANTRY_LOG_LEVEL ?? "warn" },
+  pino.destination({ dest: logFile, sync: true, append: true }),
+);
 const tenantry = await startTenantry({
   cluster,
   kubeconfig,
@@ -43,8 +47,10 @@ const tenantry = await startTenantry({
   ...(values["webhook-port"] ? { webhookPort: Number(values["webhook-port"]) } : {}),
   ...(without.includes("gateway") ? { gateway: false as const } : {}),
   ...(without.includes("runtimes-admin") ? { runtimesAdmin: false as const } : {}),
+  ...(without.includes("runtimes-proxy") ? { runtimesProxy: false as const } : {}),
+  ...(without.includes("logical-clouds") ? { logicalClouds: false as const } : {}),
 });
-while (!tenantry.isLeader()) await sleep(100);
+while (!tenantry.controllersRunning()) await sleep(100);
 process.stdout.write("ready\n");
 process.once("SIGTERM", () => {
   tenantry.stop().finally(() => process.exit(0));

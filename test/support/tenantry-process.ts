@@ -12,7 +12,7 @@ export interface TenantryProcessOptions {
   webhookPort?: number;
   readyTimeoutMs?: number;
   /** Parts left out, where a test is about the controllers and webhooks alone. */
-  without?: ("gateway" | "runtimes-admin")[];
+  without?: ("gateway" | "runtimes-admin" | "runtimes-proxy" | "logical-clouds")[];
 }
 
 export interface TenantryProcess {

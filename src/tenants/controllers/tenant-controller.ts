@@ -123,9 +123,11 @@ export class TenantController {
     const status: TenantStatus = { ownerSummary: formatOwnerSummary(tenant.spec.owners) };
     let failure: Error | undefined;
     try {
-      status.namespaces = await this.reconcileNamespaces(tenant);
+      // Quotas before namespaces: a namespace never exists without its tenant's quota, even when
+      // tenantry dies in between (pods admitted then would be counted against nothing).
       for (const quota of tenantQuotas(tenant))
         await applyManaged(this.options.client, quota, this.quotas.get(undefined, quota.metadata!.name!));
+      status.namespaces = await this.reconcileNamespaces(tenant);
       await this.reconcileProvisionerBinding(tenant);
       await this.pruneQuotas(tenant);
     } catch (err) {
