@@ -59,19 +59,23 @@ export function registerDevCommands(program: Command): void {
 
   cluster
     .command("down")
-    .description("stop clusters, keeping their data (default: all)")
+    .description("stop clusters, keeping their data (default: all, and the object store)")
     .argument("[names...]", "cluster names")
     .action(async (names: string[], _opts, command: Command) => {
-      const stopped = await harnessFrom(command).down(names);
+      const harness = harnessFrom(command);
+      const stopped = await harness.down(names);
+      if (names.length === 0) await harness.stopObjectStore();
       process.stdout.write(stopped.length ? `stopped ${stopped.join(", ")}\n` : "no clusters\n");
     });
 
   cluster
     .command("reset")
-    .description("stop clusters and delete their data (default: all)")
+    .description("stop clusters and delete their data (default: all; the object store is stopped)")
     .argument("[names...]", "cluster names")
     .action(async (names: string[], _opts, command: Command) => {
-      const removed = await harnessFrom(command).reset(names);
+      const harness = harnessFrom(command);
+      const removed = await harness.reset(names);
+      if (names.length === 0) await harness.stopObjectStore();
       process.stdout.write(removed.length ? `reset ${removed.join(", ")}\n` : "no clusters\n");
     });
 
