@@ -55,3 +55,10 @@ test("what is not an AdmissionReview is refused, naming the field", () => {
   assert.equal(validate(review({ object: { metadata: { labels: { a: { b: 1 } } } } })), false);
   assert.match(JSON.stringify(validate.errors), /labels/);
 });
+
+test("a namespace that is not a DNS label is refused, naming the field; none or empty is accepted", () => {
+  assert.equal(validate(review({ namespace: "Êå%" })), false);
+  assert.match(JSON.stringify(validate.errors), /\/request\/namespace/);
+  assert.equal(validate(review({ namespace: "" })), true, JSON.stringify(validate.errors));
+  assert.equal(validate(review({ namespace: "demo-dev" })), true, JSON.stringify(validate.errors));
+});

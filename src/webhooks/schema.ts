@@ -8,6 +8,10 @@ import { type Static, Type } from "@sinclair/typebox";
 
 const Text = (description: string, maxLength = 1024) => Type.String({ description, maxLength });
 
+/** A namespace name (a DNS-1123 label), or empty for cluster-scoped objects. */
+const NamespaceName = (description: string) =>
+  Type.String({ description, maxLength: 63, pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$" });
+
 const GroupVersionKind = Type.Object(
   {
     group: Text("API group, empty for the core group.", 253),
@@ -33,7 +37,7 @@ const ObjectMeta = Type.Object(
   {
     name: Type.Optional(Text("Name.", 253)),
     generateName: Type.Optional(Text("Prefix of a generated name.", 253)),
-    namespace: Type.Optional(Text("Namespace.", 63)),
+    namespace: Type.Optional(NamespaceName("Namespace.")),
     labels: Type.Optional(StringMap("Labels.")),
     annotations: Type.Optional(StringMap("Annotations.")),
     ownerReferences: Type.Optional(
@@ -68,7 +72,7 @@ export const AdmissionRequestSchema = Type.Object(
     requestResource: Type.Optional(GroupVersionResource),
     requestSubResource: Type.Optional(Text("Subresource as requested.", 253)),
     name: Type.Optional(Text("Name of the object.", 253)),
-    namespace: Type.Optional(Text("Namespace of the object.", 63)),
+    namespace: Type.Optional(NamespaceName("Namespace of the object.")),
     operation: Type.Union(
       [Type.Literal("CREATE"), Type.Literal("UPDATE"), Type.Literal("DELETE"), Type.Literal("CONNECT")],
       { description: "The operation." },
