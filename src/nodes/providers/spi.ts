@@ -54,8 +54,11 @@ export class ProviderError extends Error {
   constructor(
     message: string,
     readonly permanent: boolean,
-    /** The provider's HTTP status or error code, when it gave one. */
-    readonly code?: number,
+    /**
+     * The provider's HTTP status or error code, when it gave one (not `code`: that would make it
+     * read as a Kubernetes API error, whose message is its status).
+     */
+    readonly providerStatus?: number,
   ) {
     super(message);
     this.name = "ProviderError";
