@@ -34,10 +34,10 @@ import {
 import {
   applyObject,
   type ClusterClient,
-  isNotFound,
   LeaderElector,
   loadClusterClient,
   loadInClusterClient,
+  readNamespaceIfExists,
 } from "../kube/index.js";
 import { Monitor, MonitorMetrics, type MonitorOptions } from "../monitor/index.js";
 import {
@@ -288,11 +288,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     store,
     namespaces: informers.tenantNamespaces,
     quotasOf: (tenant) => informers.quotasOf(tenant),
-    readNamespace: (name) =>
-      client.core.readNamespace({ name }).catch((err: unknown) => {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      }),
+    readNamespace: (name) => readNamespaceIfExists(client.core, name),
   });
   const nodes = new Nodes({
     client,

@@ -94,6 +94,7 @@ export {
   type WatchHandle,
 } from "./list-watch.js";
 export { silentLogger } from "./logging.js";
+export { isDnsLabel, readNamespaceIfExists } from "./names.js";
 export { DynamicObjectApi, type SubresourcePatchOptions } from "./object-api.js";
 export {
   type ControllerRateLimiterOptions,

@@ -7,12 +7,8 @@
  * - a bootstrap token of a WorkerNode may only ask for that node's kubelet certificate.
  * Decisions read the informers' caches only (the tenant of a just-created namespace excepted).
  */
-import {
-  CustomObjectsApi,
-  type V1CertificateSigningRequest,
-  type V1Namespace,
-} from "@kubernetes/client-node";
-import { type ClusterClient, isAlreadyExists, isNotFound } from "../kube/index.js";
+import { CustomObjectsApi, type V1CertificateSigningRequest } from "@kubernetes/client-node";
+import { type ClusterClient, isAlreadyExists, isNotFound, readNamespaceIfExists } from "../kube/index.js";
 import { certificateRequestSubject } from "../pki/index.js";
 import {
   isClusterAdmin,
@@ -452,13 +448,8 @@ export class NodeAdmission {
   private async isTenantNamespace(namespace: string): Promise<boolean> {
     const cached = this.options.tenants.tenantNamespaces.get(undefined, namespace);
     if (cached) return true;
-    try {
-      const fresh: V1Namespace = await this.options.client.core.readNamespace({ name: namespace });
-      return fresh.metadata?.labels?.[TENANT_LABEL] !== undefined;
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      throw err;
-    }
+    const fresh = await readNamespaceIfExists(this.options.client.core, namespace);
+    return fresh?.metadata?.labels?.[TENANT_LABEL] !== undefined;
   }
 
   /**

@@ -8,9 +8,12 @@ import { type Static, Type } from "@sinclair/typebox";
 
 const Text = (description: string, maxLength = 1024) => Type.String({ description, maxLength });
 
-/** A namespace name (a DNS-1123 label), or empty for cluster-scoped objects. */
-const NamespaceName = (description: string) =>
-  Type.String({ description, maxLength: 63, pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$" });
+/**
+ * A namespace, or empty for cluster-scoped objects. Not checked to be a DNS label: for a Namespace
+ * being created the API server names the request after it before validating the name, so a bad
+ * name must reach the API server's own refusal, not a webhook's 400.
+ */
+const NamespaceName = (description: string) => Text(description, 253);
 
 const GroupVersionKind = Type.Object(
   {

@@ -24,11 +24,18 @@ function problem(reply: FastifyReply, status: number, title: string, detail: str
 }
 
 /**
- * What kube-apiserver always sends and webhooks rely on: the object for CREATE and UPDATE (and the
- * connect options for CONNECT), the stored object for UPDATE and DELETE.
+ * What kube-apiserver always sends and webhooks rely on: an operation the webhook's rules
+ * intercept, the object for CREATE and UPDATE (and the connect options for CONNECT), the stored
+ * object for UPDATE and DELETE. Anything else is a 400 naming the field, never a handler's crash.
  */
-function missingObject(request: AdmissionReviewRequest["request"]): string | undefined {
+export function malformedReview(
+  webhook: Pick<AdmissionWebhook, "rules">,
+  request: AdmissionReviewRequest["request"],
+): string | undefined {
   const { operation } = request;
+  const intercepted = new Set(webhook.rules.flatMap((rule) => rule.operations ?? []));
+  if (!intercepted.has("*") && !intercepted.has(operation))
+    return `request.operation: ${operation} is not intercepted by this webhook (${[...intercepted].sort().join(", ")})`;
   if (operation !== "DELETE" && !request.object) return `request.object: required for ${operation}`;
   if ((operation === "UPDATE" || operation === "DELETE") && !request.oldObject)
     return `request.oldObject: required for ${operation}`;
@@ -130,8 +137,8 @@ export class WebhookServer {
         },
         async (request, reply) => {
           const review = request.body as AdmissionReviewRequest;
-          const missing = missingObject(review.request);
-          if (missing) return problem(reply, 400, "not an AdmissionReview", missing);
+          const malformed = malformedReview(webhook, review.request);
+          if (malformed) return problem(reply, 400, "not an AdmissionReview", malformed);
           try {
             const decision = await webhook.handle(review.request as AdmissionRequest);
             return toReviewResponse(review.request.uid, decision);

@@ -1,5 +1,5 @@
 import { CustomObjectsApi } from "@kubernetes/client-node";
-import { isNotFound } from "../../kube/index.js";
+import { isNotFound, readNamespaceIfExists } from "../../kube/index.js";
 import { TENANTRY_GROUP, TENANTS_VERSION } from "../api/group.js";
 import type { Tenant } from "../api/tenant.js";
 import { TENANT_LABEL } from "../controllers/labels.js";
@@ -35,13 +35,8 @@ export class TenantLookup {
   async tenantNameOfNamespace(namespace: string): Promise<string | undefined> {
     const cached = this.informers.tenantNamespaces.get(undefined, namespace);
     if (cached) return cached.metadata?.labels?.[TENANT_LABEL];
-    try {
-      const fresh = await this.informers.client.core.readNamespace({ name: namespace });
-      return fresh.metadata?.labels?.[TENANT_LABEL];
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+    const fresh = await readNamespaceIfExists(this.informers.client.core, namespace);
+    return fresh?.metadata?.labels?.[TENANT_LABEL];
   }
 
   async tenantOfNamespace(namespace: string): Promise<Tenant | undefined> {

@@ -153,6 +153,12 @@ describe("namespaces: owners create their own, nobody moves or takes over one", 
       WEBHOOK.namespaces,
       `metadata.name: "x-${acme}" must start with "${acme}-" (spec.namespacePrefix of tenant "${acme}")`,
     );
+    // A name that is no DNS label gets the API server's own refusal, not a webhook error: the
+    // webhooks see the request (named after the namespace) before the API server validates it.
+    const invalid = await as(alice, ["create", "-f", "-"], manifest(inAcme(`${acme}-Not_A_Name`)));
+    assert.notEqual(invalid.code, 0);
+    assert.match(invalid.stderr, /metadata\.name: Invalid value: "[^"]*Not_A_Name"/);
+    assert.doesNotMatch(invalid.stderr, /failed calling webhook/);
     succeeded(await as(alice, ["create", "-f", "-"], manifest(inAcme(`${acme}-mine`))));
     // The tenant controller creates `<tenant>-declared`; the name is not up for grabs meanwhile.
     await eventually(() => core.readNamespace({ name: `${acme}-declared` }));
