@@ -9,9 +9,10 @@ import { POOLED_PROVISIONER } from "./api/names.js";
 import type { VolumePool, VolumePoolSpec } from "./api/volume-pool.js";
 import { NodeAgent } from "./driver/agent.js";
 import { StorageEvents } from "./events.js";
-import { StorageInformers } from "./informers.js";
+import { BY_POOL, StorageInformers } from "./informers.js";
 import { StorageMetrics } from "./metrics.js";
 import { PooledProvisioner } from "./provisioner/provisioner.js";
+import { VolumeLedger } from "./supplier/ledger.js";
 import { Supplier } from "./supplier/supplier.js";
 
 export interface StorageOptions {
@@ -81,15 +82,20 @@ export class StorageSystem {
           : {}),
       },
     });
+    const informers = this.informers;
     const common = {
       client: options.client,
-      informers: this.informers,
+      informers,
       provisioner: this.provisioner,
       logger,
     };
+    const ledger = new VolumeLedger({
+      get: (name) => informers.volumes.get(undefined, name),
+      ofPool: (pool) => informers.volumes.byIndex(BY_POOL, pool),
+    });
     this.parts = [
-      new Supplier({ ...common, advisor: this.advisor, metrics }),
-      new PooledProvisioner({ ...common, events, metrics }),
+      new Supplier({ ...common, advisor: this.advisor, metrics, ledger }),
+      new PooledProvisioner({ ...common, events, metrics, ledger }),
       ...(options.agent === false || options.agent === undefined
         ? []
         : [

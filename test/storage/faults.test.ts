@@ -144,11 +144,53 @@ describe("pooled storage faults", () => {
     await boundClaim(api, namespace, "no-room", 90_000);
   });
 
+  test("a burst of claims beyond a store's capacity binds exactly what fits, the rest wait saying why", async () => {
+    const pool = uniqueName("pool");
+    // 512Mi holds eight volumes of 64Mi; twelve claims arrive at once, handled by many workers.
+    await newPool(pool, {
+      warm: { min: 0, max: 0 },
+      backingStores: [{ name: "a", path: storePath(pool, "a"), node: PROCESS_NODE_NAME, capacity: "512Mi" }],
+    });
+    const names = Array.from({ length: 12 }, (_, i) => `cap-${pool}-${i}`.slice(0, 63));
+    await Promise.all(
+      names.map((name) => api.createNamespacedPersistentVolumeClaim({ namespace, body: claim(name, pool) })),
+    );
+    const phases = async () =>
+      Promise.all(
+        names.map(
+          async (name) => (await api.readNamespacedPersistentVolumeClaim({ namespace, name })).status?.phase,
+        ),
+      );
+    await eventually(async () => assert.equal((await phases()).filter((p) => p === "Bound").length, 8), {
+      timeoutMs: 120_000,
+    });
+    await eventually(async () => {
+      const events = (await Promise.all(names.map((name) => claimEvents(api, namespace, name)))).flat();
+      assert.ok(
+        events.some((e) =>
+          /no backing store has room for 64Mi: a: 512Mi of 512Mi allocated/.test(e.message ?? ""),
+        ),
+        JSON.stringify(events.map((e) => e.message)),
+      );
+    });
+    // Still eight after the waiting claims were tried again, and no more allocated than the store holds.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    assert.equal((await phases()).filter((p) => p === "Bound").length, 8);
+    const volumes = await volumesOf(client, pool);
+    assert.equal(volumes.length, 8, volumes.map((v) => v.metadata?.name).join(", "));
+    await Promise.all(names.map((name) => api.deleteNamespacedPersistentVolumeClaim({ namespace, name })));
+  });
+
   test("a storage system killed in the middle of a burst leaves no orphan: the next one finishes the work", async (t) => {
     const provisioner = testProvisioner();
     const pool = uniqueName("pool");
     const store = storePath(pool, "a");
-    await newPool(pool, { provisioner, warm: { min: 3, max: 10 } });
+    // Room for the burst, the warm volumes and the ghost below: 4Gi holds 64 volumes of 64Mi.
+    await newPool(pool, {
+      provisioner,
+      warm: { min: 3, max: 10 },
+      backingStores: [{ name: "a", path: store, node: PROCESS_NODE_NAME, capacity: "4Gi" }],
+    });
     let child = await startStorageChild(provisioner);
     try {
       await eventually(async () => assert.ok((await volumesOf(client, pool)).length >= 3));

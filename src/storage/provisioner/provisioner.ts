@@ -37,6 +37,7 @@ import type { VolumePool } from "../api/volume-pool.js";
 import type { StorageEvents } from "../events.js";
 import { BY_CLAIM_UID, BY_CLASS, BY_POOL, type StorageInformers } from "../informers.js";
 import type { StorageMetrics } from "../metrics.js";
+import type { VolumeLedger } from "../supplier/ledger.js";
 import { bytesOf, chooseStore, fitSize, noStoreMessage, onDemandSize, sizeText } from "../supplier/sizing.js";
 import { newPooledVolume, storeUses } from "../supplier/stores.js";
 import { keyOwnerOf, renderPersistentVolume, storeServesNode, unsupported, volumeNameFor } from "./render.js";
@@ -48,6 +49,8 @@ export interface ProvisionerOptions {
   events: StorageEvents;
   metrics: StorageMetrics;
   logger: Logger;
+  /** The pools' volumes as bin filling sees them, shared with the supplier. */
+  ledger: VolumeLedger;
   /** Claims handled at once. Default 16. */
   workers?: number;
 }
@@ -207,19 +210,12 @@ export class PooledProvisioner {
       if (!volume) {
         source = "on_demand";
         const wanted = size ?? onDemandSize(request);
-        const store = chooseStore(
-          storeUses(pool, this.informers.volumes.byIndex(BY_POOL, pool.metadata!.name!)),
-          wanted,
-          eligible,
-        );
+        // No await between choosing the store and the ledger counting the volume on it.
+        const uses = storeUses(pool, this.options.ledger.volumesOf(pool.metadata!.name!));
+        const store = chooseStore(uses, wanted, eligible);
         if (!store) {
           const where = selectedNode ? `node "${selectedNode}"` : "";
-          const message = noStoreMessage(
-            storeUses(pool, this.informers.volumes.byIndex(BY_POOL, pool.metadata!.name!)),
-            wanted,
-            eligible,
-            where,
-          );
+          const message = noStoreMessage(uses, wanted, eligible, where);
           this.options.events.warning(
             target,
             "ProvisioningFailed",
@@ -377,12 +373,14 @@ export class PooledProvisioner {
     claim: ClaimRef,
   ): Promise<PooledVolume> {
     const body = newPooledVolume(pool, store, size, this.options.provisioner, claim);
-    try {
-      return await this.options.client.objects.create(body);
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-      return (await this.options.client.objects.read(body as never)) as PooledVolume;
-    }
+    return this.options.ledger.create(body, async () => {
+      try {
+        return await this.options.client.objects.create(body);
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw err;
+        return (await this.options.client.objects.read(body as never)) as PooledVolume;
+      }
+    });
   }
 
   /** The claimant's 32-byte volume key, made once (a random key in a Secret of tenantry's namespace). */

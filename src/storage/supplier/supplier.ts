@@ -29,8 +29,9 @@ import { STORAGE_API_VERSION } from "../api/crds.js";
 import { DEFAULT_CLASS_ANNOTATION, HOSTNAME_LABEL, POOLED_PROVISIONER, ZONE_LABEL } from "../api/names.js";
 import type { PooledVolume } from "../api/pooled-volume.js";
 import type { VolumePool, VolumePoolStatus } from "../api/volume-pool.js";
-import { BY_POOL, type StorageInformers } from "../informers.js";
+import type { StorageInformers } from "../informers.js";
 import type { StorageMetrics } from "../metrics.js";
+import type { VolumeLedger } from "./ledger.js";
 import {
   bytesOf,
   chooseStore,
@@ -49,6 +50,8 @@ export interface SupplierOptions {
   provisioner: string;
   metrics: StorageMetrics;
   logger: Logger;
+  /** The pools' volumes as bin filling sees them, shared with the provisioner. */
+  ledger: VolumeLedger;
 }
 
 /** Most volumes created or deleted for one pool in one reconcile (the rest follow at once). */
@@ -105,8 +108,9 @@ export class Supplier {
 
   private async reconcile(name: string): Promise<ReconcileResult> {
     const pool = this.informers.pools.get(undefined, name);
-    const volumes = this.informers.volumes
-      .byIndex(BY_POOL, name)
+    // With those created but not in the cache yet: a lagging cache must not buy more volumes.
+    const volumes = this.options.ledger
+      .volumesOf(name)
       .filter((v) => v.spec.provisioner === this.options.provisioner);
     if (
       !pool ||
@@ -344,22 +348,25 @@ export class Supplier {
     size: bigint,
   ): Promise<void> {
     const body = newPooledVolume(pool, store, size, this.options.provisioner);
-    await this.options.client.objects.create(body);
+    await this.options.ledger.create(body, (volume) => this.options.client.objects.create(volume));
   }
 
   private async deleteVolumes(volumes: PooledVolume[]): Promise<void> {
     await Promise.all(
-      volumes.map(async (volume) => {
-        try {
-          await this.options.client.objects.delete({
-            apiVersion: STORAGE_API_VERSION,
-            kind: "PooledVolume",
-            metadata: { name: volume.metadata!.name! },
-          });
-        } catch (err) {
-          if (!isNotFound(err)) throw err;
-        }
-      }),
+      // A volume still being created has no name yet: the next reconcile sees it.
+      volumes
+        .filter((volume) => volume.metadata?.name)
+        .map(async (volume) => {
+          try {
+            await this.options.client.objects.delete({
+              apiVersion: STORAGE_API_VERSION,
+              kind: "PooledVolume",
+              metadata: { name: volume.metadata!.name! },
+            });
+          } catch (err) {
+            if (!isNotFound(err)) throw err;
+          }
+        }),
     );
   }
 }
