@@ -514,6 +514,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           store,
           namespaces: informers.tenantNamespaces,
           quotas: informers.quotas,
+          namespacesOf: (tenant) => informers.namespacesOf(tenant),
+          quotasOf: (tenant) => informers.quotasOf(tenant),
           logger,
         }),
         new ClusterHealthController({

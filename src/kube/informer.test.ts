@@ -429,4 +429,23 @@ describe("informer indexes", () => {
     assert.throws(() => informer.addIndex("owner", byOwner), /exists already/);
     await informer.stop();
   });
+
+  test("objects of one namespace come from an index made on first use and kept up to date", async () => {
+    const { source, informer } = setup();
+    const inNs = (name: string, rv: string, namespace: string): V1ConfigMap => ({
+      ...cm(name, rv),
+      metadata: { name, namespace, resourceVersion: rv },
+    });
+    source.listResults.push({ items: [inNs("a", "1", "one"), inNs("b", "2", "two")], resourceVersion: "2" });
+    informer.start();
+    await settle();
+    assert.deepEqual(namesOf(informer.inNamespace("one")), ["a"]);
+    source.current.send("ADDED", inNs("c", "3", "one"));
+    source.current.send("DELETED", inNs("a", "4", "one"));
+    await settle();
+    assert.deepEqual(namesOf(informer.inNamespace("one")), ["c"]);
+    assert.deepEqual(namesOf(informer.inNamespace("two")), ["b"]);
+    assert.deepEqual(informer.inNamespace("none"), []);
+    await informer.stop();
+  });
 });

@@ -131,6 +131,9 @@ interface WatchOutcome {
  * jittered exponential backoff; a 410 Gone (the resourceVersion was compacted away) causes
  * a full relist, and objects that vanished meanwhile are reported as deletions.
  */
+/** The index `inNamespace` keeps. */
+const NAMESPACE_INDEX = "namespace";
+
 export class Informer<T extends KubernetesObject> {
   readonly cluster: string;
   private readonly source: ListWatchSource<T>;
@@ -245,6 +248,16 @@ export class Informer<T extends KubernetesObject> {
     const index = { keysOf, byValue: new Map<string, Set<string>>() };
     this.indexes.set(name, index);
     for (const [key, obj] of this.cache) this.indexAdd(index, key, obj);
+  }
+
+  /**
+   * Objects in one namespace, from an index kept for it (made on first use, as client-go's
+   * NamespaceIndex): a per-namespace reconcile must not cost the size of a cluster-wide cache.
+   */
+  inNamespace(namespace: string): T[] {
+    if (!this.indexes.has(NAMESPACE_INDEX))
+      this.addIndex(NAMESPACE_INDEX, (o) => (o.metadata?.namespace ? [o.metadata.namespace] : []));
+    return this.byIndex(NAMESPACE_INDEX, namespace);
   }
 
   /** Objects whose index `name` has `value`. */

@@ -140,10 +140,7 @@ export class TenantNamespaceController {
   }
 
   private keysOfTenant(tenant: string): string[] {
-    return this.namespaces
-      .list()
-      .filter((n) => n.metadata?.labels?.[TENANT_LABEL] === tenant)
-      .map((n) => this.keyOf(n.metadata!.name!));
+    return this.options.informers.namespacesOf(tenant).map((n) => this.keyOf(n.metadata!.name!));
   }
 
   async start(): Promise<void> {
@@ -227,9 +224,8 @@ export class TenantNamespaceController {
   ) {
     const wanted = new Set(desired.map(objectId));
     for (const informer of this.managed.values()) {
-      for (const object of informer.list()) {
-        if (object.metadata?.namespace !== namespace || object.metadata?.labels?.[TENANT_LABEL] !== tenant)
-          continue;
+      for (const object of informer.inNamespace(namespace)) {
+        if (object.metadata?.labels?.[TENANT_LABEL] !== tenant) continue;
         if (!wanted.has(objectId(object))) await removeManaged(this.options.client, object);
       }
     }

@@ -184,7 +184,7 @@ export class TenantController {
   }
 
   private namespacesOf(tenant: string): V1Namespace[] {
-    return this.namespaces.list().filter((n) => n.metadata?.labels?.[TENANT_LABEL] === tenant);
+    return this.options.informers.namespacesOf(tenant);
   }
 
   /**
@@ -241,7 +241,7 @@ export class TenantController {
 
   private async pruneQuotas(tenant: Tenant) {
     const wanted = new Set(tenantQuotas(tenant).map((q) => q.metadata!.name!));
-    for (const quota of this.quotas.list()) {
+    for (const quota of this.options.informers.quotasOf(tenant.metadata!.name!)) {
       const labels = quota.metadata?.labels ?? {};
       if (
         labels[TENANT_LABEL] === tenant.metadata!.name &&

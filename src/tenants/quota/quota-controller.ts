@@ -28,6 +28,9 @@ export interface QuotaControllerOptions {
   store: QuotaStore;
   namespaces: Informer<V1Namespace>;
   quotas: Informer<TenantResourceQuota>;
+  /** A tenant's namespaces and quotas, from the informers' indexes. */
+  namespacesOf(tenant: string): V1Namespace[];
+  quotasOf(tenant: string): TenantResourceQuota[];
   logger: Logger;
 }
 
@@ -94,10 +97,7 @@ export class QuotaController {
 
   private quotasOfTenant(tenant: string | undefined): string[] {
     if (!tenant) return [];
-    return this.options.quotas
-      .list()
-      .filter((q) => q.spec.tenant === tenant)
-      .map((q) => objectKey(this.cluster, undefined, q.metadata!.name!));
+    return this.options.quotasOf(tenant).map((q) => objectKey(this.cluster, undefined, q.metadata!.name!));
   }
 
   async start(): Promise<void> {
@@ -148,12 +148,7 @@ export class QuotaController {
     }
     const name = quota.metadata!.name!;
     const tenant = quota.spec.tenant;
-    const namespaces = new Set(
-      this.options.namespaces
-        .list()
-        .filter((n) => n.metadata?.labels?.[TENANT_LABEL] === tenant)
-        .map((n) => n.metadata!.name!),
-    );
+    const namespaces = new Set(this.options.namespacesOf(tenant).map((n) => n.metadata!.name!));
     const hard = toAmounts(quota.spec.hard);
     const refs = new Map(
       [...hard.keys()].map((n) => resourceForQuotaName(n)!).map((r) => [`${r.resource}.${r.group}`, r]),
@@ -165,9 +160,8 @@ export class QuotaController {
       const entry = await this.informerFor(ref);
       if (!entry) continue;
       const resource = ref.group ? `${ref.resource}.${ref.group}` : ref.resource;
-      for (const object of entry.informer.list()) {
-        const ns = object.metadata?.namespace;
-        if (!ns || !namespaces.has(ns)) continue;
+      for (const object of [...namespaces].flatMap((ns) => entry.informer.inNamespace(ns))) {
+        const ns = object.metadata!.namespace!;
         observed.add(`${resource}/${ns}/${object.metadata!.name}`);
         if (quota.spec.user && object.metadata?.labels?.[USER_LABEL] !== userLabelValue(quota.spec.user))
           continue;
