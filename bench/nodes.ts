@@ -104,12 +104,21 @@ async function askFor(custom: CustomObjectsApi, name: string): Promise<Sample> {
   return sample;
 }
 
+/**
+ * Deletes the nodes (cordon, drain, machine deleted) and waits until every one is gone, so that the
+ * next round starts within the tenant's node quota; says how long that took.
+ */
 async function removeAll(custom: CustomObjectsApi, names: string[]): Promise<void> {
+  const started = performance.now();
   await Promise.all(
     names.map((name) => custom.deleteClusterCustomObject({ ...coordinates, name }).catch(() => {})),
   );
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + 300_000;
   while (names.some((n) => !gone.has(n)) && Date.now() < deadline) await sleep(100);
+  const left = names.filter((n) => !gone.has(n));
+  if (left.length)
+    throw new Error(`${left.length} nodes still not gone 300 s after their deletion: ${left.join(", ")}`);
+  process.stderr.write(`${names.length} deleted and gone in ${seconds(performance.now() - started)} s\n`);
 }
 
 /** Durations of each step for the samples that reached it: request → Building, Building → Available, … */
