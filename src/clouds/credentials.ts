@@ -6,6 +6,7 @@
 import type { KubernetesObject, V1Secret } from "@kubernetes/client-node";
 import { parse, stringify } from "yaml";
 import { parseClusterKubeconfig } from "../clusters/index.js";
+import { type KubeconfigCluster, kubeconfigYaml } from "../kube/index.js";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../tenants/index.js";
 import type { LogicalCloud } from "./api/logical-cloud.js";
 
@@ -75,15 +76,13 @@ export function endpointOf(cluster: string, registeredKubeconfig: string): Clust
 
 const b64 = (text: string) => Buffer.from(text).toString("base64");
 
-function clusterEntry(endpoint: ClusterEndpoint) {
+function clusterEntry(endpoint: ClusterEndpoint): KubeconfigCluster {
   return {
     name: endpoint.cluster,
-    cluster: {
-      server: endpoint.server,
-      ...(endpoint.caData ? { "certificate-authority-data": endpoint.caData } : {}),
-      ...(endpoint.tlsServerName ? { "tls-server-name": endpoint.tlsServerName } : {}),
-      ...(endpoint.insecureSkipTlsVerify ? { "insecure-skip-tls-verify": true } : {}),
-    },
+    server: endpoint.server,
+    ...(endpoint.caData ? { caData: endpoint.caData } : {}),
+    ...(endpoint.tlsServerName ? { tlsServerName: endpoint.tlsServerName } : {}),
+    ...(endpoint.insecureSkipTlsVerify ? { insecureSkipTlsVerify: true } : {}),
   };
 }
 
@@ -98,27 +97,18 @@ export function userKubeconfig(options: {
   keyPem?: string;
   clusters: { endpoint: ClusterEndpoint; certPem: string }[];
 }): string {
-  return stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: options.clusters.map((c) => clusterEntry(c.endpoint)),
-    users: options.clusters.map((c) => ({
-      name: `${c.endpoint.cluster}/${options.user}`,
-      user: {
-        "client-certificate-data": b64(c.certPem),
-        ...(options.keyPem ? { "client-key-data": b64(options.keyPem) } : {}),
-      },
-    })),
-    contexts: options.clusters.map((c) => ({
+  return kubeconfigYaml(
+    options.clusters.map((c) => ({
       name: c.endpoint.cluster,
-      context: {
-        cluster: c.endpoint.cluster,
-        user: `${c.endpoint.cluster}/${options.user}`,
-        namespace: options.namespace,
+      cluster: clusterEntry(c.endpoint),
+      user: {
+        name: `${c.endpoint.cluster}/${options.user}`,
+        certData: b64(c.certPem),
+        ...(options.keyPem ? { keyData: b64(options.keyPem) } : {}),
       },
+      namespace: options.namespace,
     })),
-    ...(options.clusters[0] ? { "current-context": options.clusters[0].endpoint.cluster } : {}),
-  });
+  );
 }
 
 /** A level-0 cloud's kubeconfig: each cluster's own registered credentials, one context per cluster. */

@@ -6,9 +6,8 @@
  */
 import { readFileSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
-import { stringify } from "yaml";
 import { UserError } from "../common/index.js";
-import { ClusterClient, describeError } from "../kube/index.js";
+import { ClusterClient, describeError, kubeconfigYaml } from "../kube/index.js";
 
 /** Default deadline of one request to a registered cluster. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
@@ -48,34 +47,25 @@ export function standaloneKubeconfig(kc: KubeConfig, name: string): string {
       `the kubeconfig's user "${user.name}" has no client certificate and key, token or password`,
     );
   }
-  return stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [
-      {
+  return kubeconfigYaml([
+    {
+      name,
+      cluster: {
         name,
-        cluster: {
-          server: cluster.server,
-          ...(caData ? { "certificate-authority-data": caData } : {}),
-          ...(cluster.tlsServerName ? { "tls-server-name": cluster.tlsServerName } : {}),
-          ...(cluster.skipTLSVerify ? { "insecure-skip-tls-verify": true } : {}),
-        },
+        server: cluster.server,
+        ...(caData ? { caData } : {}),
+        ...(cluster.tlsServerName ? { tlsServerName: cluster.tlsServerName } : {}),
+        ...(cluster.skipTLSVerify ? { insecureSkipTlsVerify: true } : {}),
       },
-    ],
-    users: [
-      {
+      user: {
         name: `${name}-admin`,
-        user: {
-          ...(certData ? { "client-certificate-data": certData } : {}),
-          ...(keyData ? { "client-key-data": keyData } : {}),
-          ...(token ? { token } : {}),
-          ...(user.username ? { username: user.username, password: user.password } : {}),
-        },
+        ...(certData ? { certData } : {}),
+        ...(keyData ? { keyData } : {}),
+        ...(token ? { token } : {}),
+        ...(user.username ? { username: user.username, password: user.password } : {}),
       },
-    ],
-    contexts: [{ name, context: { cluster: name, user: `${name}-admin` } }],
-    "current-context": name,
-  });
+    },
+  ]);
 }
 
 /** Parses a registered cluster's kubeconfig text; throws a one-line error saying what is wrong. */

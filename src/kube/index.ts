@@ -70,6 +70,12 @@ export {
   WatchEventError,
 } from "./informer.js";
 export {
+  type KubeconfigCluster,
+  type KubeconfigContext,
+  type KubeconfigUser,
+  kubeconfigYaml,
+} from "./kubeconfig.js";
+export {
   acquiredRecord,
   KubeLeaseStore,
   LeaderElector,

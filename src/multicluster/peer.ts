@@ -8,7 +8,6 @@
 import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { KubernetesObject, V1Node, V1Role, V1RoleBinding, V1Secret } from "@kubernetes/client-node";
-import { stringify } from "yaml";
 import { errorMessage, UserError } from "../common/index.js";
 import { requestUserCertificate, type UserCredentials } from "../identity/index.js";
 import {
@@ -17,6 +16,7 @@ import {
   describeError,
   findCondition,
   isNotFound,
+  kubeconfigYaml,
   statusCode,
 } from "../kube/index.js";
 import { TENANTS_API_VERSION, type Tenant } from "../tenants/index.js";
@@ -233,32 +233,19 @@ export function peerKubeconfig(
   }
   const b64 = (text: string) => Buffer.from(text).toString("base64");
   const name = identity.clusterName;
-  return stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [
-      {
+  return kubeconfigYaml([
+    {
+      name,
+      cluster: {
         name,
-        cluster: {
-          server: cluster.server,
-          ...(caData ? { "certificate-authority-data": caData } : {}),
-          ...(cluster.tlsServerName ? { "tls-server-name": cluster.tlsServerName } : {}),
-          ...(cluster.skipTLSVerify ? { "insecure-skip-tls-verify": true } : {}),
-        },
+        server: cluster.server,
+        ...(caData ? { caData } : {}),
+        ...(cluster.tlsServerName ? { tlsServerName: cluster.tlsServerName } : {}),
+        ...(cluster.skipTLSVerify ? { insecureSkipTlsVerify: true } : {}),
       },
-    ],
-    users: [
-      {
-        name: `${name}-peer`,
-        user: {
-          "client-certificate-data": b64(credentials.certPem),
-          "client-key-data": b64(credentials.keyPem),
-        },
-      },
-    ],
-    contexts: [{ name, context: { cluster: name, user: `${name}-peer` } }],
-    "current-context": name,
-  });
+      user: { name: `${name}-peer`, certData: b64(credentials.certPem), keyData: b64(credentials.keyPem) },
+    },
+  ]);
 }
 
 async function waitFor<T>(
