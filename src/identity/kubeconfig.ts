@@ -4,7 +4,7 @@ import { dirname, resolve } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { parse, stringify } from "yaml";
 import { UserError } from "../common/index.js";
-import type { ClusterClient } from "../kube/index.js";
+import { type ClusterClient, kubeconfigYaml } from "../kube/index.js";
 import { createCertificateRequest } from "../pki/index.js";
 import {
   type CertificateDetails,
@@ -49,17 +49,11 @@ export function renderUserKubeconfig(
   issued: IssuedUserCertificates,
   options: { clientKeyFile?: string } = {},
 ): string {
-  const key: Record<string, string> = issued.keyPem
-    ? { "client-key-data": b64(issued.keyPem) }
+  const key = issued.keyPem
+    ? { keyData: b64(issued.keyPem) }
     : options.clientKeyFile
-      ? { "client-key": resolve(options.clientKeyFile) }
+      ? { keyFile: resolve(options.clientKeyFile) }
       : {};
-  const contexts = issued.clusters.flatMap((c) =>
-    c.namespaces.map((namespace) => ({
-      name: contextName(c.cluster, namespace),
-      context: { cluster: c.cluster, user: userEntryName(c.cluster, issued.username), namespace },
-    })),
-  );
   const metadata: UserKubeconfigMetadata = {
     username: issued.username,
     tenant: issued.tenant,
@@ -68,26 +62,21 @@ export function renderUserKubeconfig(
     certificateRequest: issued.certificateRequest,
     ...(!issued.keyPem && options.clientKeyFile ? { clientKeyFile: resolve(options.clientKeyFile) } : {}),
   };
-  return stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: issued.clusters.map((c) => ({
-      name: c.cluster,
+  const contexts = issued.clusters.flatMap((c) =>
+    c.namespaces.map((namespace) => ({
+      name: contextName(c.cluster, namespace),
       cluster: {
+        name: c.cluster,
         server: c.server,
-        ...(c.caData ? { "certificate-authority-data": c.caData } : {}),
-        ...(c.tlsServerName ? { "tls-server-name": c.tlsServerName } : {}),
-        ...(c.insecureSkipTlsVerify ? { "insecure-skip-tls-verify": true } : {}),
+        ...(c.caData ? { caData: c.caData } : {}),
+        ...(c.tlsServerName ? { tlsServerName: c.tlsServerName } : {}),
+        ...(c.insecureSkipTlsVerify ? { insecureSkipTlsVerify: true } : {}),
       },
+      user: { name: userEntryName(c.cluster, issued.username), certData: b64(c.certPem), ...key },
+      namespace,
     })),
-    users: issued.clusters.map((c) => ({
-      name: userEntryName(c.cluster, issued.username),
-      user: { "client-certificate-data": b64(c.certPem), ...key },
-    })),
-    contexts,
-    "current-context": contexts[0]?.name ?? "",
-    extensions: [{ name: KUBECONFIG_EXTENSION, extension: metadata }],
-  });
+  );
+  return kubeconfigYaml(contexts, [{ name: KUBECONFIG_EXTENSION, extension: metadata }]);
 }
 
 /**

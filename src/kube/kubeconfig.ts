@@ -14,6 +14,8 @@ export interface KubeconfigUser {
   name: string;
   certData?: string;
   keyData?: string;
+  /** A key kept in a file on this machine instead of in the kubeconfig. */
+  keyFile?: string;
   token?: string;
   username?: string;
   password?: string;
@@ -30,7 +32,10 @@ export interface KubeconfigContext {
  * A self-contained kubeconfig (every credential embedded) with one context per entry; clusters and
  * users shared by several contexts are written once. The first context is the current one.
  */
-export function kubeconfigYaml(contexts: KubeconfigContext[]): string {
+export function kubeconfigYaml(
+  contexts: KubeconfigContext[],
+  extensions: { name: string; extension: unknown }[] = [],
+): string {
   const clusters = new Map(contexts.map((c) => [c.cluster.name, c.cluster]));
   const users = new Map(contexts.map((c) => [c.user.name, c.user]));
   return stringify({
@@ -50,6 +55,7 @@ export function kubeconfigYaml(contexts: KubeconfigContext[]): string {
       user: {
         ...(user.certData ? { "client-certificate-data": user.certData } : {}),
         ...(user.keyData ? { "client-key-data": user.keyData } : {}),
+        ...(user.keyFile ? { "client-key": user.keyFile } : {}),
         ...(user.token ? { token: user.token } : {}),
         ...(user.username ? { username: user.username, password: user.password } : {}),
       },
@@ -63,5 +69,6 @@ export function kubeconfigYaml(contexts: KubeconfigContext[]): string {
       },
     })),
     ...(contexts[0] ? { "current-context": contexts[0].name } : {}),
+    ...(extensions.length ? { extensions } : {}),
   });
 }
