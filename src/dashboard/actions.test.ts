@@ -1,0 +1,51 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ActionError, Actions } from "./actions.js";
+
+// Nothing listens here: input refused locally never reaches it.
+const actions = new Actions({ url: "https://127.0.0.1:9", caPem: "" });
+
+async function refusal(promise: Promise<unknown>): Promise<ActionError> {
+  const err = await promise.then(
+    () => assert.fail("accepted"),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof ActionError, String(err));
+  return err;
+}
+
+test("creating a tenant is validated as `tenantry tenant create` validates it, naming the field", async () => {
+  const base = { name: "acme", ownerKind: "User", ownerName: "alice" };
+  const cases: [object, string, RegExp][] = [
+    [{ ...base, name: "" }, "metadata.name", /required/],
+    [{ ...base, ownerKind: "Robot" }, "spec.owners[0].kind", /User, Group, ServiceAccount/],
+    [{ ...base, ownerName: "" }, "spec.owners[0].name", /required/],
+    [{ ...base, quota: "pods" }, "spec.quota.hard", /name=quantity/],
+    [{ ...base, quota: "pods=lots" }, "spec.quota.hard.pods", /pods/],
+    [{ ...base, namespaceQuota: "many" }, "spec.namespaceQuota", /integer/],
+    [{ ...base, name: "Not_A_Name" }, "metadata.name", /Not_A_Name|must match/],
+  ];
+  for (const [body, field, message] of cases) {
+    const error = await refusal(actions.createTenant("token", body));
+    assert.equal(error.status, 400, JSON.stringify(body));
+    assert.equal(error.field, field, `${JSON.stringify(body)}: ${error.message}`);
+    assert.match(error.message, message);
+  }
+});
+
+test("an AccessGrant needs its namespace, name and grantee before it is sent", async () => {
+  const full = {
+    namespace: "demo-dev",
+    name: "read",
+    granteeName: "bob",
+    resources: "configmaps",
+    verbs: "get",
+  };
+  for (const field of ["namespace", "name", "granteeName"] as const) {
+    const error = await refusal(actions.grantAccess("token", { ...full, [field]: "" }));
+    assert.equal(
+      error.field,
+      { namespace: "metadata.namespace", name: "metadata.name", granteeName: "spec.grantees[0].name" }[field],
+    );
+  }
+});
