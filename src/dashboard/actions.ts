@@ -322,12 +322,19 @@ export class RestClient {
   }
 
   /** The answer: parsed JSON, or the text itself when it is not JSON (a kubeconfig). */
-  async call(token: string, method: string, path: string, body?: unknown): Promise<unknown> {
+  async call(
+    token: string,
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<unknown> {
     const base = this.endpoint()?.url;
     if (!base) throw new ActionError(503, `${this.what} is not running in this tenantry`);
     const res = await undiciFetch(`${base}${path}`, {
       method,
       headers: {
+        ...headers,
         authorization: `Bearer ${token}`,
         ...(body !== undefined ? { "content-type": "application/json" } : {}),
       },

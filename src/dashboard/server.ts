@@ -15,7 +15,7 @@ import { type ClusterClient, Informer, startInformers, stopInformers } from "../
 import type { MonitorRule } from "../monitor/index.js";
 import type { MulticlusterInformers } from "../multicluster/index.js";
 import type { Nodes } from "../nodes/index.js";
-import type { RuntimesInformers } from "../runtimes/index.js";
+import { ON_BEHALF_OF_HEADER, type RuntimesInformers } from "../runtimes/index.js";
 import { TENANT_LABEL, TENANTS_API_VERSION, type Tenant, type TenantInformers } from "../tenants/index.js";
 import { AccessReviewer, memberTenants } from "./access.js";
 import { ActionError, Actions, type ApiDoor, actionErrorOf, RestClient } from "./actions.js";
@@ -600,9 +600,11 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
       action: string;
     };
     const path = `/services/${encodeURIComponent(user)}/${encodeURIComponent(service)}/${encodeURIComponent(instance)}`;
-    if (action === "start") return runtimes.call(s.token, "POST", path, {});
-    if (action === "stop") return runtimes.call(s.token, "DELETE", `${path}/stop`);
-    if (action === "delete") return runtimes.call(s.token, "DELETE", path);
+    // Another user's runtime (an operator's page): the Admin API's delegation, which it checks.
+    const onBehalf: Record<string, string> = user === s.user.username ? {} : { [ON_BEHALF_OF_HEADER]: user };
+    if (action === "start") return runtimes.call(s.token, "POST", path, {}, onBehalf);
+    if (action === "stop") return runtimes.call(s.token, "DELETE", `${path}/stop`, undefined, onBehalf);
+    if (action === "delete") return runtimes.call(s.token, "DELETE", path, undefined, onBehalf);
     if (action !== "backup" && action !== "restore")
       return fail(reply, 404, `no action "${action}": start, stop, delete, backup or restore`);
     // Backups are Kubernetes objects beside the Runtime, made as the person (as `tenantry runtime
