@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ActionError, Actions } from "./actions.js";
+import { ActionError, Actions, stamped } from "./actions.js";
 
 // Nothing listens here: input refused locally never reaches it.
 const actions = new Actions({ url: "https://127.0.0.1:9", caPem: "" });
@@ -48,4 +48,13 @@ test("an AccessGrant needs its namespace, name and grantee before it is sent", a
       { namespace: "metadata.namespace", name: "metadata.name", granteeName: "spec.grantees[0].name" }[field],
     );
   }
+});
+
+test("backup and restore names fit a label value (the backup controller labels its Jobs with them)", () => {
+  const long = "a-runtime-name-of-many-characters-for-a-long-tenant-and-user-prefix";
+  for (const name of [stamped(long), stamped(stamped(long), "-restore"), stamped("echo-one")]) {
+    assert.ok(name.length <= 63, name);
+    assert.match(name, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, name);
+  }
+  assert.match(stamped("echo-one", "-restore"), /^echo-one-restore-\d{8}-\d{6}$/);
 });

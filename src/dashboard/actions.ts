@@ -87,10 +87,13 @@ function listOf(value: unknown): string[] {
     : [];
 }
 
-/** A name made unique by the time, as `tenantry runtime backup` names its backups. */
-function stamped(base: string, suffix = ""): string {
+/**
+ * A name made unique by the time, as `tenantry runtime backup` names its backups, kept within 63
+ * characters: the backup controller puts a backup's or restore's name in a label of its agent Jobs.
+ */
+export function stamped(base: string, suffix = ""): string {
   const stamp = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15).toLowerCase();
-  return `${base.slice(0, 200)}${suffix}-${stamp}`;
+  return `${base.slice(0, 63 - suffix.length - stamp.length - 1)}${suffix}-${stamp}`;
 }
 
 export class Actions {

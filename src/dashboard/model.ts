@@ -209,6 +209,8 @@ export interface BackupView {
   message: string;
   size: number;
   created: string;
+  /** The latest restore of this backup, if any. */
+  restore?: { name: string; phase: string; message: string };
 }
 
 export interface RuntimesAnswer {

@@ -7,7 +7,7 @@ import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { Agent, fetch as undiciFetch } from "undici";
 import type { AccessGrant } from "../access/index.js";
-import type { RuntimeBackup } from "../backup/index.js";
+import type { RuntimeBackup, RuntimeRestore } from "../backup/index.js";
 import { type CloudInformers, projectNamespace } from "../clouds/index.js";
 import type { ClusterRegistry } from "../clusters/index.js";
 import { type Authenticator, kubernetesUserOf, LOGIN_PATH } from "../identity/index.js";
@@ -92,6 +92,7 @@ function pageQuery(query: unknown, defaultLimit = 50): PageQuery {
 
 const BY_TENANT = "tenant";
 const BY_RUNTIME = "runtime";
+const BY_BACKUP = "backup";
 
 interface Listener {
   session: Session;
@@ -117,7 +118,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
   });
   const dcm = new RestClient("the logical clouds API", options.logicalCloudsApi);
   const { multicluster } = options;
-  // The dashboard's own caches: tenants' pods (per-user usage), runtime backups, monitor rules.
+  // The dashboard's own caches: tenants' pods (per-user usage), runtime backups and restores, monitor rules.
   const pods = Informer.forResource<V1Pod>(options.client, {
     apiVersion: "v1",
     kind: "Pod",
@@ -129,11 +130,16 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     kind: "RuntimeBackup",
   });
   backups.addIndex(BY_RUNTIME, (b) => [`${b.metadata?.namespace}/${b.spec.runtime}`]);
+  const restores = Informer.forResource<RuntimeRestore>(options.client, {
+    apiVersion: TENANTS_API_VERSION,
+    kind: "RuntimeRestore",
+  });
+  restores.addIndex(BY_BACKUP, (r) => [`${r.metadata?.namespace}/${r.spec.backup}`]);
   const monitorRules = Informer.forResource<MonitorRule>(options.client, {
     apiVersion: TENANTS_API_VERSION,
     kind: "MonitorRule",
   });
-  const ownInformers = [pods, backups, monitorRules] as unknown as Informer<KubernetesObject>[];
+  const ownInformers = [pods, backups, restores, monitorRules] as unknown as Informer<KubernetesObject>[];
   await startInformers(ownInformers);
   const loginAgent = new Agent({ connect: { ca: options.access.caPem } });
   const listeners = new Set<Listener>();
@@ -253,6 +259,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
         [options.cloudInformers.clouds, "clouds"],
         [options.runtimesInformers.runtimes, "runtimes"],
         [backups, "runtimes"],
+        [restores, "runtimes"],
         [monitorRules, "alerts"],
       ] as unknown as [Informer<never>, string][]
     ).map(([informer, kind]) => informer.addHandler(notify(kind))),
@@ -561,7 +568,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
   const backupsOf = (r: { namespace: string; name: string }): BackupView[] =>
     backups
       .byIndex(BY_RUNTIME, `${r.namespace}/${r.name}`)
-      .map(backupView)
+      .map((b) => backupView(b, restores.byIndex(BY_BACKUP, `${r.namespace}/${b.metadata!.name}`)))
       .sort((a, b) => b.created.localeCompare(a.created) || b.name.localeCompare(a.name));
 
   app.get("/api/runtimes", async (request): Promise<RuntimesAnswer> => {

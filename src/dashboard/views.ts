@@ -4,7 +4,7 @@
  */
 import type { V1Namespace, V1Node, V1Pod } from "@kubernetes/client-node";
 import type { AccessGrant } from "../access/index.js";
-import type { RuntimeBackup } from "../backup/index.js";
+import type { RuntimeBackup, RuntimeRestore } from "../backup/index.js";
 import type { LogicalCloud } from "../clouds/index.js";
 import type { Cluster } from "../clusters/index.js";
 import { formatQuantity, parseQuantity } from "../common/index.js";
@@ -333,7 +333,15 @@ export function offloadingView(offloading: NamespaceOffloading, tenant: string):
   };
 }
 
-export function backupView(backup: RuntimeBackup): BackupView {
+export function backupView(backup: RuntimeBackup, restores: readonly RuntimeRestore[] = []): BackupView {
+  const latest = restores.reduce<RuntimeRestore | undefined>(
+    (newest, r) =>
+      !newest ||
+      String(r.metadata?.creationTimestamp ?? "") > String(newest.metadata?.creationTimestamp ?? "")
+        ? r
+        : newest,
+    undefined,
+  );
   return {
     name: backup.metadata!.name!,
     runtime: backup.spec.runtime,
@@ -342,6 +350,15 @@ export function backupView(backup: RuntimeBackup): BackupView {
     message: backup.status?.message ?? "",
     size: (backup.status?.volumes ?? []).reduce((n, v) => n + (v.size ?? 0), 0),
     created: String(backup.metadata?.creationTimestamp ?? ""),
+    ...(latest
+      ? {
+          restore: {
+            name: latest.metadata!.name!,
+            phase: latest.status?.phase ?? "Pending",
+            message: latest.status?.message ?? "",
+          },
+        }
+      : {}),
   };
 }
 

@@ -603,7 +603,7 @@ export function RuntimesPage(props: { me: Me }) {
                       b.phase === "Completed"
                         ? html`<button type="button" onClick=${() => act(r, "restore", { backup: b.name })} aria-label=${`Restore ${b.name}`}>Restore</button>`
                         : null
-                    }</td>
+                    }${b.restore ? html`<br /><span class="muted restore">last restore: ${b.restore.phase}${b.restore.message ? ` — ${b.restore.message}` : ""}</span>` : null}</td>
                   </tr>`,
                 ),
               )}
