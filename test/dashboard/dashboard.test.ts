@@ -111,7 +111,7 @@ describe("the web dashboard in Chromium", () => {
     await shot(operatorPage, "overview");
     for (const [label, heading, name] of [
       ["Clusters", "Clusters", "clusters"],
-      ["Offloading", "Offloading", "offloading"],
+      ["Offloading", "Offloading", "offloading-operator"],
       ["Runtimes", "Runtimes", "runtimes"],
       ["Nodes", "Worker nodes", "nodes"],
       ["Logical clouds", "Logical clouds", "clouds"],

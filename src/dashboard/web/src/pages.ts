@@ -532,6 +532,18 @@ export function CloudsPage() {
     }`;
 }
 
+/** A size in the largest binary unit that keeps it at least 1 (B, KiB, MiB, GiB). */
+function bytes(size: number): string {
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let value = size;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${unit === 0 ? value : value.toFixed(1)} ${units[unit]}`;
+}
+
 type RuntimeAction = "start" | "stop" | "delete" | "backup" | "restore";
 const ROW_ACTIONS = { start: "Start", stop: "Stop", delete: "Delete", backup: "Back up" } as const;
 
@@ -598,7 +610,7 @@ export function RuntimesPage(props: { me: Me }) {
                   (b) => html`<tr>
                     <td>${label(r)}</td><th scope="row">${b.name}</th><td>${b.trigger}</td>
                     <td>${b.phase}${b.message ? html`<br /><span class="muted">${b.message}</span>` : null}</td>
-                    <td>${(b.size / 1024 / 1024).toFixed(1)} MiB</td><td>${b.created}</td>
+                    <td>${bytes(b.size)}</td><td>${b.created}</td>
                     <td>${
                       b.phase === "Completed"
                         ? html`<button type="button" onClick=${() => act(r, "restore", { backup: b.name })} aria-label=${`Restore ${b.name}`}>Restore</button>`
