@@ -239,7 +239,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
         (() => {
           const changed = (obj: KubernetesObject) => {
             const tenant = obj.metadata?.labels?.[TENANT_LABEL] ?? tenantOfNamespace(obj.metadata?.namespace);
-            if (tenant) broadcast("tenants", tenant);
+            // Its own kind: the overview (listening for "tenants") need not follow every pod.
+            if (tenant) broadcast("tenant-details", tenant);
           };
           return {
             onAdd: changed,

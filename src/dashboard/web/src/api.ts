@@ -77,19 +77,24 @@ export async function download(path: string, filename: string): Promise<void> {
   setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
 }
 
-type ChangeListener = (kinds: Set<string>) => void;
+/** One change the server saw: its kind and, for a tenant's, the tenant's name. */
+export interface Change {
+  kind: string;
+  name?: string;
+}
+
+type ChangeListener = (changes: Change[]) => void;
 const listeners = new Set<ChangeListener>();
 let source: EventSource | undefined;
 
-/** Server-sent change events (from the server's informers): each listener hears the kinds that changed. */
+/** Server-sent change events (from the server's informers): each listener hears every batch. */
 export function onChange(listener: ChangeListener): () => void {
   listeners.add(listener);
   if (!source) {
     source = new EventSource("/api/events");
     source.addEventListener("change", (event) => {
-      const batch = JSON.parse((event as MessageEvent<string>).data) as { kind: string }[];
-      const kinds = new Set(batch.map((e) => e.kind));
-      for (const l of listeners) l(kinds);
+      const batch = JSON.parse((event as MessageEvent<string>).data) as Change[];
+      for (const l of listeners) l(batch);
     });
   }
   return () => {

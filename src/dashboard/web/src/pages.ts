@@ -225,7 +225,11 @@ export function OverviewPage(props: { me: Me }) {
 export function TenantPage(props: { name: string; me: Me }) {
   const path = `/tenants/${encodeURIComponent(props.name)}`;
   const paging = usePaging();
-  const { data, error, reload } = useLive<TenantDetail>(`${path}?${paging.query}`, ["tenants"]);
+  const { data, error, reload } = useLive<TenantDetail>(
+    `${path}?${paging.query}`,
+    ["tenants", "tenant-details"],
+    props.name,
+  );
   if (error && !data) return html`<h1>Tenant ${props.name}</h1><${Failed} error=${error} />`;
   if (!data) return html`<h1>Tenant ${props.name}</h1><p>Loading…</p>`;
   return html`<h1>Tenant ${data.name}</h1>
