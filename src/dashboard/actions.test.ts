@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import { ActionError, Actions, stamped } from "./actions.js";
+import { ActionError, Actions, RestClient, stamped } from "./actions.js";
 
 // Nothing listens here: input refused locally never reaches it.
 const actions = new Actions({ url: "https://127.0.0.1:9", caPem: "" });
@@ -57,4 +60,26 @@ test("backup and restore names fit a label value (the backup controller labels i
     assert.match(name, /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, name);
   }
   assert.match(stamped("echo-one", "-restore"), /^echo-one-restore-\d{8}-\d{6}$/);
+});
+
+test("a REST API that is not running or does not answer is named in the refusal", async () => {
+  const absent = await refusal(
+    new RestClient("the runtimes Admin API", () => undefined).call("t", "GET", "/x"),
+  );
+  assert.equal(absent.status, 503);
+  assert.match(absent.message, /the runtimes Admin API is not running/);
+  // A port that was just free, so nothing listens there.
+  const server = createServer().listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  const gone = await refusal(
+    new RestClient("the logical clouds API", () => ({ url: `http://127.0.0.1:${port}` })).call(
+      "t",
+      "GET",
+      "/x",
+    ),
+  );
+  assert.equal(gone.status, 502);
+  assert.match(gone.message, /the logical clouds API did not answer: .*ECONNREFUSED/);
 });

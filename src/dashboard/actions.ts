@@ -334,6 +334,7 @@ export class RestClient {
   ): Promise<unknown> {
     const base = this.endpoint()?.url;
     if (!base) throw new ActionError(503, `${this.what} is not running in this tenantry`);
+    // A service that does not answer is not the person's fault: a 502 naming it.
     const res = await undiciFetch(`${base}${path}`, {
       method,
       headers: {
@@ -343,6 +344,11 @@ export class RestClient {
       },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       ...(this.agent ? { dispatcher: this.agent } : {}),
+    }).catch((err: Error) => {
+      throw new ActionError(
+        502,
+        `${this.what} did not answer: ${(err.cause as Error | undefined)?.message ?? err.message}`,
+      );
     });
     const text = await res.text();
     const json = res.headers.get("content-type")?.includes("json");
