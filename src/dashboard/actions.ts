@@ -258,6 +258,21 @@ export class Actions {
     return { namespace, name };
   }
 
+  /** Deletes an AccessGrant as the person (`kubectl delete accessgrant`): the access ends with it. */
+  async revokeGrant(token: string, namespace: string, name: string): Promise<void> {
+    await this.custom(token)
+      .deleteNamespacedCustomObject({
+        group: TENANTRY_GROUP,
+        version: TENANTS_VERSION,
+        namespace,
+        plural: "accessgrants",
+        name,
+      })
+      .catch((err) => {
+        throw actionErrorOf(err);
+      });
+  }
+
   /** `tenantry runtime backup`: a RuntimeBackup of the runtime, created as the person. */
   async backUp(token: string, runtime: { namespace: string; name: string }): Promise<{ name: string }> {
     const backup = {

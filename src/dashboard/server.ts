@@ -443,6 +443,14 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     return reply.code(201).send(await actions.grantAccess(session(request).token, body));
   });
 
+  app.delete("/api/tenants/:name/grants/:namespace/:grant", async (request, reply) => {
+    const { name, namespace, grant } = request.params as { name: string; namespace: string; grant: string };
+    if (!(await seesTenant(session(request), name)) || tenantOfNamespace(namespace) !== name)
+      return fail(reply, 404, `no AccessGrant "${grant}" in a namespace of tenant "${name}"`);
+    await actions.revokeGrant(session(request).token, namespace, grant);
+    return { ok: true };
+  });
+
   app.get("/api/clusters", async (request, reply): Promise<ClustersAnswer> => {
     const s = session(request);
     const [seesRegistry, seesPeerings] = await Promise.all(

@@ -161,7 +161,7 @@ describe("daily work in the web dashboard", () => {
     await ownerPage.context().close();
   });
 
-  it("shows the owner each user's usage and lets them grant access, refusals next to the field", async () => {
+  it("shows the owner each user's usage and lets them grant and revoke access, refusals next to the field", async () => {
     await (await asOwner()).createNamespacedPod({
       namespace: dev,
       body: {
@@ -227,6 +227,19 @@ describe("daily work in the web dashboard", () => {
     await row.waitFor();
     assert.match(await row.innerText(), new RegExp(`User ${prefix}-friend[\\s\\S]*get,list configmaps`));
     await shot(page, "tenant-access");
+
+    // Revoked from its row: the grant is deleted as the owner, and the row goes.
+    await page.getByRole("button", { name: `Revoke read-config in ${dev}` }).click();
+    await eventually(async () => assert.equal(await row.count(), 0));
+    await assert.rejects(
+      custom.getNamespacedCustomObject({
+        group,
+        version,
+        namespace: dev,
+        plural: "accessgrants",
+        name: "read-config",
+      }),
+    );
     await page.context().close();
   });
 

@@ -1,6 +1,7 @@
 import { html } from "htm/preact";
 import { useState } from "preact/hooks";
 import {
+  type AccessGrantView,
   ApiError,
   api,
   type ClustersAnswer,
@@ -222,6 +223,38 @@ export function OverviewPage(props: { me: Me }) {
     }`;
 }
 
+function GrantTable(props: { tenant: string; grants: AccessGrantView[]; onDone(): void }) {
+  // A refused revocation is shown on its grant's row, as the API stated it.
+  const [refusals, setRefusals] = useState<Record<string, string>>({});
+  const revoke = async (g: AccessGrantView) => {
+    const key = `${g.namespace}/${g.name}`;
+    setRefusals(({ [key]: _, ...rest }) => rest);
+    try {
+      await api(
+        "DELETE",
+        `/tenants/${encodeURIComponent(props.tenant)}/grants/${encodeURIComponent(g.namespace)}/${encodeURIComponent(g.name)}`,
+      );
+      props.onDone();
+    } catch (err) {
+      setRefusals((all) => ({ ...all, [key]: err instanceof ApiError ? err.message : String(err) }));
+    }
+  };
+  return html`<div class="scroll"><table class="grants">
+    <caption class="sr-only">AccessGrants in the namespaces of ${props.tenant}</caption>
+    <thead><tr><th scope="col">Grant</th><th scope="col">Namespace</th><th scope="col">To</th><th scope="col">May</th><th scope="col">Expires</th><th scope="col">Revoke</th></tr></thead>
+    <tbody>${props.grants.map((g) => {
+      const refusal = refusals[`${g.namespace}/${g.name}`];
+      return html`<tr>
+        <th scope="row">${g.name}</th><td>${g.namespace}</td><td>${g.grantees.join(", ")}</td><td>${g.rules.join("; ")}</td><td>${g.expiresAt ?? "never"}</td>
+        <td>
+          <button type="button" onClick=${() => revoke(g)} aria-label=${`Revoke ${g.name} in ${g.namespace}`}>Revoke</button>
+          ${refusal ? html`<p class="error" role="alert">${refusal}</p>` : null}
+        </td>
+      </tr>`;
+    })}</tbody>
+  </table></div>`;
+}
+
 export function TenantPage(props: { name: string; me: Me }) {
   const path = `/tenants/${encodeURIComponent(props.name)}`;
   const paging = usePaging();
@@ -303,14 +336,7 @@ export function TenantPage(props: { name: string; me: Me }) {
       ${
         data.grants.length === 0
           ? html`<p>No access granted to others.</p>`
-          : html`<div class="scroll"><table class="grants">
-            <caption class="sr-only">AccessGrants in the namespaces of ${data.name}</caption>
-            <thead><tr><th scope="col">Grant</th><th scope="col">Namespace</th><th scope="col">To</th><th scope="col">May</th><th scope="col">Expires</th></tr></thead>
-            <tbody>${data.grants.map(
-              (g) =>
-                html`<tr><th scope="row">${g.name}</th><td>${g.namespace}</td><td>${g.grantees.join(", ")}</td><td>${g.rules.join("; ")}</td><td>${g.expiresAt ?? "never"}</td></tr>`,
-            )}</tbody>
-          </table></div>`
+          : html`<${GrantTable} tenant=${data.name} grants=${data.grants} onDone=${reload} />`
       }
       <${ActionForm}
         id="grant-access"
