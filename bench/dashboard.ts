@@ -8,7 +8,10 @@
  *   2. the JavaScript and CSS shipped, gzip-compressed as a server or proxy would send them;
  *   3. update latency: a tenant's spec.namespaceQuota changed through the API server until its page,
  *      open in the browser, shows the new value (informer event → server-sent event → fetch →
- *      render), --runs times.
+ *      render), --runs times;
+ *   4. with --namespaces n, one more tenant holding n namespaces: its page's first load until the
+ *      first namespace row is shown, and the JSON API's answer for a page of its namespaces (at a
+ *      random offset) and for a filtered page, --runs times each (the server pages and filters).
  * Percentiles are nearest-rank over the runs. Goals (issue 18): first load under 1 s, under 200 kB
  * of JavaScript compressed, updates under 1 s. The issue names no peer to run beside it.
  */
@@ -27,14 +30,17 @@ import { startEmbeddedTenantry } from "../src/app/embedded.js";
 import { DASHBOARD_ASSETS_DIR, ensureDashboardAssets } from "../src/dashboard/index.js";
 import { applyObject } from "../src/kube/index.js";
 import { ClusterHarness } from "../src/localcluster/index.js";
-import { TENANTS_API_VERSION } from "../src/tenants/index.js";
+import { TENANT_LABEL, TENANTS_API_VERSION } from "../src/tenants/index.js";
 import { ms, percentile, printTable } from "./support/report.js";
 
 const flags = new Command()
   .option("--tenants <n>", "tenants in the cluster", "1000")
   .option("--runs <n>", "runs of each measurement", "10")
+  .option("--namespaces <n>", "namespaces of one more tenant (0: none)", "10000")
   .parse()
-  .opts<{ tenants: string; runs: string }>();
+  .opts<{ tenants: string; runs: string; namespaces: string }>();
+const namespaceCount = Number(flags.namespaces);
+const big = "bench-big";
 const tenantCount = Number(flags.tenants);
 const runs = Number(flags.runs);
 const tenants = { group: "tenantry.dev", version: "v1alpha1", plural: "tenants" };
@@ -83,12 +89,39 @@ async function main(): Promise<void> {
         }
       }),
     );
+    if (namespaceCount > 0) {
+      process.stderr.write(`creating tenant ${big} with ${namespaceCount} namespaces …\n`);
+      await custom.createClusterCustomObject({
+        ...tenants,
+        body: {
+          apiVersion: TENANTS_API_VERSION,
+          kind: "Tenant",
+          metadata: { name: big },
+          spec: { owners: [{ kind: "User", name: "owner-big" }], quota: { hard: { pods: "10" } } },
+        },
+      });
+      let nextNamespace = 0;
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          for (let i = nextNamespace++; i < namespaceCount; i = nextNamespace++) {
+            await tenantry.client.core.createNamespace({
+              body: {
+                metadata: { name: `${big}-${String(i).padStart(5, "0")}`, labels: { [TENANT_LABEL]: big } },
+              },
+            });
+          }
+        }),
+      );
+      while (tenantry.informers.namespacesOf(big).length < namespaceCount)
+        await new Promise((r) => setTimeout(r, 500));
+    }
     // Measured once the tenant controller is done with them: the dashboard, not a reconcile storm.
     const settled = () =>
       tenantry.informers.tenants
         .list()
         .filter((t) => t.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")).length;
-    while (settled() < tenantCount) await new Promise((r) => setTimeout(r, 500));
+    while (settled() < tenantCount + (namespaceCount > 0 ? 1 : 0))
+      await new Promise((r) => setTimeout(r, 500));
 
     const browser = await chromium.launch({ executablePath: await ensureChromium(), args: ["--no-sandbox"] });
     try {
@@ -115,6 +148,26 @@ async function main(): Promise<void> {
       process.stderr.write("first loads …\n");
       const overview = await loads("/", "table.tenants tbody tr");
       const tenantPage = await loads(`/tenants/${nameOf(0)}`, ".quotas .quota");
+
+      const bigPage =
+        namespaceCount > 0 ? await loads(`/tenants/${big}`, "table.namespaces tbody tr") : undefined;
+      const apiTimes = async (query: () => string) => {
+        const samples: number[] = [];
+        for (let r = 0; r < runs; r++) {
+          const started = performance.now();
+          const res = await context.request.get(`${dashboard}/api/tenants/${big}?${query()}`);
+          if (!res.ok()) throw new Error(`tenant page: ${await res.text()}`);
+          samples.push(performance.now() - started);
+        }
+        return samples;
+      };
+      const randomPage =
+        namespaceCount > 0
+          ? await apiTimes(
+              () => `offset=${Math.floor(Math.random() * Math.max(1, namespaceCount - 50))}&limit=50`,
+            )
+          : undefined;
+      const filtered = namespaceCount > 0 ? await apiTimes(() => "filter=-0012&limit=50") : undefined;
 
       process.stderr.write("updates …\n");
       const updates: number[] = [];
@@ -165,6 +218,13 @@ async function main(): Promise<void> {
           row("tenant page: load event", tenantPage.load, ""),
           row("tenant page: quota shown", tenantPage.interactive, "< 1000"),
           row("quota change → shown on the open page", updates, "< 1000"),
+          ...(bigPage && randomPage && filtered
+            ? [
+                row(`tenant of ${namespaceCount} namespaces: first row shown`, bigPage.interactive, "< 1000"),
+                row(`  JSON of a page of 50 at a random offset`, randomPage, ""),
+                row(`  JSON of a filtered page`, filtered, ""),
+              ]
+            : []),
         ],
         [
           "Times from navigation start (or from sending the change) measured in this process, which drives Chromium",

@@ -484,6 +484,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           clusterRegistry,
           cloudInformers,
           runtimesInformers,
+          multicluster: offloading,
+          grants: authorizer.grants,
           nodes,
           authenticator,
           access: { url: accessUrl, caPem: options.access?.caPem ?? tls.caPem },
@@ -492,6 +494,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
             ? { url: gateway.url, caPem: gateway.caPem }
             : { url: client.server, caPem: apiServerCa ? Buffer.from(apiServerCa, "base64").toString() : "" },
           runtimesAdminUrl: () => runtimesAdmin?.url,
+          logicalCloudsApi: () =>
+            logicalCloudsApi ? { url: logicalCloudsApi.url, caPem: tls.caPem } : undefined,
           assetsDir: options.dashboard?.assetsDir ?? DASHBOARD_ASSETS_DIR,
           host: options.dashboard?.host ?? "127.0.0.1",
           port: options.dashboard?.port ?? 0,

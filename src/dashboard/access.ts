@@ -1,5 +1,6 @@
 import { AuthorizationV1Api, type V1ResourceAttributes } from "@kubernetes/client-node";
 import { LRUCache } from "lru-cache";
+import { callerTenants } from "../gateway/index.js";
 import type { KubernetesUser } from "../identity/index.js";
 import type { ClusterClient } from "../kube/index.js";
 import type { Tenant, TenantInformers } from "../tenants/index.js";
@@ -55,20 +56,11 @@ export class AccessReviewer {
   }
 }
 
-/**
- * The tenants a person sees besides an operator's all: the ones they belong to (owner or listed
- * user, directly or through a group) and the one their identity provider vouches for — the tenant
- * gateway's own rule, from the same cache index.
- */
+/** The tenants a person sees besides an operator's all: the tenant gateway's own rule. */
 export function memberTenants(informers: TenantInformers, user: KubernetesUser, vouched?: string): Tenant[] {
-  const found = new Map(
-    informers
-      .membershipsOf({ username: user.username, groups: user.groups })
-      .map((m) => [m.tenant.metadata!.name!, m.tenant]),
-  );
-  if (vouched && !found.has(vouched)) {
-    const tenant = informers.tenants.get(undefined, vouched);
-    if (tenant) found.set(vouched, tenant);
-  }
-  return [...found.values()];
+  return callerTenants(informers, {
+    username: user.username,
+    groups: user.groups,
+    ...(vouched ? { tenant: vouched } : {}),
+  });
 }

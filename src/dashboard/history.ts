@@ -1,10 +1,4 @@
-/** One observation of a quota: what was used against what was allowed, at a time. */
-export interface UsagePoint {
-  /** Seconds since the epoch. */
-  t: number;
-  used: number;
-  hard: number;
-}
+import type { UsagePoint } from "./model.js";
 
 /**
  * Quota usage over time per tenant and resource, recorded from the tenant informer's events while

@@ -2,30 +2,42 @@ import { existsSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import cookie from "@fastify/cookie";
 import fastifyStatic from "@fastify/static";
-import type { V1Namespace } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Namespace, V1Pod } from "@kubernetes/client-node";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { Agent, fetch as undiciFetch } from "undici";
-import type { CloudInformers } from "../clouds/index.js";
+import type { AccessGrant } from "../access/index.js";
+import type { RuntimeBackup, RuntimeRestore } from "../backup/index.js";
+import { type CloudInformers, projectNamespace } from "../clouds/index.js";
 import type { ClusterRegistry } from "../clusters/index.js";
 import { type Authenticator, kubernetesUserOf, LOGIN_PATH } from "../identity/index.js";
-import type { ClusterClient, Informer } from "../kube/index.js";
+import { type ClusterClient, Informer, startInformers, stopInformers } from "../kube/index.js";
+import type { MonitorRule } from "../monitor/index.js";
+import type { MulticlusterInformers } from "../multicluster/index.js";
 import type { Nodes } from "../nodes/index.js";
-import type { RuntimesInformers } from "../runtimes/index.js";
-import type { Tenant, TenantInformers } from "../tenants/index.js";
-import { TENANT_LABEL } from "../tenants/index.js";
+import { ON_BEHALF_OF_HEADER, type RuntimesInformers } from "../runtimes/index.js";
+import { TENANT_LABEL, TENANTS_API_VERSION, type Tenant, type TenantInformers } from "../tenants/index.js";
 import { AccessReviewer, memberTenants } from "./access.js";
-import { ActionError, Actions, type ApiDoor, actionErrorOf, RuntimesClient } from "./actions.js";
+import { ActionError, Actions, type ApiDoor, actionErrorOf, RestClient } from "./actions.js";
 import { UsageHistory } from "./history.js";
+import type { BackupView, ClustersAnswer, RuntimesAnswer, RuntimeView } from "./model.js";
 import { CSRF_HEADER, csrfMatches, SESSION_COOKIE, type Session, SessionStore } from "./sessions.js";
 import {
+  accessGrantView,
   alertsOf,
+  backupView,
   clusterView,
   logicalCloudView,
+  monitorAlerts,
+  offloadingView,
   ownerCreatedNamespaces,
+  type PageQuery,
+  pageOf,
+  peeringView,
   quotaRows,
   tenantDetail,
   tenantPage,
+  userUsage,
   workerNodeView,
 } from "./views.js";
 
@@ -35,6 +47,10 @@ export interface DashboardOptions {
   clusterRegistry: ClusterRegistry;
   cloudInformers: CloudInformers;
   runtimesInformers: RuntimesInformers;
+  /** Peerings, virtual nodes and NamespaceOffloadings. */
+  multicluster: MulticlusterInformers;
+  /** The authorization webhook's AccessGrants. */
+  grants: Informer<AccessGrant>;
   nodes: Nodes;
   authenticator: Authenticator;
   /** tenantry's identity REST API (password login) and the CA of its certificate. */
@@ -43,6 +59,8 @@ export interface DashboardOptions {
   door: ApiDoor;
   /** The runtimes Admin API, when running. */
   runtimesAdminUrl: () => string | undefined;
+  /** The logical clouds' DCM API and the CA of its certificate, when running. */
+  logicalCloudsApi: () => { url: string; caPem: string } | undefined;
   /** The built client (index.html and its assets). */
   assetsDir: string;
   host?: string;
@@ -58,6 +76,23 @@ export interface RunningDashboard {
 }
 
 const MAX_PAGE = 200;
+
+/** offset, limit and filter of a paged list's query string, bounded. */
+function pageQuery(query: unknown, defaultLimit = 50): PageQuery {
+  const q = (query ?? {}) as { offset?: string; limit?: string; filter?: string };
+  return {
+    offset: Math.max(0, Number.parseInt(q.offset ?? "0", 10) || 0),
+    limit: Math.min(
+      MAX_PAGE,
+      Math.max(1, Number.parseInt(q.limit ?? String(defaultLimit), 10) || defaultLimit),
+    ),
+    ...(q.filter ? { filter: q.filter } : {}),
+  };
+}
+
+const BY_TENANT = "tenant";
+const BY_RUNTIME = "runtime";
+const BY_BACKUP = "backup";
 
 interface Listener {
   session: Session;
@@ -77,7 +112,35 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
   const reviewer = new AccessReviewer(options.client);
   const history = new UsageHistory();
   const actions = new Actions(options.door);
-  const runtimes = new RuntimesClient(options.runtimesAdminUrl);
+  const runtimes = new RestClient("the runtimes Admin API", () => {
+    const url = options.runtimesAdminUrl();
+    return url ? { url } : undefined;
+  });
+  const dcm = new RestClient("the logical clouds API", options.logicalCloudsApi);
+  const { multicluster } = options;
+  // The dashboard's own caches: tenants' pods (per-user usage), runtime backups and restores, monitor rules.
+  const pods = Informer.forResource<V1Pod>(options.client, {
+    apiVersion: "v1",
+    kind: "Pod",
+    labelSelector: TENANT_LABEL,
+  });
+  pods.addIndex(BY_TENANT, (pod) => [pod.metadata?.labels?.[TENANT_LABEL] ?? ""]);
+  const backups = Informer.forResource<RuntimeBackup>(options.client, {
+    apiVersion: TENANTS_API_VERSION,
+    kind: "RuntimeBackup",
+  });
+  backups.addIndex(BY_RUNTIME, (b) => [`${b.metadata?.namespace}/${b.spec.runtime}`]);
+  const restores = Informer.forResource<RuntimeRestore>(options.client, {
+    apiVersion: TENANTS_API_VERSION,
+    kind: "RuntimeRestore",
+  });
+  restores.addIndex(BY_BACKUP, (r) => [`${r.metadata?.namespace}/${r.spec.backup}`]);
+  const monitorRules = Informer.forResource<MonitorRule>(options.client, {
+    apiVersion: TENANTS_API_VERSION,
+    kind: "MonitorRule",
+  });
+  const ownInformers = [pods, backups, restores, monitorRules] as unknown as Informer<KubernetesObject>[];
+  await startInformers(ownInformers);
   const loginAgent = new Agent({ connect: { ca: options.access.caPem } });
   const listeners = new Set<Listener>();
   const secure = false;
@@ -108,6 +171,17 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
       (t) => t.metadata!.name === name,
     );
   };
+
+  /** The tenant a namespace belongs to, from its label (the namespace cache). */
+  const tenantOfNamespace = (namespace: string | undefined) =>
+    namespace
+      ? informers.tenantNamespaces.get(undefined, namespace)?.metadata?.labels?.[TENANT_LABEL]
+      : undefined;
+  /** Whether the person sees every tenant, else the names of those they see. */
+  const tenantScope = async (s: Session): Promise<{ all: boolean; names: Set<string> }> =>
+    (await reviewer.seesAllTenants(s.user))
+      ? { all: true, names: new Set() }
+      : { all: false, names: new Set((await visibleTenants(s)).map((t) => t.metadata!.name!)) };
 
   // Live updates: an informer event becomes a "change" event for every open page that may see it.
   const notify = (kind: string) => ({
@@ -159,12 +233,35 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
         };
       })(),
     ),
+    // A tenant's pods move its users' usage, its namespaces' AccessGrants its grants.
+    ...([pods, options.grants] as unknown as Informer<KubernetesObject>[]).map((informer) =>
+      informer.addHandler(
+        (() => {
+          const changed = (obj: KubernetesObject) => {
+            const tenant = obj.metadata?.labels?.[TENANT_LABEL] ?? tenantOfNamespace(obj.metadata?.namespace);
+            // Its own kind: the overview (listening for "tenants") need not follow every pod.
+            if (tenant) broadcast("tenant-details", tenant);
+          };
+          return {
+            onAdd: changed,
+            onUpdate: (_old: KubernetesObject, obj: KubernetesObject) => changed(obj),
+            onDelete: changed,
+          };
+        })(),
+      ),
+    ),
     ...(
       [
         [options.clusterRegistry.clusters, "clusters"],
+        [multicluster.peerings, "clusters"],
+        [multicluster.virtualNodes, "clusters"],
+        [multicluster.offloadings, "offloading"],
         [options.nodes.informers.workerNodes, "nodes"],
         [options.cloudInformers.clouds, "clouds"],
         [options.runtimesInformers.runtimes, "runtimes"],
+        [backups, "runtimes"],
+        [restores, "runtimes"],
+        [monitorRules, "alerts"],
       ] as unknown as [Informer<never>, string][]
     ).map(([informer, kind]) => informer.addHandler(notify(kind))),
   ];
@@ -273,10 +370,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
 
   app.get("/api/overview", async (request) => {
     const s = session(request);
-    const query = request.query as { offset?: string; limit?: string; filter?: string };
-    const offset = Math.max(0, Number.parseInt(query.offset ?? "0", 10) || 0);
-    const limit = Math.min(MAX_PAGE, Math.max(1, Number.parseInt(query.limit ?? "50", 10) || 50));
     const tenants = await visibleTenants(s);
+    const seesAll = await reviewer.seesAllTenants(s.user);
     const seesClusters = await reviewer.allowed(s.user, {
       verb: "list",
       group: "tenantry.dev",
@@ -284,23 +379,40 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     });
     const clusters = seesClusters ? options.clusterRegistry.list() : [];
     const nodes = await visibleNodes(s, tenants);
+    const names = new Set(tenants.map((t) => t.metadata!.name!));
     return {
-      tenants: tenantPage(
-        tenants,
-        { ...(query.filter ? { filter: query.filter } : {}), offset, limit },
-        ownerNamespacesOf,
-      ),
+      tenants: tenantPage(tenants, pageQuery(request.query), ownerNamespacesOf),
       clusters: seesClusters ? clusters.map(clusterView) : null,
-      alerts: alertsOf({ tenants, clusters, nodes }),
+      alerts: [
+        ...alertsOf({ tenants, clusters, nodes }),
+        ...monitorAlerts(monitorRules.list(), seesAll, (tenant) => names.has(tenant)),
+      ],
     };
   });
+
+  app.post("/api/tenants", async (request, reply) =>
+    reply.code(201).send(await actions.createTenant(session(request).token, (request.body ?? {}) as object)),
+  );
 
   app.get("/api/tenants/:name", async (request, reply) => {
     const s = session(request);
     const { name } = request.params as { name: string };
     const tenant = await seesTenant(s, name);
     if (!tenant) return fail(reply, 404, `tenant "${name}" not found`);
-    return tenantDetail(tenant, informers.namespacesOf(name), history.of(name));
+    const namespaces = informers.namespacesOf(name);
+    const inTenant = new Set(namespaces.map((n) => n.metadata!.name!));
+    return tenantDetail({
+      tenant,
+      namespaces,
+      query: pageQuery(request.query),
+      history: history.of(name),
+      usage: userUsage(pods.byIndex(BY_TENANT, name)),
+      grants: options.grants
+        .list()
+        .filter((g) => inTenant.has(g.metadata!.namespace!))
+        .map(accessGrantView)
+        .sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`)),
+    });
   });
 
   app.post("/api/tenants/:name/namespaces", async (request, reply) => {
@@ -318,11 +430,70 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     return { ok: true };
   });
 
-  app.get("/api/clusters", async (request, reply) => {
+  app.post("/api/tenants/:name/grants", async (request, reply) => {
+    const { name } = request.params as { name: string };
+    if (!(await seesTenant(session(request), name))) return fail(reply, 404, `tenant "${name}" not found`);
+    const body = (request.body ?? {}) as { namespace?: unknown };
+    if (typeof body.namespace === "string" && body.namespace && tenantOfNamespace(body.namespace) !== name)
+      throw new ActionError(
+        400,
+        `metadata.namespace: "${body.namespace}" is not a namespace of tenant "${name}"`,
+        "metadata.namespace",
+      );
+    return reply.code(201).send(await actions.grantAccess(session(request).token, body));
+  });
+
+  app.delete("/api/tenants/:name/grants/:namespace/:grant", async (request, reply) => {
+    const { name, namespace, grant } = request.params as { name: string; namespace: string; grant: string };
+    if (!(await seesTenant(session(request), name)) || tenantOfNamespace(namespace) !== name)
+      return fail(reply, 404, `no AccessGrant "${grant}" in a namespace of tenant "${name}"`);
+    await actions.revokeGrant(session(request).token, namespace, grant);
+    return { ok: true };
+  });
+
+  app.get("/api/clusters", async (request, reply): Promise<ClustersAnswer> => {
     const s = session(request);
-    if (!(await reviewer.allowed(s.user, { verb: "list", group: "tenantry.dev", resource: "clusters" })))
-      return fail(reply, 403, "you may not list the cluster registry (clusters.tenantry.dev)");
-    return { items: options.clusterRegistry.list().map(clusterView) };
+    const [seesRegistry, seesPeerings] = await Promise.all(
+      ["clusters", "peerings"].map((resource) =>
+        reviewer.allowed(s.user, { verb: "list", group: "tenantry.dev", resource }),
+      ),
+    );
+    if (!seesRegistry && !seesPeerings)
+      return fail(
+        reply,
+        403,
+        "you may list neither the cluster registry (clusters.tenantry.dev) nor peerings",
+      );
+    return {
+      items: seesRegistry ? options.clusterRegistry.list().map(clusterView) : null,
+      peerings: seesPeerings
+        ? multicluster.peerings
+            .list()
+            .map((p) =>
+              peeringView(
+                p,
+                p.status?.virtualNode
+                  ? multicluster.virtualNodes.get(undefined, p.status.virtualNode)
+                  : undefined,
+              ),
+            )
+            .sort((a, b) => a.name.localeCompare(b.name))
+        : null,
+    };
+  });
+
+  app.get("/api/offloading", async (request) => {
+    const scope = await tenantScope(session(request));
+    const visible = multicluster.offloadings.list().flatMap((o) => {
+      const tenant = tenantOfNamespace(o.metadata!.namespace!) ?? "";
+      return scope.all || scope.names.has(tenant) ? [{ offloading: o, tenant }] : [];
+    });
+    return pageOf(
+      visible,
+      (v) => v.offloading.metadata!.namespace!,
+      pageQuery(request.query),
+      (v) => offloadingView(v.offloading, v.tenant),
+    );
   });
 
   const visibleNodes = async (s: Session, tenants?: Tenant[]) => {
@@ -351,6 +522,11 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     reply.code(201).send(await actions.requestNode(session(request).token, (request.body ?? {}) as object)),
   );
 
+  /** The project whose namespace holds a logical cloud (the DCM API names clouds by project). */
+  const projectOf = (namespace: string) =>
+    options.cloudInformers.projects.list().find((p) => projectNamespace(p.metadata!.name!) === namespace)
+      ?.metadata?.name ?? "";
+
   app.get("/api/clouds", async (request) => {
     const s = session(request);
     const clouds = options.cloudInformers.clouds.list();
@@ -370,20 +546,45 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     return {
       items: clouds
         .filter((c) => allowed.has(c.metadata!.namespace!))
-        .map(logicalCloudView)
+        .map((c) => logicalCloudView(c, projectOf(c.metadata!.namespace!)))
         .sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`)),
     };
   });
 
-  app.get("/api/runtimes", async (request) => {
-    const s = session(request);
-    const list = (await runtimes.call(
-      s.token,
+  // `tenantry cloud kubeconfig`: the DCM API's own download, asked with the person's token.
+  app.get("/api/clouds/:project/:name/kubeconfig", async (request, reply) => {
+    const { project, name } = request.params as { project: string; name: string };
+    const { user } = request.query as { user?: string };
+    const text = await dcm.call(
+      session(request).token,
       "GET",
-      `/services/${encodeURIComponent(s.user.username)}?limit=500`,
-    )) as object;
+      `/v2/projects/${encodeURIComponent(project)}/logical-clouds/${encodeURIComponent(name)}/kubeconfig${user ? `?user=${encodeURIComponent(user)}` : ""}`,
+    );
+    return reply
+      .type("application/yaml")
+      .header("content-disposition", `attachment; filename="${project}-${name}.kubeconfig"`)
+      .header("cache-control", "no-store")
+      .send(String(text));
+  });
+
+  /** The runtimes the person sees through the Admin API: an operator's every user's, else their own. */
+  const runtimesOf = async (s: Session): Promise<RuntimeView[]> => {
+    const path = (await reviewer.seesAllTenants(s.user))
+      ? "/services?limit=500"
+      : `/services/${encodeURIComponent(s.user.username)}?limit=500`;
+    return ((await runtimes.call(s.token, "GET", path)) as { items: RuntimeView[] }).items;
+  };
+  const backupsOf = (r: { namespace: string; name: string }): BackupView[] =>
+    backups
+      .byIndex(BY_RUNTIME, `${r.namespace}/${r.name}`)
+      .map((b) => backupView(b, restores.byIndex(BY_BACKUP, `${r.namespace}/${b.metadata!.name}`)))
+      .sort((a, b) => b.created.localeCompare(a.created) || b.name.localeCompare(a.name));
+
+  app.get("/api/runtimes", async (request): Promise<RuntimesAnswer> => {
+    const items = await runtimesOf(session(request));
     return {
-      ...list,
+      items,
+      backups: Object.fromEntries(items.map((r) => [`${r.namespace}/${r.name}`, backupsOf(r)])),
       services: options.runtimesInformers.services
         .list()
         .map((r) => r.metadata!.name!)
@@ -406,17 +607,33 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     );
   });
 
-  app.post("/api/runtimes/:service/:instance/:action", async (request, reply) => {
+  app.post("/api/runtimes/:user/:service/:instance/:action", async (request, reply) => {
     const s = session(request);
-    const { service, instance, action } = request.params as {
+    const { user, service, instance, action } = request.params as {
+      user: string;
       service: string;
       instance: string;
       action: string;
     };
-    const path = `/services/${encodeURIComponent(s.user.username)}/${encodeURIComponent(service)}/${encodeURIComponent(instance)}`;
-    if (action === "start") return runtimes.call(s.token, "POST", path, request.body ?? {});
-    if (action === "stop") return runtimes.call(s.token, "DELETE", `${path}/stop`);
-    return fail(reply, 404, `no action "${action}": start or stop`);
+    const path = `/services/${encodeURIComponent(user)}/${encodeURIComponent(service)}/${encodeURIComponent(instance)}`;
+    // Another user's runtime (an operator's page): the Admin API's delegation, which it checks.
+    const onBehalf: Record<string, string> = user === s.user.username ? {} : { [ON_BEHALF_OF_HEADER]: user };
+    if (action === "start") return runtimes.call(s.token, "POST", path, {}, onBehalf);
+    if (action === "stop") return runtimes.call(s.token, "DELETE", `${path}/stop`, undefined, onBehalf);
+    if (action === "delete") return runtimes.call(s.token, "DELETE", path, undefined, onBehalf);
+    if (action !== "backup" && action !== "restore")
+      return fail(reply, 404, `no action "${action}": start, stop, delete, backup or restore`);
+    // Backups are Kubernetes objects beside the Runtime, made as the person (as `tenantry runtime
+    // backup` does with the person's kubeconfig): only of a runtime the Admin API shows them.
+    const runtime = (await runtimesOf(s)).find(
+      (r) => r.user === user && r.service === service && r.instance === instance,
+    );
+    if (!runtime) return fail(reply, 404, `runtime ${service}/${instance} of ${user} not found`);
+    if (action === "backup") return reply.code(201).send(await actions.backUp(s.token, runtime));
+    const body = (request.body ?? {}) as { backup?: unknown };
+    if (typeof body.backup !== "string" || !backupsOf(runtime).some((b) => b.name === body.backup))
+      throw new ActionError(400, `backup: not a backup of ${service}/${instance}`, "backup");
+    return reply.code(201).send(await actions.restore(s.token, runtime.namespace, body.backup));
   });
 
   app.get("/api/events", async (request, reply) => {
@@ -488,7 +705,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
       for (const listener of listeners) listener.end();
       listeners.clear();
       await app.close();
-      await loginAgent.close();
+      await Promise.all([loginAgent.close(), runtimes.close(), dcm.close(), stopInformers(ownInformers)]);
     },
   };
 }

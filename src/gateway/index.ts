@@ -8,5 +8,5 @@ export {
 } from "./authentication.js";
 export type { RateLimit } from "./rate-limit.js";
 export { GATEWAY_CLUSTER_ROLE, gatewayClusterRole } from "./rbac.js";
-export type { Caller } from "./scope.js";
+export { type Caller, callerTenants } from "./scope.js";
 export { GATEWAY_TLS_SECRET, type GatewayOptions, type RunningGateway, startGateway } from "./server.js";

@@ -27,9 +27,13 @@ export function callerIsClusterAdmin(caller: Caller): boolean {
 
 /**
  * The tenants a caller belongs to: as an owner or listed user of the Tenant, or because their
- * identity provider put them in it (Keystone project, OIDC claim, built-in user's tenant).
+ * identity provider put them in it (Keystone project, OIDC claim, built-in user's tenant). What the
+ * gateway shows a tenant's users; the dashboard shows the same.
  */
-function findCallerTenants(informers: TenantInformers, caller: Caller): Tenant[] {
+export function callerTenants(
+  informers: TenantInformers,
+  caller: Pick<Caller, "username" | "groups" | "tenant">,
+): Tenant[] {
   const found = informers
     .membershipsOf({ username: caller.username, groups: caller.groups })
     .map((t) => t.tenant);
@@ -43,7 +47,7 @@ function findCallerTenants(informers: TenantInformers, caller: Caller): Tenant[]
 const MEMBERSHIP_CACHE_SIZE = 10_000;
 
 /**
- * {@link findCallerTenants} for every request would scan every Tenant each time; the answer only
+ * {@link callerTenants} for every request would scan every Tenant each time; the answer only
  * changes when a Tenant does, so it is kept per identity until then.
  */
 export class Memberships {
@@ -59,7 +63,7 @@ export class Memberships {
     const key = [caller.username, caller.tenant ?? "", ...caller.groups].join("\u0000");
     let tenants = this.cache.get(key);
     if (!tenants) {
-      tenants = findCallerTenants(this.informers, caller);
+      tenants = callerTenants(this.informers, caller);
       if (this.cache.size >= MEMBERSHIP_CACHE_SIZE) this.cache.clear();
       this.cache.set(key, tenants);
     }

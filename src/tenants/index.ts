@@ -29,3 +29,4 @@ export { TenantInformers } from "./informers.js";
 export { QuotaAdmission, type QuotaAdmissionOptions } from "./quota/admission.js";
 export { QuotaController, type QuotaControllerOptions } from "./quota/quota-controller.js";
 export { QuotaStore } from "./quota/store.js";
+export { isTerminalPod, podUsage } from "./quota/usage.js";

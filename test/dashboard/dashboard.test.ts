@@ -6,16 +6,14 @@
  * page. TENANTRY_DASHBOARD_SCREENSHOTS=<folder> saves the main pages there (docs/ for the README).
  */
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CustomObjectsApi, RbacAuthorizationV1Api } from "@kubernetes/client-node";
-import type { Browser, Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { createTestUser, stopSharedBuiltinIdentity } from "../support/identity.js";
-import { assertAccessible, dashboardUrl, launchBrowser, loggedIn, open } from "./support.js";
+import { assertAccessible, dashboardUrl, launchBrowser, loggedIn, open, shot } from "./support.js";
 
 const kc = testKubeConfig("home");
 const custom = kc.makeApiClient(CustomObjectsApi);
@@ -29,7 +27,6 @@ const owner = `${prefix}-owner`;
 const operator = `${prefix}-op`;
 const operatorsGroup = `${prefix}:operators`;
 const password = "dashboard-test-password";
-const screenshots = process.env.TENANTRY_DASHBOARD_SCREENSHOTS;
 
 async function createTenant(name: string, ownerName: string, namespaceQuota: number) {
   await custom.createClusterCustomObject({
@@ -41,12 +38,6 @@ async function createTenant(name: string, ownerName: string, namespaceQuota: num
       spec: { owners: [{ kind: "User", name: ownerName }], namespaceQuota, quota: { hard: { pods: "10" } } },
     },
   });
-}
-
-async function shot(page: Page, name: string) {
-  if (!screenshots) return;
-  mkdirSync(screenshots, { recursive: true });
-  await page.screenshot({ path: join(screenshots, `dashboard-${name}.png`), fullPage: true });
 }
 
 describe("the web dashboard in Chromium", () => {
@@ -120,6 +111,7 @@ describe("the web dashboard in Chromium", () => {
     await shot(operatorPage, "overview");
     for (const [label, heading, name] of [
       ["Clusters", "Clusters", "clusters"],
+      ["Offloading", "Offloading", "offloading-operator"],
       ["Runtimes", "Runtimes", "runtimes"],
       ["Nodes", "Worker nodes", "nodes"],
       ["Logical clouds", "Logical clouds", "clouds"],
@@ -177,6 +169,7 @@ describe("the web dashboard in Chromium", () => {
     for (const [label, heading] of [
       ["Overview", "Overview"],
       ["Clusters", "Clusters"],
+      ["Offloading", "Offloading"],
       ["Runtimes", "Runtimes"],
       ["Nodes", "Worker nodes"],
       ["Logical clouds", "Logical clouds"],

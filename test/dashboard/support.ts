@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { AxeBuilder } from "@axe-core/playwright";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { ensureChromium } from "../../scripts/chromium.js";
@@ -45,4 +47,12 @@ export async function assertAccessible(page: Page, what: string): Promise<void> 
     [],
     `accessibility violations on ${what}`,
   );
+}
+
+/** TENANTRY_DASHBOARD_SCREENSHOTS=<folder> saves the main pages there as dashboard-<name>.png (docs/ for the README). */
+export async function shot(page: Page, name: string): Promise<void> {
+  const folder = process.env.TENANTRY_DASHBOARD_SCREENSHOTS;
+  if (!folder) return;
+  mkdirSync(folder, { recursive: true });
+  await page.screenshot({ path: join(folder, `dashboard-${name}.png`), fullPage: true });
 }

@@ -12,103 +12,28 @@ export class ApiError extends Error {
   }
 }
 
-export interface Me {
-  username: string;
-  tenant: string | null;
-  operator: boolean;
-  csrf: string;
-}
-
-export interface QuotaRow {
-  resource: string;
-  used: string;
-  hard: string;
-  usedValue: number;
-  hardValue: number;
-}
-
-export interface TenantSummary {
-  name: string;
-  owners: string;
-  namespaceCount: number;
-  ready: boolean;
-  readyMessage?: string;
-  cordoned: boolean;
-  quota: QuotaRow[];
-}
-
-export interface UsagePoint {
-  t: number;
-  used: number;
-  hard: number;
-}
-
-export interface TenantDetail extends TenantSummary {
-  ownerList: { kind: string; name: string }[];
-  users: { name: string }[];
-  namespaces: { name: string; phase: string; created?: string }[];
-  history: Record<string, UsagePoint[]>;
-}
-
-export interface ClusterView {
-  name: string;
-  labels: Record<string, string>;
-  provider: string;
-  description: string;
-  ready: boolean;
-  readyMessage: string;
-  version: string;
-  nodes: number;
-  capacity: string;
-  lastProbe: string;
-}
-
-export interface Alert {
-  kind: string;
-  name: string;
-  message: string;
-}
-
-export interface Overview {
-  tenants: { total: number; offset: number; items: TenantSummary[] };
-  clusters: ClusterView[] | null;
-  alerts: Alert[];
-}
-
-export interface WorkerNodeView {
-  name: string;
-  tenant: string;
-  owner: string;
-  policy: string;
-  flavor: string;
-  provider: string;
-  phase: string;
-  message: string;
-}
-
-export interface LogicalCloudView {
-  namespace: string;
-  name: string;
-  level: string;
-  state: string;
-  ready: boolean;
-  message: string;
-  clusters: { cluster: string; state: string; message: string }[];
-}
-
-export interface RuntimeView {
-  user: string;
-  tenant: string;
-  service: string;
-  instance: string;
-  phase: string;
-  desiredState: string;
-  ready: boolean;
-  message?: string;
-  url?: string;
-  lastActivity?: string;
-  startedAt?: string;
-}
+export type {
+  AccessGrantView,
+  Alert,
+  BackupView,
+  ClustersAnswer,
+  ClusterView,
+  LogicalCloudView,
+  Me,
+  NamespaceRow,
+  OffloadingView,
+  Overview,
+  Paged,
+  PeeringView,
+  QuotaRow,
+  RuntimesAnswer,
+  RuntimeView,
+  TenantDetail,
+  TenantSummary,
+  UsagePoint,
+  UserUsage,
+  WorkerNodeView,
+} from "../../model.js";
 
 let csrf = "";
 
@@ -119,7 +44,7 @@ export function rememberCsrf(token: string): void {
   csrf = token;
 }
 
-export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+async function request(method: string, path: string, body?: unknown): Promise<Response> {
   const res = await fetch(`/api${path}`, {
     method,
     credentials: "same-origin",
@@ -130,26 +55,46 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
+  if (res.ok) return res;
   const parsed = (await res.json().catch(() => ({}))) as { error?: ApiProblem };
   // A session that ended (expired, logged out elsewhere) brings the login page back.
   if (res.status === 401 && path !== "/login" && path !== "/session") dispatchEvent(new Event(LOGGED_OUT));
-  if (!res.ok) throw new ApiError(parsed.error ?? { status: res.status, message: `HTTP ${res.status}` });
-  return parsed as T;
+  throw new ApiError(parsed.error ?? { status: res.status, message: `HTTP ${res.status}` });
 }
 
-type ChangeListener = (kinds: Set<string>) => void;
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const res = await request(method, path, body);
+  return (await res.json().catch(() => ({}))) as T;
+}
+
+/** Downloads what the API answers as a file named `filename` (its refusal is thrown, not saved). */
+export async function download(path: string, filename: string): Promise<void> {
+  const blob = await (await request("GET", path)).blob();
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(blob);
+  link.download = filename;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+}
+
+/** One change the server saw: its kind and, for a tenant's, the tenant's name. */
+export interface Change {
+  kind: string;
+  name?: string;
+}
+
+type ChangeListener = (changes: Change[]) => void;
 const listeners = new Set<ChangeListener>();
 let source: EventSource | undefined;
 
-/** Server-sent change events (from the server's informers): each listener hears the kinds that changed. */
+/** Server-sent change events (from the server's informers): each listener hears every batch. */
 export function onChange(listener: ChangeListener): () => void {
   listeners.add(listener);
   if (!source) {
     source = new EventSource("/api/events");
     source.addEventListener("change", (event) => {
-      const batch = JSON.parse((event as MessageEvent<string>).data) as { kind: string }[];
-      const kinds = new Set(batch.map((e) => e.kind));
-      for (const l of listeners) l(kinds);
+      const batch = JSON.parse((event as MessageEvent<string>).data) as Change[];
+      for (const l of listeners) l(batch);
     });
   }
   return () => {

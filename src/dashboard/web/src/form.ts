@@ -12,6 +12,8 @@ export interface Field {
   /** The initial text. Inputs are not controlled: a re-render (a live update) keeps what was typed. */
   value?: string;
   required?: boolean;
+  /** A short example or rule shown under the input. */
+  hint?: string;
 }
 
 /**
@@ -31,16 +33,19 @@ export function ActionForm(props: {
   const [error, setError] = useState<{ message: string; field?: string } | undefined>();
   const [done, setDone] = useState<string | undefined>();
   const [busy, setBusy] = useState(false);
-  const fieldOf = (apiField?: string) =>
-    apiField
-      ? props.fields.find(
-          (f) =>
-            f.name === apiField ||
-            f.apiFields?.some(
-              (a) => apiField === a || apiField.startsWith(`${a}.`) || apiField.startsWith(`${a}[`),
-            ),
-        )
-      : undefined;
+  // The input whose API field is the longest prefix of the one the API names (spec.rules[0].verbs[1]
+  // goes to spec.rules[0].verbs rather than spec.rules[0]).
+  const fieldOf = (apiField?: string) => {
+    if (!apiField) return undefined;
+    let best: { field: Field; length: number } | undefined;
+    for (const f of props.fields) {
+      for (const a of [f.name, ...(f.apiFields ?? [])]) {
+        const matches = apiField === a || apiField.startsWith(`${a}.`) || apiField.startsWith(`${a}[`);
+        if (matches && a.length > (best?.length ?? -1)) best = { field: f, length: a.length };
+      }
+    }
+    return best?.field;
+  };
   const onSubmit = async (event: SubmitEvent) => {
     event.preventDefault();
     const form = event.target as HTMLFormElement;
@@ -65,11 +70,12 @@ export function ActionForm(props: {
     ${props.fields.map((f) => {
       const id = `${props.id}-${f.name}`;
       const invalid = errorField === f;
+      const described = [invalid ? `${id}-error` : "", f.hint ? `${id}-hint` : ""].filter(Boolean).join(" ");
       return html`<div class="field">
         <label for=${id}>${f.label}</label>
         ${
           f.options
-            ? html`<select id=${id} name=${f.name} aria-invalid=${invalid} aria-describedby=${invalid ? `${id}-error` : undefined}>
+            ? html`<select id=${id} name=${f.name} aria-invalid=${invalid} aria-describedby=${described || undefined}>
               ${f.options.map((o) => html`<option value=${o}>${o}</option>`)}
             </select>`
             : html`<input
@@ -78,9 +84,10 @@ export function ActionForm(props: {
               defaultValue=${f.value ?? ""}
               required=${f.required ?? true}
               aria-invalid=${invalid}
-              aria-describedby=${invalid ? `${id}-error` : undefined}
+              aria-describedby=${described || undefined}
             />`
         }
+        ${f.hint ? html`<span class="hint" id=${`${id}-hint`}>${f.hint}</span>` : null}
         ${invalid ? html`<p class="error" id=${`${id}-error`} role="alert">${error!.message}</p>` : null}
       </div>`;
     })}

@@ -7,8 +7,11 @@ export interface Loaded<T> {
   reload(): void;
 }
 
-/** Data from the API, fetched again when the server says one of `kinds` changed (no polling). */
-export function useLive<T>(path: string, kinds: string[]): Loaded<T> {
+/**
+ * Data from the API, fetched again when the server says one of `kinds` changed (no polling); with
+ * `name`, only changes of that name (or of none) count: a tenant's page ignores other tenants'.
+ */
+export function useLive<T>(path: string, kinds: string[], name?: string): Loaded<T> {
   const [state, setState] = useState<{ data?: T; error?: string }>({});
   const load = useCallback(() => {
     api<T>("GET", path).then(
@@ -20,8 +23,8 @@ export function useLive<T>(path: string, kinds: string[]): Loaded<T> {
   useEffect(() => {
     load();
     return onChange((changed) => {
-      if (kinds.some((k) => changed.has(k))) load();
+      if (changed.some((c) => kinds.includes(c.kind) && (!name || !c.name || c.name === name))) load();
     });
-  }, [load, kinds.join(",")]);
+  }, [load, kinds.join(","), name]);
   return { ...state, reload: load };
 }

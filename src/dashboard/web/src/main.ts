@@ -3,12 +3,21 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, closeEvents, LOGGED_OUT, type Me, rememberCsrf } from "./api.js";
 import { LoginPage } from "./login.js";
-import { CloudsPage, ClustersPage, NodesPage, OverviewPage, RuntimesPage, TenantPage } from "./pages.js";
+import {
+  CloudsPage,
+  ClustersPage,
+  NodesPage,
+  OffloadingPage,
+  OverviewPage,
+  RuntimesPage,
+  TenantPage,
+} from "./pages.js";
 import "./style.css";
 
 const PAGES: { path: string; label: string }[] = [
   { path: "/", label: "Overview" },
   { path: "/clusters", label: "Clusters" },
+  { path: "/offloading", label: "Offloading" },
   { path: "/runtimes", label: "Runtimes" },
   { path: "/nodes", label: "Nodes" },
   { path: "/clouds", label: "Logical clouds" },
@@ -36,8 +45,10 @@ function Page(props: { path: string; me: Me }) {
   switch (props.path) {
     case "/clusters":
       return html`<${ClustersPage} />`;
+    case "/offloading":
+      return html`<${OffloadingPage} />`;
     case "/runtimes":
-      return html`<${RuntimesPage} />`;
+      return html`<${RuntimesPage} me=${props.me} />`;
     case "/nodes":
       return html`<${NodesPage} me=${props.me} />`;
     case "/clouds":
