@@ -17,6 +17,7 @@ import {
   applyStatus,
   type ClusterClient,
   Controller,
+  type ControllerStats,
   describeError,
   formatKubeTime,
   Informer,
@@ -43,6 +44,7 @@ import { evaluateTimed, type MonitoredObject, type Verdict } from "./conditions.
 import type { MonitorMetrics } from "./metrics.js";
 import { type AlertNotification, WebhookNotifier, type WebhookNotifierOptions } from "./notifier.js";
 import { Prober, renderEndpointUrl } from "./probe.js";
+import { SecretCache } from "./secrets.js";
 
 export const MONITOR_COMPONENT = "tenantry-monitor";
 export const ALERT_FIRING_REASON = "MonitorAlertFiring";
@@ -85,6 +87,7 @@ export class Monitor {
   private readonly alerts = new Map<string, ActiveAlert>();
   private readonly prober: Prober;
   private readonly notifier: WebhookNotifier;
+  private readonly secrets = new SecretCache((ref) => this.readSecret(ref));
 
   constructor(private readonly options: MonitorOptions) {
     const { client } = options;
@@ -148,7 +151,7 @@ export class Monitor {
     });
     this.notifier = new WebhookNotifier({
       ...options.webhooks,
-      secretOf: (ref) => this.readSecret(ref),
+      secretOf: (ref) => this.secrets.get(ref),
       onOutcome: (outcome) => options.metrics.notifications.inc({ outcome }),
       logger: this.logger,
     });
@@ -157,6 +160,14 @@ export class Monitor {
   /** Firing alerts, by rule. */
   firing(): ActiveAlert[] {
     return [...this.alerts.values()];
+  }
+
+  /** Each kind's evaluations so far (one per object and event or re-check) and what waits. */
+  stats(): Record<MonitoredKind, ControllerStats> {
+    return Object.fromEntries(KINDS.map((kind) => [kind, this.controllers[kind].stats()])) as Record<
+      MonitoredKind,
+      ControllerStats
+    >;
   }
 
   async start(): Promise<void> {
@@ -303,6 +314,8 @@ export class Monitor {
     };
     this.alerts.set(alertId(ruleName, kind, where.namespace, where.name), alert);
     this.logger.info({ rule: ruleName, kind, ...where, message: alert.message }, "alert firing");
+    // The webhook first: it must not wait for the Event's write (a burst of alerts queues behind those).
+    this.notify(rule, alert, "firing");
     await this.recordEvent(
       kind,
       obj,
@@ -310,7 +323,6 @@ export class Monitor {
       ALERT_FIRING_REASON,
       `${ruleName} (${rule.spec.condition}): ${alert.message}`,
     );
-    this.notify(rule, alert, "firing");
     this.statusController.enqueue(objectKey(this.client.name, undefined, ruleName));
     const action = rule.spec.remediation?.action ?? "None";
     if (action !== "None" && kind === "Pod") await this.remediate(rule, action, obj as V1Pod);
@@ -331,8 +343,8 @@ export class Monitor {
     const involved = { metadata: { name: alert.name, namespace: alert.namespace } } as MonitoredObject;
     const obj =
       (this.objects[alert.kind].get(alert.namespace, alert.name) as MonitoredObject | undefined) ?? involved;
-    await this.recordEvent(alert.kind, obj, "Normal", ALERT_RESOLVED_REASON, message);
     this.notify(rule, { ...alert, message }, "resolved", now);
+    await this.recordEvent(alert.kind, obj, "Normal", ALERT_RESOLVED_REASON, message);
     this.statusController.enqueue(objectKey(this.client.name, undefined, alert.rule));
   }
 
