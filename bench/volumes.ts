@@ -11,7 +11,7 @@
  */
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { cpus, loadavg, tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from "@kubernetes/client-node";
@@ -31,7 +31,17 @@ import {
 } from "../src/storage/index.js";
 import { installCrds } from "../src/tenants/index.js";
 import { PeerUnavailable } from "./support/go-peer.js";
-import { boundedAll, type Cell, ms, percentile, printTable, seconds } from "./support/report.js";
+import {
+  boundedAll,
+  type Cell,
+  ensureNamespace,
+  loadAverage,
+  ms,
+  percentile,
+  printTable,
+  progress,
+  seconds,
+} from "./support/report.js";
 import {
   ensureLocalPath,
   LOCAL_PATH_CLASS,
@@ -82,13 +92,6 @@ if (!/^\d+(Mi|Gi)$/.test(flags.size)) {
   process.stderr.write(`--size must be a whole number of Mi or Gi (at least 16Mi), got ${flags.size}\n`);
   process.exit(2);
 }
-
-const progress = (line: string) =>
-  process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(" ");
 
 /** This run's claims carry this label; the pools and the provisioner name are the benchmark's own. */
 const BENCH_LABEL = "tenantry.dev/bench";
@@ -311,14 +314,6 @@ async function setWarm(client: ClusterClient, pool: string, warm: NonNullable<Vo
   );
 }
 
-async function ensureNamespace(client: ClusterClient, name: string) {
-  try {
-    await client.core.createNamespace({ body: { metadata: { name, labels: { [BENCH_LABEL]: "volumes" } } } });
-  } catch (err) {
-    if ((err as { code?: number }).code !== 409) throw err;
-  }
-}
-
 /** Claims of the run whose volume's folder exists on this machine (what pods would mount). */
 async function foldersMade(client: ClusterClient, namespace: string): Promise<{ made: number; of: number }> {
   const claimList = await client.core.listNamespacedPersistentVolumeClaim({ namespace });
@@ -416,7 +411,7 @@ const dir = await mkdtemp(join(tmpdir(), "tenantry-bench-volumes-"));
 const harness = flags.kubeconfig
   ? undefined
   : new ClusterHarness({ dir: join(dir, "clusters"), log: () => {} });
-const loadBefore = load();
+const loadBefore = loadAverage();
 let storage: StorageSystem | undefined;
 let localPath: RunningLocalPath | undefined;
 let watch: BindWatch | undefined;
@@ -456,7 +451,8 @@ try {
     }
   }
   if (localPath) namespaces.push(burstNamespace("localPath"));
-  for (const namespace of [TENANTRY_NAMESPACE, ...namespaces]) await ensureNamespace(client, namespace);
+  for (const namespace of [TENANTRY_NAMESPACE, ...namespaces])
+    await ensureNamespace(client.core, namespace, { [BENCH_LABEL]: "volumes" });
 
   progress("starting tenantry's storage system");
   const logger = pino({ level: "warn" }, pino.destination({ dest: join(dir, "tenantry.log"), sync: false }));
@@ -533,7 +529,7 @@ try {
     );
     made[kind] = await foldersMade(client, namespace);
   }
-  const loadAfter = load();
+  const loadAfter = loadAverage();
 
   const sampleVolume = (
     await client.objects.list<PooledVolume>(STORAGE_API_VERSION, "PooledVolume")
@@ -584,7 +580,8 @@ try {
   );
 } finally {
   await watch?.stop();
-  if (!flags.keep && client) {
+  // On a cluster of its own everything goes with the cluster; on a given one, each object in turn.
+  if (!flags.keep && client && !harness) {
     progress("removing the benchmark's claims, volumes and pools");
     await deleteClaimsOf(client, namespaces);
     const left = await waitVolumesGone(client, [WARM_CLASS, ON_DEMAND_CLASS, LOCAL_PATH_CLASS], 10 * 60_000);
@@ -595,12 +592,12 @@ try {
   await storage?.stop();
   await localPath?.stop();
   if (!flags.keep) {
-    if (client)
+    if (client && !harness)
       for (const namespace of [TENANTRY_NAMESPACE, ...namespaces])
         await client.core.deleteNamespace({ name: namespace }).catch(() => {});
     await harness?.reset();
     const unmounted = await unmountLeftovers(dir);
-    if (unmounted) progress(`unmounted ${unmounted} volumes the node agent had left`);
+    if (unmounted) progress(`unmounted ${unmounted} volumes${harness ? "" : " the node agent had left"}`);
     await rm(dir, { recursive: true, force: true });
   } else progress(`kept: ${dir}`);
 }
