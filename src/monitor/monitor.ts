@@ -45,6 +45,7 @@ import type { MonitorMetrics } from "./metrics.js";
 import { type AlertNotification, WebhookNotifier, type WebhookNotifierOptions } from "./notifier.js";
 import { Prober, renderEndpointUrl } from "./probe.js";
 import { SecretCache } from "./secrets.js";
+import { BackgroundTasks } from "./slots.js";
 
 export const MONITOR_COMPONENT = "tenantry-monitor";
 export const ALERT_FIRING_REASON = "MonitorAlertFiring";
@@ -88,6 +89,8 @@ export class Monitor {
   private readonly prober: Prober;
   private readonly notifier: WebhookNotifier;
   private readonly secrets = new SecretCache((ref) => this.readSecret(ref));
+  /** Alert Events being written: 8 at once, at most 10,000 waiting. */
+  private readonly eventWrites = new BackgroundTasks(8, 10_000);
 
   constructor(private readonly options: MonitorOptions) {
     const { client } = options;
@@ -197,7 +200,7 @@ export class Monitor {
   async stop(): Promise<void> {
     this.prober.stop();
     await Promise.all([...Object.values(this.controllers), this.statusController].map((c) => c.stop()));
-    await this.notifier.stop();
+    await Promise.all([this.notifier.stop(), this.eventWrites.drain()]);
     await stopInformers([
       this.rules,
       this.namespaces,
@@ -314,9 +317,8 @@ export class Monitor {
     };
     this.alerts.set(alertId(ruleName, kind, where.namespace, where.name), alert);
     this.logger.info({ rule: ruleName, kind, ...where, message: alert.message }, "alert firing");
-    // The webhook first: it must not wait for the Event's write (a burst of alerts queues behind those).
     this.notify(rule, alert, "firing");
-    await this.recordEvent(
+    this.recordEventBeside(
       kind,
       obj,
       "Warning",
@@ -344,7 +346,7 @@ export class Monitor {
     const obj =
       (this.objects[alert.kind].get(alert.namespace, alert.name) as MonitoredObject | undefined) ?? involved;
     this.notify(rule, { ...alert, message }, "resolved", now);
-    await this.recordEvent(alert.kind, obj, "Normal", ALERT_RESOLVED_REASON, message);
+    this.recordEventBeside(alert.kind, obj, "Normal", ALERT_RESOLVED_REASON, message);
     this.statusController.enqueue(objectKey(this.client.name, undefined, alert.rule));
   }
 
@@ -467,6 +469,19 @@ export class Monitor {
       if (!isNotFound(err)) throw err;
     }
     return reconcileDone();
+  }
+
+  /**
+   * An alert's Event, written beside the evaluation: a worker waiting on each write would hold
+   * back every alert queued behind it (the webhook, queued first, does not wait either).
+   */
+  private recordEventBeside(...args: Parameters<Monitor["recordEvent"]>): void {
+    if (this.eventWrites.run(() => this.recordEvent(...args))) return;
+    const [kind, obj, , reason] = args;
+    this.logger.warn(
+      { kind, name: obj.metadata?.name, reason, waiting: this.eventWrites.size },
+      "too many Events waiting to be written: this one is dropped",
+    );
   }
 
   private async recordEvent(
