@@ -48,7 +48,7 @@ const program = new Command()
   .option("--pods <n>", "pods the monitor watches (besides the alerting ones)", "10000")
   .option("--alerts <n>", "pods that go pending past their cut-off, one alert each", "500")
   .option("--alert-rate <n>", "those pods created per second", "20")
-  .option("--claims <n>", "claims pending past their cut-off", "100")
+  .option("--claims <n>", "claims pending past their cut-off, created at once (a storm of alerts)", "100")
   .option("--not-ready <n>", "nodes going NotReady", "20")
   .option("--probe-pods <n>", "running pods whose endpoint answers 503", "20")
   .option("--sweeps <n>", "times a rule change makes the monitor evaluate every pod", "3")
@@ -387,7 +387,7 @@ try {
   const claims = (async () => {
     await boundedAll(
       Array.from({ length: numbers.claims }, (_, i) => `claim-${i}`),
-      4,
+      numbers.concurrency,
       async (name) => {
         expected.set(Receiver.key("PersistentVolumeClaim", NAMESPACE, name), { condition: "long-pending" });
         await client!.core.createNamespacedPersistentVolumeClaim({
@@ -537,7 +537,7 @@ try {
       "Ready lastTransitionTime, written at a whole second) plus the cut-off — whole seconds, as the API server keeps them;",
       "the monitor looks again 200 ms after a deadline, so that much is by design. endpoint-probe: from the endpoint's first 503",
       "to that pod (period 5 s, no retries). Pending pods created at",
-      `${numbers.alertRate}/s; ${numbers.claims} claims and ${numbers.probePods} probed pods at once; ${numbers.notReady} nodes made NotReady one a second.`,
+      `${numbers.alertRate}/s; ${numbers.claims} claims (${numbers.concurrency} creates in flight) and ${numbers.probePods} probed pods at once; ${numbers.notReady} nodes made NotReady one a second.`,
       `Received: first firing notification per object, its HMAC-SHA256 signature checked (${receiver.badSignatures} bad); deliveries ${receiver.deliveries},`,
       `monitor outcomes: delivered ${outcome("delivered")}, failed ${outcome("failed")}, dropped ${outcome("dropped")}. Nearest-rank percentiles.`,
       `Monitor in this process (4 workers per kind); machine: ${cpus().length} cores, shared; load average ${loadBefore} before, ${loadAfter} after.`,
