@@ -1,4 +1,6 @@
 import { readFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import type { V1Namespace } from "@kubernetes/client-node";
 
 export type Cell = string | number;
 
@@ -114,4 +116,29 @@ export function errorText(err: unknown): string {
   }
   if (body && typeof body === "object" && "message" in body) return String(body.message);
   return (err as Error).message ?? String(err);
+}
+
+/** A progress line on stderr, with the time. */
+export function progress(line: string): void {
+  process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+}
+
+/** The machine's load average over 1, 5 and 15 minutes, for the tables' footnotes. */
+export function loadAverage(): string {
+  return loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
+}
+
+/** Creates a namespace labelled as a benchmark's own, unless it exists. */
+export async function ensureNamespace(
+  core: { createNamespace(request: { body: V1Namespace }): Promise<unknown> },
+  name: string,
+  labels: Record<string, string>,
+): Promise<void> {
+  try {
+    await core.createNamespace({ body: { metadata: { name, labels } } });
+  } catch (err) {
+    if (errorCode(err) !== 409) throw err;
+  }
 }

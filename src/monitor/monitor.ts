@@ -17,6 +17,7 @@ import {
   applyStatus,
   type ClusterClient,
   Controller,
+  type ControllerStats,
   describeError,
   formatKubeTime,
   Informer,
@@ -43,6 +44,8 @@ import { evaluateTimed, type MonitoredObject, type Verdict } from "./conditions.
 import type { MonitorMetrics } from "./metrics.js";
 import { type AlertNotification, WebhookNotifier, type WebhookNotifierOptions } from "./notifier.js";
 import { Prober, renderEndpointUrl } from "./probe.js";
+import { SecretCache } from "./secrets.js";
+import { BackgroundTasks } from "./slots.js";
 
 export const MONITOR_COMPONENT = "tenantry-monitor";
 export const ALERT_FIRING_REASON = "MonitorAlertFiring";
@@ -85,6 +88,9 @@ export class Monitor {
   private readonly alerts = new Map<string, ActiveAlert>();
   private readonly prober: Prober;
   private readonly notifier: WebhookNotifier;
+  private readonly secrets = new SecretCache((ref) => this.readSecret(ref));
+  /** Alert Events being written: 8 at once, at most 10,000 waiting. */
+  private readonly eventWrites = new BackgroundTasks(8, 10_000);
 
   constructor(private readonly options: MonitorOptions) {
     const { client } = options;
@@ -148,7 +154,7 @@ export class Monitor {
     });
     this.notifier = new WebhookNotifier({
       ...options.webhooks,
-      secretOf: (ref) => this.readSecret(ref),
+      secretOf: (ref) => this.secrets.get(ref),
       onOutcome: (outcome) => options.metrics.notifications.inc({ outcome }),
       logger: this.logger,
     });
@@ -157,6 +163,14 @@ export class Monitor {
   /** Firing alerts, by rule. */
   firing(): ActiveAlert[] {
     return [...this.alerts.values()];
+  }
+
+  /** Each kind's evaluations so far (one per object and event or re-check) and what waits. */
+  stats(): Record<MonitoredKind, ControllerStats> {
+    return Object.fromEntries(KINDS.map((kind) => [kind, this.controllers[kind].stats()])) as Record<
+      MonitoredKind,
+      ControllerStats
+    >;
   }
 
   async start(): Promise<void> {
@@ -186,7 +200,7 @@ export class Monitor {
   async stop(): Promise<void> {
     this.prober.stop();
     await Promise.all([...Object.values(this.controllers), this.statusController].map((c) => c.stop()));
-    await this.notifier.stop();
+    await Promise.all([this.notifier.stop(), this.eventWrites.drain()]);
     await stopInformers([
       this.rules,
       this.namespaces,
@@ -303,14 +317,14 @@ export class Monitor {
     };
     this.alerts.set(alertId(ruleName, kind, where.namespace, where.name), alert);
     this.logger.info({ rule: ruleName, kind, ...where, message: alert.message }, "alert firing");
-    await this.recordEvent(
+    this.notify(rule, alert, "firing");
+    this.recordEventBeside(
       kind,
       obj,
       "Warning",
       ALERT_FIRING_REASON,
       `${ruleName} (${rule.spec.condition}): ${alert.message}`,
     );
-    this.notify(rule, alert, "firing");
     this.statusController.enqueue(objectKey(this.client.name, undefined, ruleName));
     const action = rule.spec.remediation?.action ?? "None";
     if (action !== "None" && kind === "Pod") await this.remediate(rule, action, obj as V1Pod);
@@ -331,8 +345,8 @@ export class Monitor {
     const involved = { metadata: { name: alert.name, namespace: alert.namespace } } as MonitoredObject;
     const obj =
       (this.objects[alert.kind].get(alert.namespace, alert.name) as MonitoredObject | undefined) ?? involved;
-    await this.recordEvent(alert.kind, obj, "Normal", ALERT_RESOLVED_REASON, message);
     this.notify(rule, { ...alert, message }, "resolved", now);
+    this.recordEventBeside(alert.kind, obj, "Normal", ALERT_RESOLVED_REASON, message);
     this.statusController.enqueue(objectKey(this.client.name, undefined, alert.rule));
   }
 
@@ -455,6 +469,19 @@ export class Monitor {
       if (!isNotFound(err)) throw err;
     }
     return reconcileDone();
+  }
+
+  /**
+   * An alert's Event, written beside the evaluation: a worker waiting on each write would hold
+   * back every alert queued behind it (the webhook, queued first, does not wait either).
+   */
+  private recordEventBeside(...args: Parameters<Monitor["recordEvent"]>): void {
+    if (this.eventWrites.run(() => this.recordEvent(...args))) return;
+    const [kind, obj, , reason] = args;
+    this.logger.warn(
+      { kind, name: obj.metadata?.name, reason, waiting: this.eventWrites.size },
+      "too many Events waiting to be written: this one is dropped",
+    );
   }
 
   private async recordEvent(

@@ -44,3 +44,48 @@ export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
     );
   });
 }
+
+/**
+ * Work done beside the caller: at most `concurrency` tasks at once, at most `capacity` started or
+ * waiting; beyond that a task is refused (the caller says what was lost), so a storm of alerts
+ * cannot grow memory without bound.
+ */
+export class BackgroundTasks {
+  private readonly slots: Slots;
+  private readonly tasks = new Set<Promise<void>>();
+
+  constructor(
+    concurrency: number,
+    private readonly capacity: number,
+  ) {
+    this.slots = new Slots(concurrency);
+  }
+
+  /** Starts `task` when a slot is free; false (and not run) when `capacity` tasks are already there. */
+  run(task: () => Promise<void>): boolean {
+    if (this.tasks.size >= this.capacity) return false;
+    const running: Promise<void> = (async () => {
+      await this.slots.acquire();
+      try {
+        await task();
+      } finally {
+        this.slots.release();
+      }
+    })()
+      // A task reports its own failures; one that throws must not take the others down.
+      .catch(() => {})
+      .finally(() => this.tasks.delete(running));
+    this.tasks.add(running);
+    return true;
+  }
+
+  /** Tasks started or waiting. */
+  get size(): number {
+    return this.tasks.size;
+  }
+
+  /** Resolves once every task taken so far has ended. */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.tasks]);
+  }
+}

@@ -39,6 +39,11 @@ export const LOCAL_IMAGES = {
   backupAgent: "ghcr.io/tenantry/backup-agent:0.1.0",
   /** Sleeps until stopped. */
   pause: "registry.k8s.io/pause:3.10",
+  /**
+   * `sh` runs this machine's /bin/sh, e.g. the helper pods of rancher's local-path-provisioner:
+   * script paths in its arguments are mapped through the mounts, paths inside a script are not.
+   */
+  busybox: "docker.io/library/busybox:1.36",
 } as const;
 
 export type LocalImageKind = keyof typeof LOCAL_IMAGES;

@@ -9,6 +9,7 @@ import {
   imageRepository,
   jupyterServerArgs,
   pullPolicy,
+  shellArgs,
   unknownImageMessage,
 } from "./images.js";
 
@@ -143,5 +144,37 @@ describe("images the process node runs", () => {
       "/data",
     ]);
     assert.deepEqual(backupAgentArgs(["backup", "--dir=/data"], mounts), ["backup", "--dir=/volumes/pvc-1"]);
+  });
+
+  test("busybox runs a shell: its script path is mapped through the mounts, options and inline scripts are not", () => {
+    // local-path-provisioner's helper pod: command /bin/sh /script/setup, args -p <dir> -s <bytes> -m <mode> -a create.
+    const program = containerProgram(
+      "busybox",
+      ["/bin/sh", "/script/setup"],
+      ["-p", "/opt/lpp/pvc-1", "-s", "1024"],
+    );
+    assert.deepEqual(program, {
+      program: "shell",
+      args: ["/script/setup", "-p", "/opt/lpp/pvc-1", "-s", "1024"],
+    });
+    const mounts = new Map([
+      ["/script", "/pods/u1/volumes/script"],
+      ["/opt/lpp", "/opt/lpp"],
+    ]);
+    assert.deepEqual(shellArgs((program as { args: string[] }).args, mounts), [
+      "/pods/u1/volumes/script/setup",
+      "-p",
+      "/opt/lpp/pvc-1",
+      "-s",
+      "1024",
+    ]);
+    assert.deepEqual(shellArgs(["-c", "mkdir -p /data/x", "/elsewhere"], mounts), [
+      "-c",
+      "mkdir -p /data/x",
+      "/elsewhere",
+    ]);
+    assert.deepEqual(containerProgram("busybox"), { program: "shell", args: [] });
+    assert.deepEqual(containerProgram("busybox", ["sleep", "5"]), { program: "sleep", seconds: 5 });
+    assert.equal(containerProgram("busybox", ["mkdir", "/x"]).program, "not-found");
   });
 });

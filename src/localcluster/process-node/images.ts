@@ -57,6 +57,13 @@ const IMAGES: Record<LocalImageKind, ImageConfig> = {
     programs: { pause: 1 },
     description: "a process that sleeps",
   },
+  busybox: {
+    repositories: ["docker.io/library/busybox", "docker.io/rancher/mirrored-library-busybox"],
+    entrypoint: [],
+    cmd: ["sh"],
+    programs: { sh: 1 },
+    description: "a POSIX shell",
+  },
 };
 
 /** `jmalloc/echo-server:v1` → `docker.io/jmalloc/echo-server`, as container runtimes read names. */
@@ -105,6 +112,7 @@ export type ContainerProgram =
   | { program: "echo" }
   | { program: "jupyter"; args: string[] }
   | { program: "backup-agent"; args: string[] }
+  | { program: "shell"; args: string[] }
   | { program: "not-found"; message: string };
 
 /**
@@ -137,6 +145,7 @@ export function containerProgram(
   if (skip !== undefined) {
     if (kind === "jupyter") return { program: "jupyter", args: argv.slice(skip) };
     if (kind === "backupAgent") return { program: "backup-agent", args: argv.slice(skip) };
+    if (kind === "busybox") return { program: "shell", args: argv.slice(skip) };
     return kind === "echo" ? { program: "echo" } : { program: "sleep" };
   }
   if (kind === "jupyter") {
@@ -217,6 +226,14 @@ export function jupyterServerArgs(
     "--ServerApp.port_retries=0",
     ...(options.allowRoot ? ["--ServerApp.allow_root=True"] : []),
   ];
+}
+
+/**
+ * A shell's arguments on the process node: each absolute path inside a mount (a script in a
+ * ConfigMap volume, say) becomes the host path; options and inline scripts (`-c …`) stay as given.
+ */
+export function shellArgs(containerArgs: string[], mounts: ReadonlyMap<string, string>): string[] {
+  return containerArgs.map((arg) => (arg.startsWith("/") ? (hostPathOf(arg, mounts) ?? arg) : arg));
 }
 
 /** The backup agent's arguments on the process node: its `--dir` (a path in the container) mapped through the mounts. */

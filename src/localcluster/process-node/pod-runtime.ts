@@ -18,6 +18,7 @@ import {
   imageKind,
   jupyterServerArgs,
   pullPolicy,
+  shellArgs,
   unknownImageMessage,
 } from "./images.js";
 import type { ContainerView, PodView, Terminated } from "./pod-status.js";
@@ -556,6 +557,9 @@ export class PodRuntime {
           BACKUP_AGENT,
           ...backupAgentArgs(program.args, mounts),
         ];
+        break;
+      case "shell":
+        argv = ["/bin/sh", ...shellArgs(program.args, mounts)];
         break;
       case "jupyter": {
         const install = await this.ctx.images.jupyter();

@@ -92,13 +92,23 @@ export class PooledProvisioner {
       },
     });
     const { informers } = this;
+    // A claim's or its PersistentVolume's change may leave a volume given to it without use: look again.
+    const volumesGivenTo = (uid: string | undefined) =>
+      uid
+        ? informers.volumes
+            .byIndex(BY_CLAIM_UID, uid)
+            .filter((v) => v.spec.provisioner === options.provisioner)
+            .map((v) => objectKey(VOLUME, undefined, v.metadata!.name!))
+        : [];
     this.controller.watch(informers.claims, (claim) => {
-      if (claim.spec?.volumeName || claim.status?.phase !== "Pending") return [];
-      return [objectKey(CLAIM, claim.metadata!.namespace, claim.metadata!.name!)];
+      const keys = volumesGivenTo(claim.metadata?.uid);
+      if (!claim.spec?.volumeName && claim.status?.phase === "Pending")
+        keys.push(objectKey(CLAIM, claim.metadata!.namespace, claim.metadata!.name!));
+      return keys;
     });
     this.controller.watch(informers.persistentVolumes, (pv) =>
       pv.metadata?.annotations?.[PROVISIONED_BY_ANNOTATION] === options.provisioner
-        ? [objectKey(PV, undefined, pv.metadata!.name!)]
+        ? [objectKey(PV, undefined, pv.metadata!.name!), ...volumesGivenTo(pv.spec?.claimRef?.uid)]
         : [],
     );
     this.controller.watch(informers.volumes, (volume) => {
@@ -162,6 +172,9 @@ export class PooledProvisioner {
     const storageClass = this.ourClass(claim.spec?.storageClassName);
     if (!storageClass) return reconcileDone();
     const uid = claim.metadata!.uid!;
+    // Its PersistentVolume is made: the PV controller binds it. (Taking another volume now would
+    // leave that one given to a claim that never uses it.)
+    if (this.informers.persistentVolumes.get(undefined, volumeNameFor(uid))) return reconcileDone();
     if (!this.firstSeen.has(uid)) this.firstSeen.set(uid, performance.now());
     const pool = this.poolOf(storageClass);
     const target = {
@@ -258,11 +271,10 @@ export class PooledProvisioner {
       await this.options.client.core.createPersistentVolume({ body: pv });
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
-      this.reserved.delete(volume.metadata!.name!);
       return reconcileDone();
     }
-    // From here the PersistentVolume, not the reservation, keeps the volume from other claims.
-    this.reserved.delete(volume.metadata!.name!);
+    // The reservation stays until the cache shows the volume given to the claim: a reconcile of
+    // the same claim before then must find this volume, not take another.
     const started = this.firstSeen.get(uid);
     this.firstSeen.delete(uid);
     if (started !== undefined)
@@ -432,10 +444,22 @@ export class PooledProvisioner {
       this.staleSince.delete(name);
       return reconcileDone();
     }
-    const claimExists = this.informers.claims.byIndex(BY_CLAIM_UID, claim.uid).length > 0;
-    const pvExists = this.informers.persistentVolumes.get(undefined, volumeNameFor(claim.uid)) !== undefined;
-    if (claimExists || pvExists) {
+    const verdict = assignmentState(
+      name,
+      this.informers.claims.byIndex(BY_CLAIM_UID, claim.uid).length > 0,
+      this.informers.persistentVolumes.get(undefined, volumeNameFor(claim.uid)),
+    );
+    if (verdict === "in-use") {
       this.staleSince.delete(name);
+      return reconcileDone();
+    }
+    if (verdict === "superseded") {
+      this.staleSince.delete(name);
+      this.logger.info(
+        { volume: name, claim: `${claim.namespace}/${claim.name}` },
+        "taking back a volume given to a claim whose PersistentVolume is another volume's",
+      );
+      await this.giveBack(volume);
       return reconcileDone();
     }
     const since = this.staleSince.get(name) ?? Date.now();
@@ -479,4 +503,20 @@ export class PooledProvisioner {
       }
     }
   }
+}
+
+/**
+ * Whether a volume given to a claim is still the claim's: `in-use` while the claim exists and its
+ * PersistentVolume (if made) is this volume's; `superseded` when that PersistentVolume is another
+ * volume's (the claim got that one: this one is free again at once); `orphaned` when neither the
+ * claim nor its PersistentVolume exists (taken back after a grace period, for a lagging cache).
+ */
+export function assignmentState(
+  volumeName: string,
+  claimExists: boolean,
+  pv: V1PersistentVolume | undefined,
+): "in-use" | "superseded" | "orphaned" {
+  const pvVolume = pv?.metadata?.labels?.[POOLED_VOLUME_LABEL];
+  if (pv && pvVolume !== undefined && pvVolume !== volumeName) return "superseded";
+  return claimExists || pv ? "in-use" : "orphaned";
 }

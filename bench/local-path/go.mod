@@ -1,0 +1,5 @@
+module tenantry.dev/bench/local-path
+
+go 1.23.0
+
+require github.com/rancher/local-path-provisioner v0.0.30
