@@ -48,6 +48,7 @@ interface RunOptions {
   webhookHost?: string;
   webhookPort?: number;
   webhookService?: string;
+  webhookCertificateIssuer: string;
   identityPort?: number;
   gatewayPort?: number;
   runtimesPort?: number;
@@ -62,6 +63,13 @@ export function tenantryOptions(opts: RunOptions, logger: pino.Logger, registry:
     throw new UserError("give either --kubeconfig <path> or --in-cluster (in a pod)", 2);
   }
   const components = parseComponents(opts.components);
+  const issuer = opts.webhookCertificateIssuer;
+  if (issuer !== "self" && issuer !== "external") {
+    throw new UserError(
+      `--webhook-certificate-issuer: "${issuer}" is neither self (tenantry issues and renews it) nor external (cert-manager writes the Secret)`,
+      2,
+    );
+  }
   // In a pod every server listens on the pod's addresses; Services choose which ports are reached.
   const host = opts.webhookHost ?? (opts.inCluster ? "0.0.0.0" : "127.0.0.1");
   const listen = (p: number | undefined) => ({ host, ...(p !== undefined ? { port: p } : {}) });
@@ -73,6 +81,7 @@ export function tenantryOptions(opts: RunOptions, logger: pino.Logger, registry:
     metricsRegistry: registry,
     webhookHost: host,
     ...(opts.webhookPort ? { webhookPort: opts.webhookPort } : {}),
+    webhookCertificate: { issuer },
     ...(components.has("controllers") ? {} : { controllers: false as const }),
     webhooks: components.has("webhooks")
       ? opts.webhookService
@@ -113,6 +122,11 @@ export function registerRunCommand(program: Command): void {
     .option(
       "--webhook-service <name>",
       "register the webhooks with this Service of tenantry's namespace (port 443) instead of a URL",
+    )
+    .option(
+      "--webhook-certificate-issuer <issuer>",
+      "self: tenantry issues the webhook certificate and renews it; external: someone else (cert-manager) writes it into the Secret tenantry-webhook-tls",
+      "self",
     )
     .option("--identity-port <port>", "identity API port (default: a free one)", port("--identity-port"))
     .option("--gateway-port <port>", "tenant gateway port (default: a free one)", port("--gateway-port"))

@@ -13,3 +13,4 @@ export {
   toAmounts,
   toResourceList,
 } from "./quantity.js";
+export { replaceServingCertificate } from "./serving-certificate.js";

@@ -10,7 +10,9 @@ export interface AuthenticatorOptions {
   now?: () => number;
 }
 
-const MAX_TOKEN_LENGTH = 16 * 1024;
+export const MAX_TOKEN_LENGTH = 16 * 1024;
+/** tenantry's answer to a token longer than it reads: seen in a TokenReview, it proves kube-apiserver asked tenantry. */
+export const TOKEN_TOO_LONG_REASON = `token is longer than ${MAX_TOKEN_LENGTH} characters`;
 
 /**
  * Asks each configured identity provider that recognizes a token to validate it: the one entry
@@ -48,7 +50,7 @@ export class Authenticator {
   async authenticate(token: string): Promise<Authentication> {
     if (!token) return { authenticated: false, reason: "no token" };
     if (token.length > MAX_TOKEN_LENGTH) {
-      return { authenticated: false, reason: `token is longer than ${MAX_TOKEN_LENGTH} characters` };
+      return { authenticated: false, reason: TOKEN_TOO_LONG_REASON };
     }
     const key = createHash("sha256").update(token).digest("base64url");
     const cached = this.cache.get(key);

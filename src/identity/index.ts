@@ -2,7 +2,12 @@
 
 export { IDENTITY_CRDS, USER_CRD } from "./api/crds.js";
 export { MAX_USERNAME, type User, UserSchema, type UserSpec } from "./api/user.js";
-export { Authenticator, type AuthenticatorOptions } from "./authenticator.js";
+export {
+  Authenticator,
+  type AuthenticatorOptions,
+  MAX_TOKEN_LENGTH,
+  TOKEN_TOO_LONG_REASON,
+} from "./authenticator.js";
 export {
   BUILTIN_PROVIDER,
   BuiltinIdentity,

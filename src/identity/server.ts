@@ -5,7 +5,7 @@ import { type Static, Type } from "@sinclair/typebox";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { Counter, Histogram, type Registry } from "prom-client";
-import { API_SERVER_KEEP_ALIVE_MS } from "../common/index.js";
+import { API_SERVER_KEEP_ALIVE_MS, replaceServingCertificate } from "../common/index.js";
 import { DEFAULT_API_AUDIENCES, reviewAudiences } from "./audiences.js";
 import type { Authenticator } from "./authenticator.js";
 import type { BuiltinIdentity } from "./builtin/builtin-identity.js";
@@ -492,6 +492,11 @@ export class AccessServer {
     if (!this.address) throw new Error("access server is not started");
     const host = this.address.family === "IPv6" ? `[${this.address.address}]` : this.address.address;
     return `https://${host}:${this.address.port}`;
+  }
+
+  /** A renewed serving certificate: new connections get it, without a restart. */
+  rotate(pair: { certPem: string; keyPem: string }): void {
+    replaceServingCertificate(this.app.server, pair, this.options.reviewClientCaPem);
   }
 
   async stop(): Promise<void> {

@@ -3,7 +3,7 @@ import swagger from "@fastify/swagger";
 import type { V1LabelSelector, V1RuleWithOperations } from "@kubernetes/client-node";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
-import { API_SERVER_KEEP_ALIVE_MS } from "../common/index.js";
+import { API_SERVER_KEEP_ALIVE_MS, replaceServingCertificate } from "../common/index.js";
 import { type AdmissionDecision, type AdmissionRequest, toReviewResponse } from "./review.js";
 import {
   type AdmissionReviewRequest,
@@ -170,10 +170,7 @@ export class WebhookServer {
 
   /** New connections use the new certificate; connections already open finish with the old one. */
   rotate(tls: WebhookTls): void {
-    (this.app.server as import("node:https").Server).setSecureContext({
-      cert: tls.serving.certPem,
-      key: tls.serving.keyPem,
-    });
+    replaceServingCertificate(this.app.server, tls.serving);
   }
 
   async stop(): Promise<void> {
