@@ -16,7 +16,7 @@ import {
   type AdmissionregistrationV1WebhookClientConfig as WebhookClientConfig,
 } from "@kubernetes/client-node";
 import type { CustomResourceDefinition } from "../apis/index.js";
-import { MAX_TOKEN_LENGTH, TOKEN_TOO_LONG_REASON } from "../identity/index.js";
+import { UNRECOGNIZED_TOKEN_REASON } from "../identity/index.js";
 import { type ClusterClient, describeError, isNotFound } from "../kube/index.js";
 import { certificateValidity, isIssuedBy } from "../pki/index.js";
 import {
@@ -424,23 +424,22 @@ async function checkLeader(options: DoctorOptions): Promise<Finding[]> {
 }
 
 /**
- * kube-apiserver asks tenantry about tokens: a token longer than tenantry reads comes back with
+ * kube-apiserver asks tenantry about tokens: a token of no identity provider comes back with
  * tenantry's own reason only if the API server sent it there.
  */
 async function checkTokenWebhook(options: DoctorOptions): Promise<Finding[]> {
   const api = options.client.kubeConfig.makeApiClient(AuthenticationV1Api);
-  const token = randomBytes(MAX_TOKEN_LENGTH)
-    .toString("base64url")
-    .slice(0, MAX_TOKEN_LENGTH + 1);
+  // Neither a JWT nor a Keystone token: no identity provider of tenantry's claims it.
+  const token = `tenantry-doctor-probe-${randomBytes(16).toString("hex")}`;
   const review = await api.createTokenReview({ body: { spec: { token } } });
   const error = review.status?.error ?? "";
   const check = "apiserver/authentication";
-  if (error.includes(TOKEN_TOO_LONG_REASON)) {
+  if (error.includes(UNRECOGNIZED_TOKEN_REASON)) {
     return [
       { check, status: "ok", detail: "kube-apiserver asks tenantry about tokens (TokenReview webhook)" },
     ];
   }
-  const webhookFailed = /webhook|connection refused|dial tcp|i\/o timeout/i.test(error);
+  const webhookFailed = /webhook|rejected our request|connection refused|dial tcp|i\/o timeout/i.test(error);
   return [
     {
       check,
@@ -507,7 +506,7 @@ async function checkAuthorizationWebhook(options: DoctorOptions): Promise<Findin
 }
 
 /** `name=<authorizer> result=<result>` → count, from kube-apiserver's Prometheus text. */
-function webhookEvaluations(metrics: string): Map<string, number> {
+export function webhookEvaluations(metrics: string): Map<string, number> {
   const counts = new Map<string, number>();
   for (const line of metrics.split("\n")) {
     if (!line.startsWith("apiserver_authorization_webhook_evaluations_total{")) continue;

@@ -264,6 +264,12 @@ export interface RunningTenantry {
   ready(): boolean;
   /** This replica leads and every controller has started (its caches synced): it is doing the work. */
   controllersRunning(): boolean;
+  /**
+   * About to stop: keep answering admission requests, but have kube-apiserver close each connection
+   * after its answer, so that its next requests reach another replica.
+   */
+  drain(): void;
+  /** Stops everything; admission requests already received are answered first. */
   stop(): Promise<void>;
 }
 
@@ -681,6 +687,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         i.hasSynced(),
       ),
     controllersRunning: () => controllersRunning && elector.isLeader(),
+    drain: () => server?.drain(),
     async stop() {
       await certificateKeeper.stop();
       await elector.stop();

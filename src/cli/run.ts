@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
@@ -30,6 +31,15 @@ export function parseComponents(value: string): Set<RunComponent> {
   return new Set(names as RunComponent[]);
 }
 
+function seconds(option: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < 0 || n > 300)
+      throw new UserError(`${option}: "${value}" is not a number of seconds (0–300)`, 2);
+    return n;
+  };
+}
+
 function port(option: string) {
   return (value: string): number => {
     const n = Number(value);
@@ -54,6 +64,7 @@ interface RunOptions {
   runtimesPort?: number;
   healthAddress?: string;
   apiAudiences?: string;
+  shutdownDelay?: number;
   logLevel: string;
 }
 
@@ -139,6 +150,11 @@ export function registerRunCommand(program: Command): void {
       "--api-audiences <list>",
       "kube-apiserver's --api-audiences, comma-separated (default: https://kubernetes.default.svc.cluster.local)",
     )
+    .option(
+      "--shutdown-delay <seconds>",
+      "on SIGTERM, keep serving (not ready, connections closed after each answer) this long before stopping, while the pod leaves its Services' endpoints (default: 0, in a pod 5)",
+      seconds("--shutdown-delay"),
+    )
     .option("--log-level <level>", "trace, debug, info, warn or error", "info")
     .action(async (opts: RunOptions) => {
       const logger = pino({ level: opts.logLevel });
@@ -149,16 +165,18 @@ export function registerRunCommand(program: Command): void {
         "--health-address",
         opts.healthAddress ?? (opts.inCluster ? "0.0.0.0:8081" : "127.0.0.1:0"),
       );
-      // Probes are answered from the start: /readyz says 503 until informers have synced.
+      // Probes are answered from the start: /readyz says 503 until informers have synced, and again
+      // once stopping.
       let running: RunningTenantry | undefined;
+      let stopping = false;
       const health = await startHealthServer({
         ...address,
         registry,
-        ready: () => running?.ready() ?? false,
+        ready: () => !stopping && (running?.ready() ?? false),
       });
       logger.info({ url: health.url }, "health and metrics serving");
-      const stopped = new Promise<void>((resolve) => {
-        for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => resolve());
+      const stopped = new Promise<NodeJS.Signals>((resolve) => {
+        for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => resolve(signal));
       });
       try {
         running = await startTenantry(options);
@@ -172,8 +190,16 @@ export function registerRunCommand(program: Command): void {
           },
           "tenantry is running",
         );
-        await stopped;
+        const signal = await stopped;
+        // A second signal while draining means now.
+        for (const again of ["SIGINT", "SIGTERM"] as const) process.once(again, () => process.exit(1));
+        stopping = true;
+        running.drain();
+        const delaySeconds = opts.shutdownDelay ?? (opts.inCluster ? 5 : 0);
+        logger.info({ signal, delaySeconds }, "stopping: not ready any more, draining admission requests");
+        await sleep(delaySeconds * 1000);
         await running.stop();
+        logger.info("stopped");
       } finally {
         await health.stop();
       }

@@ -13,4 +13,5 @@ export {
   toAmounts,
   toResourceList,
 } from "./quantity.js";
+export { echoRequestId, REQUEST_ID_HEADER, requestIdOptions } from "./request-id.js";
 export { replaceServingCertificate } from "./serving-certificate.js";

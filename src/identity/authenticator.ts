@@ -10,9 +10,12 @@ export interface AuthenticatorOptions {
   now?: () => number;
 }
 
-export const MAX_TOKEN_LENGTH = 16 * 1024;
-/** tenantry's answer to a token longer than it reads: seen in a TokenReview, it proves kube-apiserver asked tenantry. */
-export const TOKEN_TOO_LONG_REASON = `token is longer than ${MAX_TOKEN_LENGTH} characters`;
+const MAX_TOKEN_LENGTH = 16 * 1024;
+/**
+ * tenantry's answer to a token no identity provider recognizes (each knows its tokens by their
+ * form): seen in a TokenReview's error, it shows kube-apiserver asked tenantry.
+ */
+export const UNRECOGNIZED_TOKEN_REASON = "the token is of no configured identity provider";
 
 /**
  * Asks each configured identity provider that recognizes a token to validate it: the one entry
@@ -50,7 +53,7 @@ export class Authenticator {
   async authenticate(token: string): Promise<Authentication> {
     if (!token) return { authenticated: false, reason: "no token" };
     if (token.length > MAX_TOKEN_LENGTH) {
-      return { authenticated: false, reason: TOKEN_TOO_LONG_REASON };
+      return { authenticated: false, reason: `token is longer than ${MAX_TOKEN_LENGTH} characters` };
     }
     const key = createHash("sha256").update(token).digest("base64url");
     const cached = this.cache.get(key);
@@ -60,7 +63,7 @@ export class Authenticator {
 
     const candidates = this.current.filter((p) => p.recognizes(token));
     if (candidates.length === 0) {
-      return { authenticated: false, reason: "the token is of no configured identity provider" };
+      return { authenticated: false, reason: UNRECOGNIZED_TOKEN_REASON };
     }
     const reasons: string[] = [];
     for (const provider of candidates) {

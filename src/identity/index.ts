@@ -5,8 +5,7 @@ export { MAX_USERNAME, type User, UserSchema, type UserSpec } from "./api/user.j
 export {
   Authenticator,
   type AuthenticatorOptions,
-  MAX_TOKEN_LENGTH,
-  TOKEN_TOO_LONG_REASON,
+  UNRECOGNIZED_TOKEN_REASON,
 } from "./authenticator.js";
 export {
   BUILTIN_PROVIDER,

@@ -5,7 +5,12 @@ import { type Static, Type } from "@sinclair/typebox";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { Counter, Histogram, type Registry } from "prom-client";
-import { API_SERVER_KEEP_ALIVE_MS, replaceServingCertificate } from "../common/index.js";
+import {
+  API_SERVER_KEEP_ALIVE_MS,
+  echoRequestId,
+  replaceServingCertificate,
+  requestIdOptions,
+} from "../common/index.js";
 import { DEFAULT_API_AUDIENCES, reviewAudiences } from "./audiences.js";
 import type { Authenticator } from "./authenticator.js";
 import type { BuiltinIdentity } from "./builtin/builtin-identity.js";
@@ -197,17 +202,17 @@ export class AccessServer {
         : {}),
       forceCloseConnections: true,
       ajv: { customOptions: { allErrors: false } },
+      ...requestIdOptions(),
     }) as unknown as FastifyInstance;
+    echoRequestId(this.app);
 
-    this.app.setErrorHandler(
-      (err: Error & { validation?: unknown; statusCode?: number }, _request, reply) => {
-        if (err.validation) return problem(reply, 400, "invalid request", err.message);
-        if (err.statusCode && err.statusCode < 500)
-          return problem(reply, err.statusCode, "bad request", err.message);
-        options.logger?.error({ err }, "access server request failed");
-        return problem(reply, 500, "internal error", err.message);
-      },
-    );
+    this.app.setErrorHandler((err: Error & { validation?: unknown; statusCode?: number }, request, reply) => {
+      if (err.validation) return problem(reply, 400, "invalid request", err.message);
+      if (err.statusCode && err.statusCode < 500)
+        return problem(reply, err.statusCode, "bad request", err.message);
+      request.log.error({ err }, "access server request failed");
+      return problem(reply, 500, "internal error", err.message);
+    });
 
     this.app.register(swagger, {
       openapi: {
@@ -282,7 +287,7 @@ export class AccessServer {
           } catch (err) {
             reviews?.inc({ result: "error", provider: "" });
             // A 500 keeps kube-apiserver from caching a "no" that is only an outage.
-            options.logger?.warn({ err }, "token review failed");
+            request.log.warn({ err }, "token review failed");
             return reply.code(500).send(tokenReview({ authenticated: false, error: (err as Error).message }));
           } finally {
             end?.();

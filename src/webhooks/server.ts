@@ -3,7 +3,12 @@ import swagger from "@fastify/swagger";
 import type { V1LabelSelector, V1RuleWithOperations } from "@kubernetes/client-node";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
-import { API_SERVER_KEEP_ALIVE_MS, replaceServingCertificate } from "../common/index.js";
+import {
+  API_SERVER_KEEP_ALIVE_MS,
+  echoRequestId,
+  replaceServingCertificate,
+  requestIdOptions,
+} from "../common/index.js";
 import { type AdmissionDecision, type AdmissionRequest, toReviewResponse } from "./review.js";
 import {
   type AdmissionReviewRequest,
@@ -12,6 +17,12 @@ import {
   ProblemSchema,
 } from "./schema.js";
 import type { WebhookTls } from "./tls.js";
+
+/**
+ * How long stopping waits for admission requests already received: longer than the API server's
+ * default webhook timeout (10 s), past which it has given up on them anyway.
+ */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 15_000;
 
 /** Where the webhook server serves the OpenAPI document of its webhooks. */
 export const OPENAPI_PATH = "/openapi.json";
@@ -80,6 +91,8 @@ export class WebhookServer {
   private readonly app: FastifyInstance;
   private readonly webhooks = new Map<string, AdmissionWebhook>();
   private address?: AddressInfo;
+  private draining = false;
+  private inFlight = 0;
 
   constructor(private readonly options: WebhookServerOptions) {
     this.app = Fastify({
@@ -90,10 +103,26 @@ export class WebhookServer {
       ...(options.logger
         ? { loggerInstance: options.logger.child({ component: "webhooks" }, { level: "warn" }) }
         : {}),
-      // The API server keeps connections to webhooks open; closing must not wait for it to hang up.
-      forceCloseConnections: true,
+      // Stopping closes idle connections at once; those with a request in flight are closed after its
+      // answer (see drain), and a request arriving meanwhile is still answered, not refused.
+      forceCloseConnections: "idle",
+      return503OnClosing: false,
       keepAliveTimeout: API_SERVER_KEEP_ALIVE_MS,
+      ...requestIdOptions(),
     }) as unknown as FastifyInstance;
+    echoRequestId(this.app);
+    this.app.addHook("onRequest", async () => {
+      this.inFlight++;
+    });
+    this.app.addHook("onResponse", async () => {
+      this.inFlight--;
+    });
+    // While draining, every answer asks the API server to close the connection: its next request
+    // opens a new one, which the Service sends to a replica that is not going away.
+    this.app.addHook("onSend", async (_request, reply, payload) => {
+      if (this.draining) reply.header("connection", "close");
+      return payload;
+    });
     this.app.register(swagger, {
       openapi: {
         info: {
@@ -104,15 +133,13 @@ export class WebhookServer {
         },
       },
     });
-    this.app.setErrorHandler(
-      (err: Error & { validation?: unknown; statusCode?: number }, _request, reply) => {
-        if (err.validation) return problem(reply, 400, "not an AdmissionReview", err.message);
-        if (err.statusCode && err.statusCode < 500)
-          return problem(reply, err.statusCode, "bad request", err.message);
-        options.logger?.error({ err }, "webhook request failed");
-        return problem(reply, 500, "webhook failed", err.message);
-      },
-    );
+    this.app.setErrorHandler((err: Error & { validation?: unknown; statusCode?: number }, request, reply) => {
+      if (err.validation) return problem(reply, 400, "not an AdmissionReview", err.message);
+      if (err.statusCode && err.statusCode < 500)
+        return problem(reply, err.statusCode, "bad request", err.message);
+      request.log.error({ err }, "webhook request failed");
+      return problem(reply, 500, "webhook failed", err.message);
+    });
     this.app.setNotFoundHandler((request, reply) =>
       problem(reply, 404, "not found", `no webhook at ${request.method} ${request.url.split("?")[0]}`),
     );
@@ -144,7 +171,10 @@ export class WebhookServer {
             return toReviewResponse(review.request.uid, decision);
           } catch (err) {
             // A 500 lets the API server apply the webhook's failurePolicy.
-            this.options.logger?.error({ err, webhook: webhook.name }, "webhook handler failed");
+            request.log.error(
+              { err, webhook: webhook.name, uid: review.request.uid, operation: review.request.operation },
+              "webhook handler failed",
+            );
             return problem(reply, 500, "webhook failed", (err as Error).message);
           }
         },
@@ -173,7 +203,42 @@ export class WebhookServer {
     replaceServingCertificate(this.app.server, tls.serving);
   }
 
-  async stop(): Promise<void> {
-    await this.app.close();
+  /** Admission requests being answered now. */
+  get pending(): number {
+    return this.inFlight;
+  }
+
+  /**
+   * Going away soon: keep answering, but ask every client to close its connection after the
+   * answer, so that new requests go elsewhere while the endpoint is removed from the Service.
+   */
+  drain(): void {
+    this.draining = true;
+  }
+
+  /**
+   * Stops accepting connections, closes idle ones, and answers every request already received
+   * before closing its connection; whatever is still open after `drainTimeoutMs` is cut.
+   */
+  async stop(drainTimeoutMs = DEFAULT_DRAIN_TIMEOUT_MS): Promise<void> {
+    this.draining = true;
+    if (this.inFlight > 0)
+      this.options.logger?.info(
+        { inFlight: this.inFlight },
+        "answering in-flight admission requests before stopping",
+      );
+    const server = this.app.server;
+    const cut = setTimeout(() => {
+      this.options.logger?.warn(
+        { inFlight: this.inFlight },
+        "admission requests still in flight after the drain timeout: closing their connections",
+      );
+      server.closeAllConnections();
+    }, drainTimeoutMs);
+    try {
+      await this.app.close();
+    } finally {
+      clearTimeout(cut);
+    }
   }
 }
