@@ -11,6 +11,7 @@ import {
   ApiextensionsV1Api,
   AuthenticationV1Api,
   AuthorizationV1Api,
+  CustomObjectsApi,
   DiscoveryV1Api,
   type V1CustomResourceDefinition,
   type AdmissionregistrationV1WebhookClientConfig as WebhookClientConfig,
@@ -62,6 +63,7 @@ export async function diagnose(options: DoctorOptions): Promise<Finding[]> {
     checkCrds,
     checkWebhooks,
     checkCertificates,
+    checkPeerCertificates,
     checkLeader,
     checkTokenWebhook,
     checkAuthorizationWebhook,
@@ -370,6 +372,46 @@ async function checkCertificates(options: DoctorOptions): Promise<Finding[]> {
       detail: `the ${what} is ${until} (${formatDays(days)})`,
     };
   });
+}
+
+/**
+ * Each Peering's client certificate for its provider is valid longer than the renewal window: an
+ * expired one makes the virtual node NotReady and stops offloading there.
+ */
+async function checkPeerCertificates(options: DoctorOptions): Promise<Finding[]> {
+  const api = options.client.kubeConfig.makeApiClient(CustomObjectsApi);
+  const list = (await api.listClusterCustomObject({
+    group: "tenantry.dev",
+    version: "v1alpha1",
+    plural: "peerings",
+  })) as { items: { metadata: { name: string }; status?: { credentialsExpireAt?: string } }[] };
+  const now = (options.now ?? (() => new Date()))().getTime();
+  // Peer certificates live 30 days: a week before expiry is when to act.
+  const renewBeforeDays = 7;
+  const findings: Finding[] = [];
+  for (const peering of list.items) {
+    const at = peering.status?.credentialsExpireAt;
+    if (!at) continue;
+    const days = (Date.parse(at) - now) / DAY_MS;
+    if (days >= renewBeforeDays) continue;
+    findings.push({
+      check: "certificates/peers",
+      status: days <= 0 ? "error" : "warning",
+      detail:
+        days <= 0
+          ? `the client certificate of Peering ${peering.metadata.name} expired at ${at}: its virtual node is NotReady`
+          : `the client certificate of Peering ${peering.metadata.name} expires in ${formatDays(days)} (${at})`,
+      fix: `tenantry does not renew peer certificates yet: unpeer and peer again (\`tenantry unpeer\`, then \`tenantry peer --provider ${peering.metadata.name}\` with the same options); what is offloaded there is recreated`,
+    });
+  }
+  if (!findings.length && list.items.length) {
+    findings.push({
+      check: "certificates/peers",
+      status: "ok",
+      detail: `${list.items.length} peerings' certificates valid for more than ${renewBeforeDays} days`,
+    });
+  }
+  return findings;
 }
 
 function formatDays(days: number): string {
