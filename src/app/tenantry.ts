@@ -265,8 +265,8 @@ export interface RunningTenantry {
   /** This replica leads and every controller has started (its caches synced): it is doing the work. */
   controllersRunning(): boolean;
   /**
-   * About to stop: keep answering admission requests, but have kube-apiserver close each connection
-   * after its answer, so that its next requests reach another replica.
+   * About to stop: keep answering admission requests and token and authorization reviews, but have
+   * kube-apiserver close each connection after its answer, so that its next requests reach another replica.
    */
   drain(): void;
   /** Stops everything; admission requests already received are answered first. */
@@ -687,7 +687,10 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         i.hasSynced(),
       ),
     controllersRunning: () => controllersRunning && elector.isLeader(),
-    drain: () => server?.drain(),
+    drain: () => {
+      server?.drain();
+      if (accessUrl) accessServer.drain();
+    },
     async stop() {
       await certificateKeeper.stop();
       await elector.stop();

@@ -7,7 +7,10 @@ import type { Logger } from "pino";
 import { Counter, Histogram, type Registry } from "prom-client";
 import {
   API_SERVER_KEEP_ALIVE_MS,
+  drainingServerOptions,
   echoRequestId,
+  type GracefulClose,
+  gracefulClose,
   replaceServingCertificate,
   requestIdOptions,
 } from "../common/index.js";
@@ -162,6 +165,7 @@ function bearer(header: string | undefined): string | undefined {
  */
 export class AccessServer {
   private readonly app: FastifyInstance;
+  private readonly closing: GracefulClose;
   private address?: AddressInfo;
 
   constructor(private readonly options: AccessServerOptions) {
@@ -200,11 +204,13 @@ export class AccessServer {
       ...(options.logger
         ? { loggerInstance: options.logger.child({ component: "access-server" }, { level: "warn" }) }
         : {}),
-      forceCloseConnections: true,
+      // Stopping answers the reviews in flight: kube-apiserver denies a request whose review is cut.
+      ...drainingServerOptions,
       ajv: { customOptions: { allErrors: false } },
       ...requestIdOptions(),
     }) as unknown as FastifyInstance;
     echoRequestId(this.app);
+    this.closing = gracefulClose(this.app, "token and authorization reviews", options.logger);
 
     this.app.setErrorHandler((err: Error & { validation?: unknown; statusCode?: number }, request, reply) => {
       if (err.validation) return problem(reply, 400, "invalid request", err.message);
@@ -504,8 +510,14 @@ export class AccessServer {
     replaceServingCertificate(this.app.server, pair, this.options.reviewClientCaPem);
   }
 
-  async stop(): Promise<void> {
-    await this.app.close();
+  /** About to stop: see {@link GracefulClose.drain}. */
+  drain(): void {
+    this.closing.drain();
+  }
+
+  /** Answers the reviews and requests already received, then stops. */
+  stop(): Promise<void> {
+    return this.closing.close();
   }
 }
 

@@ -5,7 +5,10 @@ import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
 import {
   API_SERVER_KEEP_ALIVE_MS,
+  drainingServerOptions,
   echoRequestId,
+  type GracefulClose,
+  gracefulClose,
   replaceServingCertificate,
   requestIdOptions,
 } from "../common/index.js";
@@ -17,12 +20,6 @@ import {
   ProblemSchema,
 } from "./schema.js";
 import type { WebhookTls } from "./tls.js";
-
-/**
- * How long stopping waits for admission requests already received: longer than the API server's
- * default webhook timeout (10 s), past which it has given up on them anyway.
- */
-export const DEFAULT_DRAIN_TIMEOUT_MS = 15_000;
 
 /** Where the webhook server serves the OpenAPI document of its webhooks. */
 export const OPENAPI_PATH = "/openapi.json";
@@ -91,8 +88,7 @@ export class WebhookServer {
   private readonly app: FastifyInstance;
   private readonly webhooks = new Map<string, AdmissionWebhook>();
   private address?: AddressInfo;
-  private draining = false;
-  private inFlight = 0;
+  private readonly closing: GracefulClose;
 
   constructor(private readonly options: WebhookServerOptions) {
     this.app = Fastify({
@@ -103,26 +99,13 @@ export class WebhookServer {
       ...(options.logger
         ? { loggerInstance: options.logger.child({ component: "webhooks" }, { level: "warn" }) }
         : {}),
-      // Stopping closes idle connections at once; those with a request in flight are closed after its
-      // answer (see drain), and a request arriving meanwhile is still answered, not refused.
-      forceCloseConnections: "idle",
-      return503OnClosing: false,
+      // Stopping answers the requests in flight (see gracefulClose).
+      ...drainingServerOptions,
       keepAliveTimeout: API_SERVER_KEEP_ALIVE_MS,
       ...requestIdOptions(),
     }) as unknown as FastifyInstance;
     echoRequestId(this.app);
-    this.app.addHook("onRequest", async () => {
-      this.inFlight++;
-    });
-    this.app.addHook("onResponse", async () => {
-      this.inFlight--;
-    });
-    // While draining, every answer asks the API server to close the connection: its next request
-    // opens a new one, which the Service sends to a replica that is not going away.
-    this.app.addHook("onSend", async (_request, reply, payload) => {
-      if (this.draining) reply.header("connection", "close");
-      return payload;
-    });
+    this.closing = gracefulClose(this.app, "admission requests", options.logger);
     this.app.register(swagger, {
       openapi: {
         info: {
@@ -205,40 +188,16 @@ export class WebhookServer {
 
   /** Admission requests being answered now. */
   get pending(): number {
-    return this.inFlight;
+    return this.closing.pending;
   }
 
-  /**
-   * Going away soon: keep answering, but ask every client to close its connection after the
-   * answer, so that new requests go elsewhere while the endpoint is removed from the Service.
-   */
+  /** About to stop: see {@link GracefulClose.drain}. */
   drain(): void {
-    this.draining = true;
+    this.closing.drain();
   }
 
-  /**
-   * Stops accepting connections, closes idle ones, and answers every request already received
-   * before closing its connection; whatever is still open after `drainTimeoutMs` is cut.
-   */
-  async stop(drainTimeoutMs = DEFAULT_DRAIN_TIMEOUT_MS): Promise<void> {
-    this.draining = true;
-    if (this.inFlight > 0)
-      this.options.logger?.info(
-        { inFlight: this.inFlight },
-        "answering in-flight admission requests before stopping",
-      );
-    const server = this.app.server;
-    const cut = setTimeout(() => {
-      this.options.logger?.warn(
-        { inFlight: this.inFlight },
-        "admission requests still in flight after the drain timeout: closing their connections",
-      );
-      server.closeAllConnections();
-    }, drainTimeoutMs);
-    try {
-      await this.app.close();
-    } finally {
-      clearTimeout(cut);
-    }
+  /** Answers the admission requests already received, then stops (see {@link GracefulClose.close}). */
+  stop(drainTimeoutMs?: number): Promise<void> {
+    return this.closing.close(drainTimeoutMs);
   }
 }
