@@ -65,6 +65,7 @@ export async function diagnose(options: DoctorOptions): Promise<Finding[]> {
     checkCertificates,
     checkPeerCertificates,
     checkLeader,
+    checkReplicas,
     checkTokenWebhook,
     checkAuthorizationWebhook,
   ];
@@ -463,6 +464,28 @@ async function checkLeader(options: DoctorOptions): Promise<Finding[]> {
     ];
   }
   return [{ check, status: "ok", detail: `${holder} leads (Lease renewed ${Math.max(0, ago)} s ago)` }];
+}
+
+/** In a cluster installed with the chart: every replica of the Deployment is ready. */
+async function checkReplicas(options: DoctorOptions): Promise<Finding[]> {
+  const { namespace } = options;
+  const deployments = await options.client.apps.listNamespacedDeployment({
+    namespace,
+    labelSelector: "app.kubernetes.io/name=tenantry",
+  });
+  return deployments.items.map((deployment) => {
+    const name = deployment.metadata!.name!;
+    const wanted = deployment.spec?.replicas ?? 1;
+    const ready = deployment.status?.readyReplicas ?? 0;
+    const detail = `Deployment ${namespace}/${name}: ${ready} of ${wanted} replicas ready`;
+    if (ready >= wanted) return { check: "replicas", status: "ok" as const, detail };
+    return {
+      check: "replicas",
+      status: ready === 0 ? ("error" as const) : ("warning" as const),
+      detail: ready === 0 ? `${detail}: nobody answers admission requests` : detail,
+      fix: `\`kubectl -n ${namespace} describe deployment ${name}\` and the logs of its pods (\`kubectl -n ${namespace} logs deployment/${name}\`)`,
+    };
+  });
 }
 
 /**
