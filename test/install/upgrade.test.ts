@@ -109,6 +109,17 @@ async function snapshot(): Promise<State> {
   return state;
 }
 
+/** `owner` creates namespace `name` with kubectl, once tenantry's webhooks admit it. */
+async function ownerCreatesNamespace(owner: string, name: string): Promise<void> {
+  await eventually(
+    async () => {
+      const created = await kubectl(cluster.kubeconfig, ["--as", owner, "create", "namespace", name]);
+      assert.equal(created.code, 0, created.stderr);
+    },
+    { timeoutMs: 120_000, intervalMs: 1000 },
+  );
+}
+
 async function tenantReady(name: string): Promise<void> {
   const tenant = (await custom.getClusterCustomObject({ ...tenants, name })) as {
     status?: { conditions?: { type: string; status: string }[] };
@@ -177,19 +188,7 @@ describe("upgrading from the previous chart and tenantry with tenants in place",
       });
     }
     // An owner's own namespace, admitted by the previous webhooks.
-    await eventually(
-      async () => {
-        const created = await kubectl(cluster.kubeconfig, [
-          "--as",
-          "acme-owner",
-          "create",
-          "namespace",
-          "acme-extra",
-        ]);
-        assert.equal(created.code, 0, created.stderr);
-      },
-      { timeoutMs: 120_000, intervalMs: 1000 },
-    );
+    await ownerCreatesNamespace("acme-owner", "acme-extra");
     await eventually(
       async () => {
         for (const name of Object.keys(TENANTS)) await tenantReady(name);
@@ -253,19 +252,7 @@ describe("upgrading from the previous chart and tenantry with tenants in place",
       { timeoutMs: 120_000, intervalMs: 1000 },
     );
     // The upgraded webhooks admit an owner's namespace and count it against the tenant.
-    await eventually(
-      async () => {
-        const created = await kubectl(cluster.kubeconfig, [
-          "--as",
-          "globex-owner",
-          "create",
-          "namespace",
-          "globex-new",
-        ]);
-        assert.equal(created.code, 0, created.stderr);
-      },
-      { timeoutMs: 60_000, intervalMs: 1000 },
-    );
+    await ownerCreatesNamespace("globex-owner", "globex-new");
     const ns = await admin.core.readNamespace({ name: "globex-new" });
     assert.equal(ns.metadata?.labels?.["tenantry.dev/tenant"], "globex");
     const findings = await diagnose({
