@@ -83,13 +83,23 @@ import {
 import {
   type AdmissionWebhook,
   applyWebhookConfigurations,
+  awaitWebhookTls,
   ensureWebhookTls,
+  WEBHOOK_CONFIGURATION,
+  WEBHOOK_TLS_SECRET,
+  type WebhookCertificateIssuer,
+  WebhookCertificateKeeper,
+  type WebhookEndpoint,
   WebhookServer,
+  type WebhookTls,
+  type WebhookTlsOptions,
   webhookConfigurations,
 } from "../webhooks/index.js";
 import { ALL_CRDS } from "./crds.js";
 
 export const TENANTRY_NAMESPACE = "tenantry-system";
+/** The Lease whose holder runs the controllers. */
+export const CONTROLLERS_LEASE = "tenantry-controllers";
 
 export interface TenantryOptions {
   /** Cluster name used in work-queue keys and logs. */
@@ -127,6 +137,18 @@ export interface TenantryOptions {
   /** Address the webhook server listens on and the API server calls (embedded default: loopback). */
   webhookHost?: string;
   webhookPort?: number;
+  /**
+   * The webhook serving certificate (Secret tenantry-webhook-tls, also served by the identity and
+   * logical-clouds APIs): issued and renewed by tenantry (`self`, the default), or issued into the
+   * Secret by someone else (`external`: cert-manager) and followed. Checked every `checkIntervalMs`
+   * (default 10 minutes); a new one is served without a restart.
+   */
+  webhookCertificate?: {
+    issuer?: WebhookCertificateIssuer;
+    validDays?: number;
+    renewBeforeDays?: number;
+    checkIntervalMs?: number;
+  };
   namespace?: string;
   /** Identity in leader election; default host name and pid. */
   identity?: string;
@@ -242,6 +264,12 @@ export interface RunningTenantry {
   ready(): boolean;
   /** This replica leads and every controller has started (its caches synced): it is doing the work. */
   controllersRunning(): boolean;
+  /**
+   * About to stop: keep answering admission requests and token and authorization reviews, but have
+   * kube-apiserver close each connection after its answer, so that its next requests reach another replica.
+   */
+  drain(): void;
+  /** Stops everything; admission requests already received are answered first. */
   stop(): Promise<void>;
 }
 
@@ -265,14 +293,21 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const informers = new TenantInformers(client);
   const offloading = new MulticlusterInformers(client, namespace);
   const host = options.webhookHost ?? "127.0.0.1";
+  const certificate = options.webhookCertificate ?? {};
+  const tlsOptions: WebhookTlsOptions = {
+    namespace,
+    secretName: WEBHOOK_TLS_SECRET,
+    ipAddresses: [host],
+    dnsNames: ["localhost", `tenantry-webhooks.${namespace}.svc`],
+    ...(certificate.validDays !== undefined ? { servingValidDays: certificate.validDays } : {}),
+    ...(certificate.renewBeforeDays !== undefined ? { renewBeforeDays: certificate.renewBeforeDays } : {}),
+  };
+  const issuer = certificate.issuer ?? "self";
   // Independent of each other: waited for together, so that a restarted tenantry answers sooner.
   const [tls] = await Promise.all([
-    ensureWebhookTls(client.kubeConfig, {
-      namespace,
-      secretName: "tenantry-webhook-tls",
-      ipAddresses: [host],
-      dnsNames: ["localhost", `tenantry-webhooks.${namespace}.svc`],
-    }),
+    issuer === "self"
+      ? ensureWebhookTls(client.kubeConfig, tlsOptions)
+      : awaitWebhookTls(client.kubeConfig, tlsOptions, logger),
     ...[
       namespaceProvisionerClusterRole,
       ...accessGrantClusterRoles,
@@ -327,15 +362,18 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         });
   for (const webhook of webhooks) server?.register(webhook);
   const webhookUrl = (await server?.start()) ?? "";
-  if (server && options.webhooks !== false) {
-    const service = options.webhooks?.service;
-    const endpoint = service
-      ? { service: { namespace, name: service.name, port: service.port ?? 443 }, caPem: tls.caPem }
-      : { url: webhookUrl, caPem: tls.caPem };
+  const service = options.webhooks ? options.webhooks.service : undefined;
+  const registerWebhooks = async (caPem: string) => {
+    const endpoint: WebhookEndpoint = service
+      ? { service: { namespace, name: service.name, port: service.port ?? 443 }, caPem }
+      : { url: webhookUrl, caPem };
     await applyWebhookConfigurations(
       client.kubeConfig,
-      webhookConfigurations("tenantry", webhooks, endpoint, namespace),
+      webhookConfigurations(WEBHOOK_CONFIGURATION, webhooks, endpoint, namespace),
     );
+  };
+  if (server) {
+    await registerWebhooks(tls.caPem);
     logger.info(
       { webhookUrl, service, webhooks: webhooks.map((w) => w.name) },
       "admission webhooks registered",
@@ -474,6 +512,25 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         });
 
+  // Every server of the webhook certificate takes a renewed one without a restart; a new CA (an
+  // external issuer's) goes into the webhook configurations too.
+  const certificateKeeper = new WebhookCertificateKeeper({
+    kubeConfig: client.kubeConfig,
+    tls: tlsOptions,
+    issuer,
+    initial: tls,
+    registry: metrics,
+    logger,
+    ...(certificate.checkIntervalMs ? { checkIntervalMs: certificate.checkIntervalMs } : {}),
+    onChange: async (next: WebhookTls, previous: WebhookTls) => {
+      server?.rotate(next);
+      if (accessUrl && !options.access) accessServer.rotate(next.serving);
+      logicalCloudsApi?.rotate(next.serving);
+      if (server && next.caPem !== previous.caPem) await registerWebhooks(next.caPem);
+    },
+  });
+  certificateKeeper.start();
+
   const apiServerCa = client.kubeConfig.getCurrentCluster()?.caData;
   const dashboard =
     options.dashboard === false
@@ -506,7 +563,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
   let controllersRunning = false;
   const elector = new LeaderElector({
-    lease: { client, namespace, name: "tenantry-controllers" },
+    lease: { client, namespace, name: CONTROLLERS_LEASE },
     identity: options.identity ?? `${hostname()}-${process.pid}`,
     logger,
     onStartedLeading: async () => {
@@ -636,7 +693,12 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         i.hasSynced(),
       ),
     controllersRunning: () => controllersRunning && elector.isLeader(),
+    drain: () => {
+      server?.drain();
+      if (accessUrl) accessServer.drain();
+    },
     async stop() {
+      await certificateKeeper.stop();
       await elector.stop();
       await dashboard?.stop();
       await runtimesProxy?.stop();

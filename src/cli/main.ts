@@ -5,6 +5,7 @@ import { describeError, statusCode, statusOf, statusReason } from "../kube/index
 import { registerCloudCommands } from "./cloud.js";
 import { registerClusterCommands } from "./cluster.js";
 import { registerDevCommands } from "./dev.js";
+import { registerDoctorCommand } from "./doctor.js";
 import { registerLoginCommands } from "./login.js";
 import { registerMonitorCommands } from "./monitor.js";
 import { registerNodeCommands } from "./node.js";
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   registerClusterCommands(program);
   registerCloudCommands(program);
   registerNodeCommands(program);
+  registerDoctorCommand(program);
   return program;
 }
 
@@ -57,7 +59,8 @@ export function errorReport(err: unknown): { exitCode: number; message: string }
 export async function main(argv = process.argv): Promise<number> {
   try {
     await buildProgram().parseAsync(argv);
-    return 0;
+    // A command that finished but failed (a backup that failed, a doctor that found errors) set it.
+    return Number(process.exitCode ?? 0);
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
     const report = errorReport(err);

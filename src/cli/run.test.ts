@@ -7,14 +7,12 @@ import { parseComponents, tenantryOptions } from "./run.js";
 
 const logger = pino({ level: "silent" });
 const all = "controllers,webhooks,gateway,identity,runtimes";
+/** What commander passes when only the required flags are given. */
+const defaults = { cluster: "home", components: all, logLevel: "info", webhookCertificateIssuer: "self" };
 
 describe("tenantry run options", () => {
   test("every component by default, from a kubeconfig on loopback", () => {
-    const options = tenantryOptions(
-      { kubeconfig: "/tmp/kc", cluster: "home", components: all, logLevel: "info" },
-      logger,
-      new Registry(),
-    );
+    const options = tenantryOptions({ ...defaults, kubeconfig: "/tmp/kc" }, logger, new Registry());
     assert.equal(options.kubeconfig, "/tmp/kc");
     assert.equal(options.inCluster, undefined);
     assert.equal(options.controllers, undefined);
@@ -36,6 +34,7 @@ describe("tenantry run options", () => {
         webhookPort: 9443,
         identityPort: 8443,
         logLevel: "info",
+        webhookCertificateIssuer: "external",
       },
       logger,
       new Registry(),
@@ -48,6 +47,7 @@ describe("tenantry run options", () => {
     assert.equal(options.webhookHost, "0.0.0.0");
     assert.deepEqual(options.identityApi, { host: "0.0.0.0", port: 8443 });
     assert.equal(options.gateway, false);
+    assert.deepEqual(options.webhookCertificate, { issuer: "external" });
     assert.equal(options.runtimesAdmin, false);
     assert.equal(options.runtimesProxy, false);
   });
@@ -55,15 +55,25 @@ describe("tenantry run options", () => {
   test("a kubeconfig and --in-cluster together, or neither, is bad input", () => {
     for (const opts of [{ kubeconfig: "/tmp/kc", inCluster: true }, {}]) {
       assert.throws(
-        () =>
-          tenantryOptions(
-            { ...opts, cluster: "home", components: all, logLevel: "info" },
-            logger,
-            new Registry(),
-          ),
+        () => tenantryOptions({ ...defaults, ...opts }, logger, new Registry()),
         (err: unknown) => err instanceof UserError && err.exitCode === 2 && /--in-cluster/.test(err.message),
       );
     }
+  });
+
+  test("an unknown certificate issuer is named, with the choices", () => {
+    assert.throws(
+      () =>
+        tenantryOptions(
+          { ...defaults, kubeconfig: "/tmp/kc", webhookCertificateIssuer: "cert-manager" },
+          logger,
+          new Registry(),
+        ),
+      (err: unknown) =>
+        err instanceof UserError &&
+        err.exitCode === 2 &&
+        /--webhook-certificate-issuer: "cert-manager" is neither self .* nor external/.test(err.message),
+    );
   });
 
   test("an unknown component is named, with the choices", () => {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
@@ -30,6 +31,15 @@ export function parseComponents(value: string): Set<RunComponent> {
   return new Set(names as RunComponent[]);
 }
 
+function seconds(option: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isFinite(n) || n < 0 || n > 300)
+      throw new UserError(`${option}: "${value}" is not a number of seconds (0–300)`, 2);
+    return n;
+  };
+}
+
 function port(option: string) {
   return (value: string): number => {
     const n = Number(value);
@@ -48,11 +58,13 @@ interface RunOptions {
   webhookHost?: string;
   webhookPort?: number;
   webhookService?: string;
+  webhookCertificateIssuer: string;
   identityPort?: number;
   gatewayPort?: number;
   runtimesPort?: number;
   healthAddress?: string;
   apiAudiences?: string;
+  shutdownDelay?: number;
   logLevel: string;
 }
 
@@ -62,6 +74,13 @@ export function tenantryOptions(opts: RunOptions, logger: pino.Logger, registry:
     throw new UserError("give either --kubeconfig <path> or --in-cluster (in a pod)", 2);
   }
   const components = parseComponents(opts.components);
+  const issuer = opts.webhookCertificateIssuer;
+  if (issuer !== "self" && issuer !== "external") {
+    throw new UserError(
+      `--webhook-certificate-issuer: "${issuer}" is neither self (tenantry issues and renews it) nor external (cert-manager writes the Secret)`,
+      2,
+    );
+  }
   // In a pod every server listens on the pod's addresses; Services choose which ports are reached.
   const host = opts.webhookHost ?? (opts.inCluster ? "0.0.0.0" : "127.0.0.1");
   const listen = (p: number | undefined) => ({ host, ...(p !== undefined ? { port: p } : {}) });
@@ -73,6 +92,7 @@ export function tenantryOptions(opts: RunOptions, logger: pino.Logger, registry:
     metricsRegistry: registry,
     webhookHost: host,
     ...(opts.webhookPort ? { webhookPort: opts.webhookPort } : {}),
+    webhookCertificate: { issuer },
     ...(components.has("controllers") ? {} : { controllers: false as const }),
     webhooks: components.has("webhooks")
       ? opts.webhookService
@@ -114,6 +134,11 @@ export function registerRunCommand(program: Command): void {
       "--webhook-service <name>",
       "register the webhooks with this Service of tenantry's namespace (port 443) instead of a URL",
     )
+    .option(
+      "--webhook-certificate-issuer <issuer>",
+      "self: tenantry issues the webhook certificate and renews it; external: someone else (cert-manager) writes it into the Secret tenantry-webhook-tls",
+      "self",
+    )
     .option("--identity-port <port>", "identity API port (default: a free one)", port("--identity-port"))
     .option("--gateway-port <port>", "tenant gateway port (default: a free one)", port("--gateway-port"))
     .option("--runtimes-port <port>", "runtimes proxy port (default: a free one)", port("--runtimes-port"))
@@ -125,6 +150,11 @@ export function registerRunCommand(program: Command): void {
       "--api-audiences <list>",
       "kube-apiserver's --api-audiences, comma-separated (default: https://kubernetes.default.svc.cluster.local)",
     )
+    .option(
+      "--shutdown-delay <seconds>",
+      "on SIGTERM, keep serving (not ready, connections closed after each answer) this long before stopping, while the pod leaves its Services' endpoints (default: 0, in a pod 5)",
+      seconds("--shutdown-delay"),
+    )
     .option("--log-level <level>", "trace, debug, info, warn or error", "info")
     .action(async (opts: RunOptions) => {
       const logger = pino({ level: opts.logLevel });
@@ -135,16 +165,18 @@ export function registerRunCommand(program: Command): void {
         "--health-address",
         opts.healthAddress ?? (opts.inCluster ? "0.0.0.0:8081" : "127.0.0.1:0"),
       );
-      // Probes are answered from the start: /readyz says 503 until informers have synced.
+      // Probes are answered from the start: /readyz says 503 until informers have synced, and again
+      // once stopping.
       let running: RunningTenantry | undefined;
+      let stopping = false;
       const health = await startHealthServer({
         ...address,
         registry,
-        ready: () => running?.ready() ?? false,
+        ready: () => !stopping && (running?.ready() ?? false),
       });
       logger.info({ url: health.url }, "health and metrics serving");
-      const stopped = new Promise<void>((resolve) => {
-        for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => resolve());
+      const stopped = new Promise<NodeJS.Signals>((resolve) => {
+        for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => resolve(signal));
       });
       try {
         running = await startTenantry(options);
@@ -158,8 +190,16 @@ export function registerRunCommand(program: Command): void {
           },
           "tenantry is running",
         );
-        await stopped;
+        const signal = await stopped;
+        // A second signal while draining means now.
+        for (const again of ["SIGINT", "SIGTERM"] as const) process.once(again, () => process.exit(1));
+        stopping = true;
+        running.drain();
+        const delaySeconds = opts.shutdownDelay ?? (opts.inCluster ? 5 : 0);
+        logger.info({ signal, delaySeconds }, "stopping: not ready any more, draining admission requests");
+        await sleep(delaySeconds * 1000);
         await running.stop();
+        logger.info("stopped");
       } finally {
         await health.stop();
       }

@@ -1,4 +1,10 @@
 export { errorMessage, UserError } from "./errors.js";
+export {
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  drainingServerOptions,
+  type GracefulClose,
+  gracefulClose,
+} from "./graceful-close.js";
 export { API_SERVER_KEEP_ALIVE_MS } from "./keep-alive.js";
 export { cacheRoot, defaultClustersDir } from "./paths.js";
 export { createProgress, type Progress } from "./progress.js";
@@ -13,3 +19,5 @@ export {
   toAmounts,
   toResourceList,
 } from "./quantity.js";
+export { echoRequestId, REQUEST_ID_HEADER, requestIdOptions } from "./request-id.js";
+export { replaceServingCertificate } from "./serving-certificate.js";

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import type { TLSSocket } from "node:tls";
 import { AuthenticationV1Api } from "@kubernetes/client-node";
+import { LRUCache } from "lru-cache";
 import { type Authenticator, type Identity, kubernetesUserOf, TENANT_EXTRA_KEY } from "../identity/index.js";
 import type { ClusterClient } from "../kube/index.js";
 import type { Caller } from "./scope.js";
@@ -40,10 +41,10 @@ function asList(value: string | string[] | undefined): string[] {
  * authenticators) by a TokenReview, so the gateway accepts every token the API server accepts.
  */
 export class CallerAuthenticator {
-  private readonly reviews = new Map<
-    string,
-    { caller: Caller | undefined; message: string; until: number }
-  >();
+  private readonly reviews = new LRUCache<string, { caller: Caller | undefined; message: string }>({
+    max: REVIEW_CACHE_SIZE,
+    ttl: REVIEW_CACHE_TTL_MS,
+  });
   private readonly byConnection = new WeakMap<TLSSocket, { caller?: Caller; presented: boolean }>();
   private api?: AuthenticationV1Api;
 
@@ -111,9 +112,8 @@ export class CallerAuthenticator {
 
   private async review(token: string): Promise<CallerAuthentication> {
     const key = createHash("sha256").update(token).digest("base64url");
-    const now = Date.now();
     const cached = this.reviews.get(key);
-    if (cached && cached.until > now) {
+    if (cached) {
       return cached.caller ? { ok: true, caller: cached.caller } : { ok: false, message: cached.message };
     }
     this.api ??= this.client.kubeConfig.makeApiClient(AuthenticationV1Api);
@@ -134,11 +134,7 @@ export class CallerAuthenticator {
     } else {
       message = `invalid bearer token${review.status?.error ? `: ${review.status.error}` : ""}`;
     }
-    if (this.reviews.size >= REVIEW_CACHE_SIZE) {
-      const oldest = this.reviews.keys().next().value;
-      if (oldest !== undefined) this.reviews.delete(oldest);
-    }
-    this.reviews.set(key, { caller, message, until: now + REVIEW_CACHE_TTL_MS });
+    this.reviews.set(key, { caller, message });
     return caller ? { ok: true, caller } : { ok: false, message };
   }
 }

@@ -1,16 +1,22 @@
 import { createHash } from "node:crypto";
+import { LRUCache } from "lru-cache";
 import type { Authentication, IdentityProvider } from "./providers/provider.js";
 
 export interface AuthenticatorOptions {
   providers: IdentityProvider[];
   /** How long a successful answer is reused; revocation takes effect within it. Default 10 s; 0 disables. */
   cacheTtlMs?: number;
-  /** Most answers kept (oldest dropped first). Default 10,000. */
+  /** Most answers kept (the least recently used dropped first). Default 10,000. */
   cacheSize?: number;
   now?: () => number;
 }
 
 const MAX_TOKEN_LENGTH = 16 * 1024;
+/**
+ * tenantry's answer to a token no identity provider recognizes (each knows its tokens by their
+ * form): seen in a TokenReview's error, it shows kube-apiserver asked tenantry.
+ */
+export const UNRECOGNIZED_TOKEN_REASON = "the token is of no configured identity provider";
 
 /**
  * Asks each configured identity provider that recognizes a token to validate it: the one entry
@@ -18,17 +24,23 @@ const MAX_TOKEN_LENGTH = 16 * 1024;
  * by a hash of the token (the token itself is never kept), and never past the token's expiry.
  */
 export class Authenticator {
-  private readonly cache = new Map<string, { result: Authentication; until: number }>();
+  private readonly cache: LRUCache<string, Authentication>;
   private readonly ttl: number;
-  private readonly size: number;
   private readonly now: () => number;
   private current: IdentityProvider[];
 
   constructor(options: AuthenticatorOptions) {
     this.current = [...options.providers];
     this.ttl = options.cacheTtlMs ?? 10_000;
-    this.size = options.cacheSize ?? 10_000;
     this.now = options.now ?? Date.now;
+    this.cache = new LRUCache({
+      max: options.cacheSize ?? 10_000,
+      // Each answer's own time to live (never past its token's expiry) is given when it is stored.
+      ttl: Math.max(this.ttl, 1),
+      perf: { now: this.now },
+      // The clock is read on every lookup (it may be a test's), not cached for a millisecond.
+      ttlResolution: 0,
+    });
   }
 
   get providers(): readonly IdentityProvider[] {
@@ -52,13 +64,12 @@ export class Authenticator {
     }
     const key = createHash("sha256").update(token).digest("base64url");
     const cached = this.cache.get(key);
+    if (cached) return cached;
     const now = this.now();
-    if (cached && cached.until > now) return cached.result;
-    if (cached) this.cache.delete(key);
 
     const candidates = this.current.filter((p) => p.recognizes(token));
     if (candidates.length === 0) {
-      return { authenticated: false, reason: "the token is of no configured identity provider" };
+      return { authenticated: false, reason: UNRECOGNIZED_TOKEN_REASON };
     }
     const reasons: string[] = [];
     for (const provider of candidates) {
@@ -79,12 +90,7 @@ export class Authenticator {
 
   private remember(key: string, result: Authentication & { authenticated: true }, now: number): void {
     const expires = result.identity.expiresAt?.getTime() ?? Number.POSITIVE_INFINITY;
-    const until = Math.min(now + this.ttl, expires);
-    if (until <= now) return;
-    if (this.cache.size >= this.size) {
-      const oldest = this.cache.keys().next().value;
-      if (oldest !== undefined) this.cache.delete(oldest);
-    }
-    this.cache.set(key, { result, until });
+    const ttl = Math.min(this.ttl, expires - now);
+    if (ttl > 0) this.cache.set(key, result, { ttl });
   }
 }

@@ -2,7 +2,11 @@
 
 export { IDENTITY_CRDS, USER_CRD } from "./api/crds.js";
 export { MAX_USERNAME, type User, UserSchema, type UserSpec } from "./api/user.js";
-export { Authenticator, type AuthenticatorOptions } from "./authenticator.js";
+export {
+  Authenticator,
+  type AuthenticatorOptions,
+  UNRECOGNIZED_TOKEN_REASON,
+} from "./authenticator.js";
 export {
   BUILTIN_PROVIDER,
   BuiltinIdentity,

@@ -5,7 +5,15 @@ import { type Static, Type } from "@sinclair/typebox";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { Counter, Histogram, type Registry } from "prom-client";
-import { API_SERVER_KEEP_ALIVE_MS } from "../common/index.js";
+import {
+  API_SERVER_KEEP_ALIVE_MS,
+  drainingServerOptions,
+  echoRequestId,
+  type GracefulClose,
+  gracefulClose,
+  replaceServingCertificate,
+  requestIdOptions,
+} from "../common/index.js";
 import { DEFAULT_API_AUDIENCES, reviewAudiences } from "./audiences.js";
 import type { Authenticator } from "./authenticator.js";
 import type { BuiltinIdentity } from "./builtin/builtin-identity.js";
@@ -157,6 +165,7 @@ function bearer(header: string | undefined): string | undefined {
  */
 export class AccessServer {
   private readonly app: FastifyInstance;
+  private readonly closing: GracefulClose;
   private address?: AddressInfo;
 
   constructor(private readonly options: AccessServerOptions) {
@@ -195,19 +204,21 @@ export class AccessServer {
       ...(options.logger
         ? { loggerInstance: options.logger.child({ component: "access-server" }, { level: "warn" }) }
         : {}),
-      forceCloseConnections: true,
+      // Stopping answers the reviews in flight: kube-apiserver denies a request whose review is cut.
+      ...drainingServerOptions,
       ajv: { customOptions: { allErrors: false } },
+      ...requestIdOptions(),
     }) as unknown as FastifyInstance;
+    echoRequestId(this.app);
+    this.closing = gracefulClose(this.app, "token and authorization reviews", options.logger);
 
-    this.app.setErrorHandler(
-      (err: Error & { validation?: unknown; statusCode?: number }, _request, reply) => {
-        if (err.validation) return problem(reply, 400, "invalid request", err.message);
-        if (err.statusCode && err.statusCode < 500)
-          return problem(reply, err.statusCode, "bad request", err.message);
-        options.logger?.error({ err }, "access server request failed");
-        return problem(reply, 500, "internal error", err.message);
-      },
-    );
+    this.app.setErrorHandler((err: Error & { validation?: unknown; statusCode?: number }, request, reply) => {
+      if (err.validation) return problem(reply, 400, "invalid request", err.message);
+      if (err.statusCode && err.statusCode < 500)
+        return problem(reply, err.statusCode, "bad request", err.message);
+      request.log.error({ err }, "access server request failed");
+      return problem(reply, 500, "internal error", err.message);
+    });
 
     this.app.register(swagger, {
       openapi: {
@@ -282,7 +293,7 @@ export class AccessServer {
           } catch (err) {
             reviews?.inc({ result: "error", provider: "" });
             // A 500 keeps kube-apiserver from caching a "no" that is only an outage.
-            options.logger?.warn({ err }, "token review failed");
+            request.log.warn({ err }, "token review failed");
             return reply.code(500).send(tokenReview({ authenticated: false, error: (err as Error).message }));
           } finally {
             end?.();
@@ -494,8 +505,19 @@ export class AccessServer {
     return `https://${host}:${this.address.port}`;
   }
 
-  async stop(): Promise<void> {
-    await this.app.close();
+  /** A renewed serving certificate: new connections get it, without a restart. */
+  rotate(pair: { certPem: string; keyPem: string }): void {
+    replaceServingCertificate(this.app.server, pair, this.options.reviewClientCaPem);
+  }
+
+  /** About to stop: see {@link GracefulClose.drain}. */
+  drain(): void {
+    this.closing.drain();
+  }
+
+  /** Answers the reviews and requests already received, then stops. */
+  stop(): Promise<void> {
+    return this.closing.close();
   }
 }
 

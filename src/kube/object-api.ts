@@ -52,8 +52,18 @@ export class DynamicObjectApi extends KubernetesObjectApi {
     query: Record<string, string | undefined> = {},
     signal?: AbortSignal,
   ): Promise<unknown> {
+    return JSON.parse(await this.getText(path, query, signal, "application/json"));
+  }
+
+  /** GET returning the body as text, e.g. kube-apiserver's `/metrics` or a Service proxy's answer. */
+  async getText(
+    path: string,
+    query: Record<string, string | undefined> = {},
+    signal?: AbortSignal,
+    accept = "*/*",
+  ): Promise<string> {
     const request = this.configuration.baseServer.makeRequestContext(path, HttpMethod.GET);
-    request.setHeaderParam("Accept", "application/json");
+    request.setHeaderParam("Accept", accept);
     for (const [name, value] of Object.entries(query)) {
       if (value !== undefined) request.setQueryParam(name, value);
     }
@@ -64,7 +74,7 @@ export class DynamicObjectApi extends KubernetesObjectApi {
     if (response.httpStatusCode < 200 || response.httpStatusCode > 299) {
       throw new ApiException(response.httpStatusCode, "Unsuccessful HTTP Request", text, response.headers);
     }
-    return JSON.parse(text);
+    return text;
   }
 
   /** PATCH against `<object>/<subresource>`, e.g. server-side apply of `/status`. */

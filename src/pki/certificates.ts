@@ -49,9 +49,10 @@ async function exportKeyPem(key: CryptoKey): Promise<string> {
 }
 
 function validity(validDays: number): { notBefore: Date; notAfter: Date } {
-  // Backdate a little so that clocks slightly behind still accept the certificate.
-  const notBefore = new Date(Date.now() - 5 * 60 * 1000);
-  return { notBefore, notAfter: new Date(notBefore.getTime() + validDays * DAY_MS) };
+  // Backdate a little so that clocks slightly behind still accept the certificate; the lifetime
+  // counts from now, so that a certificate of a few minutes (rotation tests) is not born expired.
+  const now = Date.now();
+  return { notBefore: new Date(now - 5 * 60 * 1000), notAfter: new Date(now + validDays * DAY_MS) };
 }
 
 export async function createCertificateAuthority(
@@ -139,6 +140,22 @@ export async function createSigningKeyPair(): Promise<{ privateKeyPem: string; p
 /** Days until the certificate expires (negative when it already has). */
 export function daysUntilExpiry(certPem: string, now = new Date()): number {
   return (new x509.X509Certificate(certPem).notAfter.getTime() - now.getTime()) / DAY_MS;
+}
+
+/** Whether `certPem` was signed by the CA certificate `caPem` (its signature only, not its dates). */
+export async function isIssuedBy(certPem: string, caPem: string): Promise<boolean> {
+  try {
+    const ca = new x509.X509Certificate(caPem);
+    return await new x509.X509Certificate(certPem).verify({ publicKey: ca.publicKey, signatureOnly: true });
+  } catch {
+    return false;
+  }
+}
+
+/** When a certificate (PEM) starts and stops being valid. */
+export function certificateValidity(certPem: string): { notBefore: Date; notAfter: Date } {
+  const cert = new x509.X509Certificate(certPem);
+  return { notBefore: cert.notBefore, notAfter: cert.notAfter };
 }
 
 /** DNS names and IP addresses a certificate is valid for (its subjectAltName). */

@@ -27,6 +27,9 @@ export const NOT_NAMESPACE_BOOTSTRAP = {
     "!((request.userInfo.username == 'system:kube-controller-manager' || request.userInfo.username.startsWith('system:serviceaccount:kube-system:')) && request.resource.group == '' && (request.resource.resource == 'serviceaccounts' || (request.resource.resource == 'configmaps' && has(request.name) && request.name == 'kube-root-ca.crt')))",
 };
 
+/** The name of tenantry's Mutating- and ValidatingWebhookConfiguration. */
+export const WEBHOOK_CONFIGURATION = "tenantry";
+
 /** Users of kube-apiserver, kube-controller-manager and kube-scheduler themselves. */
 const CONTROL_PLANE_USERS = ["system:apiserver", "system:kube-controller-manager", "system:kube-scheduler"];
 

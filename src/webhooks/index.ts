@@ -1,10 +1,16 @@
 export {
+  type WebhookCertificateIssuer,
+  WebhookCertificateKeeper,
+  type WebhookCertificateKeeperOptions,
+} from "./certificate-keeper.js";
+export {
   applyWebhookConfigurations,
   deleteWebhookConfigurations,
   EXEMPT_NAMESPACES,
   NOT_NAMESPACE_BOOTSTRAP,
   privilegedConfigurationName,
   privilegedRequester,
+  WEBHOOK_CONFIGURATION,
   type WebhookEndpoint,
   webhookConfigurations,
 } from "./configuration.js";
@@ -23,4 +29,12 @@ export {
   WebhookServer,
   type WebhookServerOptions,
 } from "./server.js";
-export { ensureWebhookTls, type WebhookTls, type WebhookTlsOptions } from "./tls.js";
+export {
+  awaitWebhookTls,
+  DEFAULT_RENEW_BEFORE_DAYS,
+  ensureWebhookTls,
+  readWebhookTls,
+  WEBHOOK_TLS_SECRET,
+  type WebhookTls,
+  type WebhookTlsOptions,
+} from "./tls.js";

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { Agent, request } from "node:https";
+import { before, describe, test } from "node:test";
+import { pino } from "pino";
+import { createCertificateAuthority, issueCertificate } from "../pki/index.js";
 import type { AdmissionReviewRequest } from "./schema.js";
-import { malformedReview } from "./server.js";
+import { type AdmissionWebhook, malformedReview, WebhookServer } from "./server.js";
+import type { WebhookTls } from "./tls.js";
 
 const namespaces = {
   rules: [
@@ -43,4 +47,168 @@ test("the objects each operation carries are required, naming the field", () => 
   );
   assert.equal(malformedReview(namespaces, review({ operation: "DELETE", oldObject: {} })), undefined);
   assert.equal(malformedReview(namespaces, review({ object: {} })), undefined);
+});
+
+describe("stopping the webhook server", () => {
+  let caPem: string;
+  let tls: WebhookTls;
+
+  before(async () => {
+    const ca = await createCertificateAuthority("drain-test-ca");
+    caPem = ca.certPem;
+    tls = {
+      caPem,
+      serving: await issueCertificate(ca, {
+        commonName: "webhooks",
+        ipAddresses: ["127.0.0.1"],
+        usage: "server",
+      }),
+    };
+  });
+
+  /** A validating webhook whose answers wait until `release` is called. */
+  function gatedWebhook(): { webhook: AdmissionWebhook; entered: Promise<void>; release: () => void } {
+    let entered!: () => void;
+    let release!: () => void;
+    const enteredPromise = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    return {
+      entered: enteredPromise,
+      release,
+      webhook: {
+        name: "slow.test.tenantry.dev",
+        kind: "validating",
+        path: "/validate/slow",
+        failurePolicy: "Fail",
+        ...namespaces,
+        async handle() {
+          entered();
+          await released;
+          return { allowed: true };
+        },
+      },
+    };
+  }
+
+  function post(
+    url: string,
+    body: unknown,
+    agent?: Agent,
+  ): Promise<{ status: number; headers: Record<string, unknown>; body: Record<string, unknown> }> {
+    return new Promise((resolve, reject) => {
+      const req = request(
+        url,
+        { method: "POST", ca: caPem, agent: agent ?? false, headers: { "content-type": "application/json" } },
+        (res) => {
+          let text = "";
+          res.on("data", (c: Buffer) => {
+            text += c.toString();
+          });
+          res.on("end", () =>
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text) }),
+          );
+        },
+      );
+      req.on("error", reject);
+      req.end(JSON.stringify(body));
+    });
+  }
+
+  const admissionReview = {
+    apiVersion: "admission.k8s.io/v1",
+    kind: "AdmissionReview",
+    request: review({ uid: "in-flight-1", object: { metadata: { name: "ns" } } }),
+  };
+
+  test("answers the admission request in flight, closes its connection, then stops; new connections are refused", async () => {
+    const gate = gatedWebhook();
+    const server = new WebhookServer({ tls });
+    server.register(gate.webhook);
+    const url = await server.start();
+    // A keep-alive connection, as kube-apiserver holds to its webhooks.
+    const agent = new Agent({ keepAlive: true, ca: caPem });
+    const answer = post(`${url}/validate/slow`, admissionReview, agent);
+    await gate.entered;
+    let stopped = false;
+    const stopping = server.stop().then(() => {
+      stopped = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(stopped, false, "stop waits for the request in flight");
+    assert.equal(server.pending, 1);
+    gate.release();
+    const { status, headers, body } = await answer;
+    assert.equal(status, 200);
+    assert.deepEqual((body.response as { uid: string; allowed: boolean }).uid, "in-flight-1");
+    assert.equal((body.response as { allowed: boolean }).allowed, true);
+    assert.equal(headers.connection, "close");
+    assert.match(String(headers["x-request-id"]), /^[0-9a-f-]{36}$/);
+    await stopping;
+    await assert.rejects(post(`${url}/validate/slow`, admissionReview), /ECONNREFUSED/);
+    agent.destroy();
+  });
+
+  test("cuts a request still unanswered after the drain timeout instead of waiting forever", async () => {
+    const gate = gatedWebhook();
+    const server = new WebhookServer({ tls });
+    server.register(gate.webhook);
+    const url = await server.start();
+    const answer = post(`${url}/validate/slow`, admissionReview);
+    await gate.entered;
+    await server.stop(100);
+    await assert.rejects(answer, /socket hang up|ECONNRESET/);
+    gate.release();
+  });
+
+  test("while draining, answers carry Connection: close; the caller's request id is echoed and logged with the review's uid", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino(
+      { level: "info" },
+      {
+        write(line: string) {
+          lines.push(JSON.parse(line));
+        },
+      },
+    );
+    const server = new WebhookServer({ tls, logger });
+    server.register({
+      ...gatedWebhook().webhook,
+      handle() {
+        throw new Error("the quota store is down");
+      },
+    });
+    const url = await server.start();
+    server.drain();
+    const answer = await new Promise<{ status: number; headers: Record<string, unknown> }>(
+      (resolve, reject) => {
+        const req = request(
+          `${url}/validate/slow`,
+          {
+            method: "POST",
+            ca: caPem,
+            agent: false,
+            headers: { "content-type": "application/json", "x-request-id": "req-42" },
+          },
+          (res) => {
+            res.resume();
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+          },
+        );
+        req.on("error", reject);
+        req.end(JSON.stringify(admissionReview));
+      },
+    );
+    await server.stop();
+    assert.equal(answer.status, 500);
+    assert.equal(answer.headers.connection, "close");
+    assert.equal(answer.headers["x-request-id"], "req-42");
+    const failure = lines.find((l) => l.msg === "webhook handler failed");
+    assert.equal(failure?.requestId, "req-42");
+    assert.equal(failure?.uid, "in-flight-1");
+    assert.equal(failure?.webhook, "slow.test.tenantry.dev");
+  });
 });

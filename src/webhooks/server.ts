@@ -3,7 +3,15 @@ import swagger from "@fastify/swagger";
 import type { V1LabelSelector, V1RuleWithOperations } from "@kubernetes/client-node";
 import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
-import { API_SERVER_KEEP_ALIVE_MS } from "../common/index.js";
+import {
+  API_SERVER_KEEP_ALIVE_MS,
+  drainingServerOptions,
+  echoRequestId,
+  type GracefulClose,
+  gracefulClose,
+  replaceServingCertificate,
+  requestIdOptions,
+} from "../common/index.js";
 import { type AdmissionDecision, type AdmissionRequest, toReviewResponse } from "./review.js";
 import {
   type AdmissionReviewRequest,
@@ -80,6 +88,7 @@ export class WebhookServer {
   private readonly app: FastifyInstance;
   private readonly webhooks = new Map<string, AdmissionWebhook>();
   private address?: AddressInfo;
+  private readonly closing: GracefulClose;
 
   constructor(private readonly options: WebhookServerOptions) {
     this.app = Fastify({
@@ -90,10 +99,13 @@ export class WebhookServer {
       ...(options.logger
         ? { loggerInstance: options.logger.child({ component: "webhooks" }, { level: "warn" }) }
         : {}),
-      // The API server keeps connections to webhooks open; closing must not wait for it to hang up.
-      forceCloseConnections: true,
+      // Stopping answers the requests in flight (see gracefulClose).
+      ...drainingServerOptions,
       keepAliveTimeout: API_SERVER_KEEP_ALIVE_MS,
+      ...requestIdOptions(),
     }) as unknown as FastifyInstance;
+    echoRequestId(this.app);
+    this.closing = gracefulClose(this.app, "admission requests", options.logger);
     this.app.register(swagger, {
       openapi: {
         info: {
@@ -104,15 +116,13 @@ export class WebhookServer {
         },
       },
     });
-    this.app.setErrorHandler(
-      (err: Error & { validation?: unknown; statusCode?: number }, _request, reply) => {
-        if (err.validation) return problem(reply, 400, "not an AdmissionReview", err.message);
-        if (err.statusCode && err.statusCode < 500)
-          return problem(reply, err.statusCode, "bad request", err.message);
-        options.logger?.error({ err }, "webhook request failed");
-        return problem(reply, 500, "webhook failed", err.message);
-      },
-    );
+    this.app.setErrorHandler((err: Error & { validation?: unknown; statusCode?: number }, request, reply) => {
+      if (err.validation) return problem(reply, 400, "not an AdmissionReview", err.message);
+      if (err.statusCode && err.statusCode < 500)
+        return problem(reply, err.statusCode, "bad request", err.message);
+      request.log.error({ err }, "webhook request failed");
+      return problem(reply, 500, "webhook failed", err.message);
+    });
     this.app.setNotFoundHandler((request, reply) =>
       problem(reply, 404, "not found", `no webhook at ${request.method} ${request.url.split("?")[0]}`),
     );
@@ -144,7 +154,10 @@ export class WebhookServer {
             return toReviewResponse(review.request.uid, decision);
           } catch (err) {
             // A 500 lets the API server apply the webhook's failurePolicy.
-            this.options.logger?.error({ err, webhook: webhook.name }, "webhook handler failed");
+            request.log.error(
+              { err, webhook: webhook.name, uid: review.request.uid, operation: review.request.operation },
+              "webhook handler failed",
+            );
             return problem(reply, 500, "webhook failed", (err as Error).message);
           }
         },
@@ -170,13 +183,21 @@ export class WebhookServer {
 
   /** New connections use the new certificate; connections already open finish with the old one. */
   rotate(tls: WebhookTls): void {
-    (this.app.server as import("node:https").Server).setSecureContext({
-      cert: tls.serving.certPem,
-      key: tls.serving.keyPem,
-    });
+    replaceServingCertificate(this.app.server, tls.serving);
   }
 
-  async stop(): Promise<void> {
-    await this.app.close();
+  /** Admission requests being answered now. */
+  get pending(): number {
+    return this.closing.pending;
+  }
+
+  /** About to stop: see {@link GracefulClose.drain}. */
+  drain(): void {
+    this.closing.drain();
+  }
+
+  /** Answers the admission requests already received, then stops (see {@link GracefulClose.close}). */
+  stop(drainTimeoutMs?: number): Promise<void> {
+    return this.closing.close(drainTimeoutMs);
   }
 }

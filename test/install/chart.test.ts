@@ -80,6 +80,13 @@ describe("Helm chart deploy/helm/tenantry", { timeout: 20 * 60_000 }, () => {
     assert.deepEqual(container.args.slice(0, 2), ["run", "--in-cluster"]);
     assert.ok(container.args.includes("--components=controllers,webhooks,gateway,identity,runtimes"));
     assert.ok(container.args.includes("--webhook-service=tenantry-webhooks"));
+    assert.ok(container.args.includes("--webhook-certificate-issuer=self"));
+    assert.ok(container.args.includes("--shutdown-delay=5"));
+    assert.ok(pod.terminationGracePeriodSeconds > 5 + 15, "room for the shutdown delay and the drain");
+    assert.equal(
+      objects.find((o) => o.kind === "Certificate" || o.kind === "Issuer"),
+      undefined,
+    );
     assert.equal(container.securityContext.readOnlyRootFilesystem, true);
     assert.equal(container.securityContext.allowPrivilegeEscalation, false);
     assert.equal(container.readinessProbe.httpGet.path, "/readyz");
@@ -127,6 +134,35 @@ describe("Helm chart deploy/helm/tenantry", { timeout: 20 * 60_000 }, () => {
     );
   });
 
+  it("with webhookCertificate.issuer=certManager, renders cert-manager's Certificate into the Secret tenantry follows", async () => {
+    const own = await render(["--set", "webhookCertificate.issuer=certManager"]);
+    const deployment: Any = find(own, "Deployment");
+    assert.ok(
+      deployment.spec.template.spec.containers[0].args.includes("--webhook-certificate-issuer=external"),
+    );
+    const certificate: Any = find(own, "Certificate", "tenantry-webhooks");
+    assert.equal(certificate.spec.secretName, "tenantry-webhook-tls");
+    assert.ok(certificate.spec.dnsNames.includes("tenantry-webhooks.tenantry-system.svc"));
+    assert.equal(certificate.spec.renewBefore, "720h");
+    // No issuer given: a CA of the chart's own, self-signed by cert-manager, signs it.
+    assert.equal(certificate.spec.issuerRef.name, "tenantry-webhook-ca");
+    assert.equal((find(own, "Certificate", "tenantry-webhook-ca") as Any).spec.isCA, true);
+    assert.deepEqual(
+      own.filter((o) => o.kind === "Issuer").map((o) => o.metadata.name),
+      ["tenantry-selfsigned", "tenantry-webhook-ca"],
+    );
+
+    const corporate = await render([
+      "--set",
+      "webhookCertificate.issuer=certManager,webhookCertificate.certManager.issuerRef.name=corp-ca,webhookCertificate.certManager.issuerRef.kind=ClusterIssuer",
+    ]);
+    assert.deepEqual((find(corporate, "Certificate") as Any).spec.issuerRef, {
+      name: "corp-ca",
+      kind: "ClusterIssuer",
+    });
+    assert.equal(corporate.filter((o) => o.kind === "Certificate" || o.kind === "Issuer").length, 1);
+  });
+
   it("refuses bad values, naming the field", async () => {
     const cases: [string[], RegExp][] = [
       [["--set", "replicaCount=two"], /replicaCount/],
@@ -134,6 +170,8 @@ describe("Helm chart deploy/helm/tenantry", { timeout: 20 * 60_000 }, () => {
       [["--set", "ports.webhooks=70000"], /ports\/webhooks|ports\.webhooks/],
       [["--set", "podAntiAffinity=sometimes"], /podAntiAffinity/],
       [["--set", "replicas=2"], /replicas/],
+      [["--set", "webhookCertificate.issuer=vault"], /webhookCertificate\/issuer/],
+      [["--set", "shutdownDelaySeconds=-1"], /shutdownDelaySeconds/],
     ];
     for (const [values, field] of cases) {
       const result = await helmRun([

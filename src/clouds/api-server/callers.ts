@@ -8,6 +8,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { TLSSocket } from "node:tls";
 import { AuthorizationV1Api } from "@kubernetes/client-node";
+import { LRUCache } from "lru-cache";
 import { type Caller, CallerAuthenticator } from "../../gateway/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import type { ClusterClient } from "../../kube/index.js";
@@ -27,7 +28,10 @@ const CACHE_SIZE = 10_000;
 export class CloudCallers {
   private readonly authn: CallerAuthenticator;
   private readonly authz: AuthorizationV1Api;
-  private readonly decisions = new Map<string, { allowed: boolean; reason: string; until: number }>();
+  private readonly decisions = new LRUCache<string, { allowed: boolean; reason: string }>({
+    max: CACHE_SIZE,
+    ttl: CACHE_MS,
+  });
 
   constructor(
     client: ClusterClient,
@@ -46,7 +50,7 @@ export class CloudCallers {
   async allowed(caller: Caller, permission: Permission): Promise<{ allowed: boolean; reason: string }> {
     const key = JSON.stringify([caller.username, caller.groups, permission]);
     const cached = this.decisions.get(key);
-    if (cached && cached.until > Date.now()) return cached;
+    if (cached) return cached;
     const review = await this.authz.createSubjectAccessReview({
       body: {
         apiVersion: "authorization.k8s.io/v1",
@@ -70,12 +74,7 @@ export class CloudCallers {
     const decision = {
       allowed: review.status?.allowed === true,
       reason: review.status?.reason ?? review.status?.evaluationError ?? "",
-      until: Date.now() + CACHE_MS,
     };
-    if (this.decisions.size >= CACHE_SIZE) {
-      const oldest = this.decisions.keys().next().value;
-      if (oldest !== undefined) this.decisions.delete(oldest);
-    }
     this.decisions.set(key, decision);
     return decision;
   }

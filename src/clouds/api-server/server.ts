@@ -16,6 +16,7 @@ import Fastify, {
 } from "fastify";
 import type { Logger } from "pino";
 import { type ClusterRegistry, ClusterUnavailable } from "../../clusters/index.js";
+import { replaceServingCertificate } from "../../common/index.js";
 import type { Caller } from "../../gateway/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
@@ -186,6 +187,11 @@ export class LogicalCloudsApi {
 
   async stop(): Promise<void> {
     await this.app.close();
+  }
+
+  /** A renewed serving certificate: new connections get it, without a restart. */
+  rotate(pair: { certPem: string; keyPem: string }): void {
+    replaceServingCertificate(this.app.server, pair, this.options.clientCaPem);
   }
 
   inject(request: InjectOptions) {

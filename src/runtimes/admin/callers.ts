@@ -7,6 +7,7 @@
 import { createHash } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { AuthenticationV1Api, AuthorizationV1Api, type V1ClusterRole } from "@kubernetes/client-node";
+import { LRUCache } from "lru-cache";
 import {
   type Authenticator,
   type Identity,
@@ -85,7 +86,7 @@ export interface AdminCallersOptions {
 }
 
 export class AdminCallers {
-  private readonly reviews = new Map<string, { result: CallerResult; until: number }>();
+  private readonly reviews = new LRUCache<string, CallerResult>({ max: CACHE_SIZE, ttl: CACHE_TTL_MS });
   private readonly authn: AuthenticationV1Api;
   private readonly authz: AuthorizationV1Api;
   readonly audience: string;
@@ -120,18 +121,14 @@ export class AdminCallers {
     }
     const key = createHash("sha256").update(token).digest("base64url");
     const cached = this.reviews.get(key);
-    if (cached && cached.until > Date.now()) return cached.result;
+    if (cached) return cached;
     let result: CallerResult;
     try {
       result = await this.review(token);
     } catch (err) {
       return { ok: false, status: 503, detail: `the token could not be reviewed: ${describeError(err)}` };
     }
-    if (this.reviews.size >= CACHE_SIZE) {
-      const oldest = this.reviews.keys().next().value;
-      if (oldest !== undefined) this.reviews.delete(oldest);
-    }
-    this.reviews.set(key, { result, until: Date.now() + CACHE_TTL_MS });
+    this.reviews.set(key, result);
     return result;
   }
 
