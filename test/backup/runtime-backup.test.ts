@@ -14,8 +14,8 @@ import { after, before, describe, test } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { type RuntimeBackup, type RuntimeRestore, S3ObjectStore } from "../../src/backup/index.js";
 import type { BuiltinIdentity } from "../../src/identity/index.js";
-import { LOCAL_IMAGES, PROCESS_NODE_PLACEMENT } from "../../src/localcluster/index.js";
 import { type Runtime, runtimePlacement } from "../../src/runtimes/index.js";
+import { echoServiceWithVolume, volumeDirOf } from "../support/backups.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
@@ -43,14 +43,7 @@ describe("runtime backups and restores", () => {
       intervalMs: 500,
     });
   };
-  /** The host folder of the runtime's claim (the local provisioner's hostPath). */
-  const volumeDir = async (instance: string) => {
-    const { namespace, name } = placed(instance);
-    const claim = await home.core.readNamespacedPersistentVolumeClaim({ name: `${name}-data`, namespace });
-    assert.equal(claim.status?.phase, "Bound");
-    const pv = await home.core.readPersistentVolume({ name: claim.spec!.volumeName! });
-    return pv.spec!.hostPath!.path;
-  };
+  const volumeDir = (instance: string) => volumeDirOf(home, placed(instance));
   const create = async <T>(kind: string, instance: string, name: string, spec: object) =>
     (await home.objects.create({
       apiVersion: API,
@@ -82,16 +75,7 @@ describe("runtime backups and restores", () => {
     identity = await sharedBuiltinIdentity();
     await identity.createUser({ name: user, password, tenant, tenantAdmin: false });
     token = (await identity.login({ username: user, password })).token;
-    await home.objects.create({
-      apiVersion: API,
-      kind: "RuntimeService",
-      metadata: { name: service },
-      spec: {
-        plugin: { builtin: "generic" },
-        defaults: { image: LOCAL_IMAGES.echo, port: 8080, volumeSize: "256Mi" },
-        pods: PROCESS_NODE_PLACEMENT,
-      },
-    } as KubernetesObject);
+    await home.objects.create(echoServiceWithVolume(service));
   });
 
   after(async () => {

@@ -1,0 +1,184 @@
+/**
+ * Idle teardown with action Delete, end to end on the home cluster with real bytes: an echo
+ * runtime on the process node has files in its volume; idle, it is stopped, backed up (verified)
+ * and its claim, Secrets and ConfigMaps are removed while its Runtime stays, Stopped with the
+ * reason. Started again through the Admin API, the start's progress events show the restore
+ * before it runs. A restore from a corrupted object fails that start with the reason and changes
+ * nothing in the backup; the next start, with the object whole again, brings the same bytes back.
+ */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { type RuntimeBackup, S3ObjectStore } from "../../src/backup/index.js";
+import type { BuiltinIdentity } from "../../src/identity/index.js";
+import { RUNTIME_LABEL, type Runtime, runtimePlacement } from "../../src/runtimes/index.js";
+import { echoServiceWithVolume, volumeDirOf } from "../support/backups.js";
+import { testEnvironment, uniqueName } from "../support/clusters.js";
+import { eventually } from "../support/eventually.js";
+import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
+import { RUNTIMES_API as API, adminCall as call, clusterClient, removeObject } from "../support/runtimes.js";
+
+interface ProgressEvent {
+  phase: string;
+  message: string;
+  ready: boolean;
+  failed: boolean;
+  steps: { name: string; state: string; message?: string }[];
+}
+
+describe("idle teardown that deletes, and the restore at the next start", () => {
+  const home = clusterClient();
+  const tenant = uniqueName("bkd");
+  const user = uniqueName("dora");
+  const password = "teardown-secret-1";
+  const service = uniqueName("echo");
+  let identity: BuiltinIdentity;
+  let token: string;
+  const placed = runtimePlacement({ tenant, user, service, instance: "one" });
+  const path = `/services/${user}/${service}/one`;
+  const store = new S3ObjectStore({ ...testEnvironment().objectStore, bucket: "tenantry-backups-home" });
+
+  const readRuntime = () =>
+    home.objects.read({ apiVersion: API, kind: "Runtime", metadata: placed }) as Promise<Runtime>;
+  const claims = async () =>
+    (
+      await home.core.listNamespacedPersistentVolumeClaim({
+        namespace: placed.namespace,
+        labelSelector: `${RUNTIME_LABEL}=${placed.name}`,
+      })
+    ).items;
+  const volumeDir = () => volumeDirOf(home, placed);
+  /** POSTs a start and follows its progress stream to its end (ready, or failed). */
+  const startAndFollow = async (): Promise<ProgressEvent[]> => {
+    const posted = await call("POST", path, token, {});
+    assert.ok([201, 202].includes(posted.status), JSON.stringify(posted.body));
+    // The stream ends at once on what the Admin API's cache still holds of the last start.
+    await eventually(async () => {
+      const { body } = await call("GET", path, token);
+      const view = (body.runtime ?? body) as { desiredState: string; phase: string };
+      assert.equal(view.desiredState, "Running");
+      assert.notEqual(view.phase, "Failed");
+    });
+    const res = await fetch(`${testEnvironment().tenantry.runtimesAdminUrl}${path}/progress`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(res.headers.get("content-type"), "text/event-stream");
+    return (await res.text())
+      .split("\n\n")
+      .filter((e) => e.startsWith("data: "))
+      .map((e) => JSON.parse(e.slice(6)) as ProgressEvent);
+  };
+  const volumesStep = (events: ProgressEvent[]) =>
+    events.map((e) => e.steps.find((s) => s.name === "Volumes")?.message ?? "");
+
+  before(async () => {
+    identity = await sharedBuiltinIdentity();
+    await identity.createUser({ name: user, password, tenant, tenantAdmin: false });
+    token = (await identity.login({ username: user, password })).token;
+    await home.objects.create(echoServiceWithVolume(service));
+  });
+
+  after(async () => {
+    await removeObject(home, { apiVersion: API, kind: "BackupPolicy", metadata: { name: service } });
+    await removeObject(home, { apiVersion: API, kind: "Runtime", metadata: placed });
+    await removeObject(home, { apiVersion: API, kind: "RuntimeService", metadata: { name: service } });
+    await removeObject(home, { apiVersion: "v1", kind: "Namespace", metadata: { name: placed.namespace } });
+    await removeObject(home, { apiVersion: API, kind: "Tenant", metadata: { name: tenant } });
+    await identity?.deleteUser(user).catch(() => {});
+    await stopSharedBuiltinIdentity();
+    store.close();
+  });
+
+  test("idle, it is backed up and its claim removed; started again, its data is restored first", async () => {
+    const posted = await call("POST", path, token, {});
+    assert.ok([201, 202].includes(posted.status), JSON.stringify(posted.body));
+    await eventually(async () => assert.equal((await readRuntime()).status?.phase, "Running"), {
+      timeoutMs: 120_000,
+      intervalMs: 500,
+    });
+    const dir = await volumeDir();
+    const notes = `written before going idle ${randomBytes(8).toString("hex")}\n`;
+    const blob = randomBytes(2 * 1024 * 1024 + 5);
+    await writeFile(join(dir, "notes.txt"), notes);
+    await writeFile(join(dir, "blob.bin"), blob);
+
+    await home.objects.create({
+      apiVersion: API,
+      kind: "BackupPolicy",
+      metadata: { name: service },
+      spec: { service, retention: 1, idle: { timeoutSeconds: 60, action: "Delete" } },
+    } as KubernetesObject);
+
+    // Torn down: stopped, backed up, its claim gone; the Runtime stays and says why.
+    const tornDown = await eventually(
+      async () => {
+        const runtime = await readRuntime();
+        assert.equal(runtime.status?.phase, "Stopped", JSON.stringify(runtime.status));
+        assert.equal(runtime.status?.reason, "IdleTornDown", runtime.status?.message);
+        assert.deepEqual(await claims(), []);
+        return runtime;
+      },
+      { timeoutMs: 300_000, intervalMs: 2000 },
+    );
+    assert.match(tornDown.status?.message ?? "", /backed up to .* \(verified\)/);
+    const backupName = tornDown.metadata!.annotations!["tenantry.dev/restore-from"]!;
+    const backup = (await home.objects.read({
+      apiVersion: API,
+      kind: "RuntimeBackup",
+      metadata: { name: backupName, namespace: placed.namespace },
+    })) as RuntimeBackup;
+    assert.equal(backup.status?.phase, "Completed", "removed only after a completed, verified backup");
+    assert.equal(backup.spec.trigger, "Idle");
+    const listed = await call("GET", path, token);
+    assert.equal(listed.status, 503);
+    assert.equal(listed.body.reason, "IdleTornDown");
+
+    // A restore from a corrupted object fails the start with the reason; the backup is kept.
+    const key = backup.status!.volumes![0]!.key;
+    const chunks: Buffer[] = [];
+    for await (const chunk of await store.get(key)) chunks.push(chunk as Buffer);
+    const whole = Buffer.concat(chunks);
+    const corrupted = Buffer.from(whole);
+    corrupted[corrupted.length >> 1] = corrupted[corrupted.length >> 1]! ^ 0xff;
+    await store.put(key, corrupted);
+    const failed = await startAndFollow();
+    const last = failed.at(-1)!;
+    assert.equal(last.failed, true, JSON.stringify(failed));
+    const runtimeAfterFailure = await readRuntime();
+    assert.equal(runtimeAfterFailure.status?.reason, "RestoreFailed");
+    assert.match(runtimeAfterFailure.status?.message ?? "", /SHA-256 differs|authenticate/);
+    assert.ok(
+      volumesStep(failed).some((m) => m.startsWith(`restoring from backup ${backupName}`)),
+      JSON.stringify(failed),
+    );
+    assert.equal(
+      (await readRuntime()).metadata?.annotations?.["tenantry.dev/restore-from"],
+      backupName,
+      "the next start restores from the same backup",
+    );
+
+    // Whole again: the next start restores the same bytes before the runtime runs.
+    await store.put(key, whole);
+    const events = await startAndFollow();
+    assert.equal(events.at(-1)?.ready, true, JSON.stringify(events));
+    const restoring = volumesStep(events).findIndex((m) =>
+      m.startsWith(`restoring from backup ${backupName}`),
+    );
+    assert.ok(restoring >= 0, JSON.stringify(events));
+    assert.ok(
+      events.slice(0, restoring + 1).every((e) => !e.ready),
+      "the restore is shown before the runtime is ready",
+    );
+    const runtime = await readRuntime();
+    assert.equal(runtime.status?.phase, "Running");
+    assert.equal(runtime.metadata?.annotations?.["tenantry.dev/restore-from"], undefined);
+    assert.equal(runtime.metadata?.annotations?.["tenantry.dev/start-gate"], undefined);
+    const restored = await volumeDir();
+    assert.notEqual(restored, dir, "a new volume");
+    assert.equal(await readFile(join(restored, "notes.txt"), "utf8"), notes);
+    assert.ok((await readFile(join(restored, "blob.bin"))).equals(blob));
+  });
+});
