@@ -5,6 +5,7 @@
  * reason. Started again through the Admin API, the start's progress events show the restore
  * before it runs. A restore from a corrupted object fails that start with the reason and changes
  * nothing in the backup; the next start, with the object whole again, brings the same bytes back.
+ * A policy's cron schedule backs a runtime up at each slot and keeps `retention` of them.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -12,7 +13,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { type RuntimeBackup, S3ObjectStore } from "../../src/backup/index.js";
+import { type BackupPolicy, type RuntimeBackup, S3ObjectStore } from "../../src/backup/index.js";
 import type { BuiltinIdentity } from "../../src/identity/index.js";
 import { RUNTIME_LABEL, type Runtime, runtimePlacement } from "../../src/runtimes/index.js";
 import { echoServiceWithVolume, volumeDirOf } from "../support/backups.js";
@@ -29,15 +30,18 @@ interface ProgressEvent {
   steps: { name: string; state: string; message?: string }[];
 }
 
-describe("idle teardown that deletes, and the restore at the next start", () => {
+describe("idle teardown that deletes, the restore at the next start, and schedules", () => {
   const home = clusterClient();
   const tenant = uniqueName("bkd");
   const user = uniqueName("dora");
   const password = "teardown-secret-1";
   const service = uniqueName("echo");
+  const scheduled = uniqueName("sched");
+  const unusable = uniqueName("never");
   let identity: BuiltinIdentity;
   let token: string;
   const placed = runtimePlacement({ tenant, user, service, instance: "one" });
+  const placedScheduled = runtimePlacement({ tenant, user, service: scheduled, instance: "one" });
   const path = `/services/${user}/${service}/one`;
   const store = new S3ObjectStore({ ...testEnvironment().objectStore, bucket: "tenantry-backups-home" });
 
@@ -79,12 +83,16 @@ describe("idle teardown that deletes, and the restore at the next start", () => 
     await identity.createUser({ name: user, password, tenant, tenantAdmin: false });
     token = (await identity.login({ username: user, password })).token;
     await home.objects.create(echoServiceWithVolume(service));
+    await home.objects.create(echoServiceWithVolume(scheduled));
   });
 
   after(async () => {
-    await removeObject(home, { apiVersion: API, kind: "BackupPolicy", metadata: { name: service } });
+    for (const name of [service, scheduled, unusable])
+      await removeObject(home, { apiVersion: API, kind: "BackupPolicy", metadata: { name } });
     await removeObject(home, { apiVersion: API, kind: "Runtime", metadata: placed });
-    await removeObject(home, { apiVersion: API, kind: "RuntimeService", metadata: { name: service } });
+    await removeObject(home, { apiVersion: API, kind: "Runtime", metadata: placedScheduled });
+    for (const name of [service, scheduled])
+      await removeObject(home, { apiVersion: API, kind: "RuntimeService", metadata: { name } });
     await removeObject(home, { apiVersion: "v1", kind: "Namespace", metadata: { name: placed.namespace } });
     await removeObject(home, { apiVersion: API, kind: "Tenant", metadata: { name: tenant } });
     await identity?.deleteUser(user).catch(() => {});
@@ -180,5 +188,82 @@ describe("idle teardown that deletes, and the restore at the next start", () => 
     assert.notEqual(restored, dir, "a new volume");
     assert.equal(await readFile(join(restored, "notes.txt"), "utf8"), notes);
     assert.ok((await readFile(join(restored, "blob.bin"))).equals(blob));
+  });
+
+  test("a cron schedule backs each runtime up at every slot, keeping as many as its retention", async () => {
+    const posted = await call("POST", `/services/${user}/${scheduled}/one`, token, {});
+    assert.ok([201, 202].includes(posted.status), JSON.stringify(posted.body));
+    await eventually(
+      async () =>
+        assert.equal(
+          (
+            (await home.objects.read({
+              apiVersion: API,
+              kind: "Runtime",
+              metadata: placedScheduled,
+            })) as Runtime
+          ).status?.phase,
+          "Running",
+        ),
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
+    await writeFile(join(await volumeDirOf(home, placedScheduled), "kept.txt"), "on schedule\n");
+    await home.objects.create({
+      apiVersion: API,
+      kind: "BackupPolicy",
+      metadata: { name: scheduled },
+      spec: { service: scheduled, schedule: "* * * * *", retention: 1 },
+    } as KubernetesObject);
+    await home.objects.create({
+      apiVersion: API,
+      kind: "BackupPolicy",
+      metadata: { name: unusable },
+      spec: { service: unusable, schedule: "61 * * * *", retention: 1 },
+    } as KubernetesObject);
+    const scheduledBackups = async () =>
+      (
+        (await home.objects.list(API, "RuntimeBackup", placedScheduled.namespace)).items as RuntimeBackup[]
+      ).filter((b) => b.spec.runtime === placedScheduled.name && b.spec.trigger === "Scheduled");
+    const first = await eventually(
+      async () => {
+        const done = (await scheduledBackups()).filter((b) => b.status?.phase === "Completed");
+        assert.equal(done.length, 1, JSON.stringify((await scheduledBackups()).map((b) => b.status)));
+        return done[0]!;
+      },
+      { timeoutMs: 180_000, intervalMs: 2000 },
+    );
+    assert.equal(first.status?.volumes?.[0]?.files, 1);
+    // The next slot's backup replaces it (retention 1), objects in the store and all.
+    await eventually(
+      async () => {
+        const all = await scheduledBackups();
+        const done = all.filter((b) => b.status?.phase === "Completed");
+        assert.equal(done.length, 1, JSON.stringify(all.map((b) => [b.metadata?.name, b.status?.phase])));
+        assert.notEqual(done[0]!.metadata?.name, first.metadata?.name);
+        assert.ok(!all.some((b) => b.metadata?.name === first.metadata?.name));
+      },
+      { timeoutMs: 180_000, intervalMs: 2000 },
+    );
+    assert.deepEqual(await store.list(`${first.status!.location}/`), []);
+    const policy = (await home.objects.read({
+      apiVersion: API,
+      kind: "BackupPolicy",
+      metadata: { name: scheduled },
+    })) as BackupPolicy;
+    assert.ok(policy.status?.lastScheduleTime, JSON.stringify(policy.status));
+    assert.equal(policy.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
+    // A schedule cron cannot read: the policy says so, naming the field.
+    const refused = await eventually(async () => {
+      const read = (await home.objects.read({
+        apiVersion: API,
+        kind: "BackupPolicy",
+        metadata: { name: unusable },
+      })) as BackupPolicy;
+      const ready = read.status?.conditions?.find((c) => c.type === "Ready");
+      assert.equal(ready?.status, "False", JSON.stringify(read.status));
+      return ready!;
+    });
+    assert.equal(refused.reason, "InvalidSchedule");
+    assert.match(refused.message, /spec\.schedule "61 \* \* \* \*".*59/);
   });
 });
