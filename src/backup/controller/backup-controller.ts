@@ -348,7 +348,7 @@ export class BackupControllers {
     if (runtime.status?.cluster && runtime.status.cluster !== this.client.name)
       return fail(
         "RemoteCluster",
-        `runtime ${backup.spec.runtime} runs in cluster ${runtime.status.cluster}: backups cover runtimes of this cluster only`,
+        `runtime ${backup.spec.runtime} runs in cluster ${runtime.status.cluster}, where its claims are: backups cover the runtimes of cluster ${this.client.name} only (an agent must run next to the claim it reads)`,
       );
     const include = { metadata: true, volumes: true, ...(backup.spec.include ?? {}) };
     if (!status.phase || status.phase === "Pending") {

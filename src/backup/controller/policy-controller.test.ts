@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { Runtime } from "../../runtimes/index.js";
 import type { BackupPolicy, RuntimeBackup } from "../api/backup.js";
-import { beyondRetention, isIdle, isTornDown } from "./policy-controller.js";
+import { beyondRetention, isIdle, isTornDown, remoteClusterOf } from "./policy-controller.js";
 
 const policy = (action: "Stop" | "None" = "Stop") =>
   ({ spec: { service: "s", retention: 2, idle: { timeoutSeconds: 600, action } } }) as BackupPolicy;
@@ -40,6 +40,13 @@ describe("backup policies: idle teardown and retention", () => {
     assert.equal(isTornDown(annotated({})), false);
     assert.equal(isTornDown(annotated({ "tenantry.dev/restore-from": "b1" })), true);
     assert.equal(isTornDown(annotated({ "tenantry.dev/idle-teardown": "b1" })), true);
+  });
+
+  test("a runtime of another cluster is told apart, one not placed yet is not", () => {
+    const at = (cluster?: string) => ({ spec: {}, status: cluster ? { cluster } : {} }) as Runtime;
+    assert.equal(remoteClusterOf(at("edge-1"), "home"), "edge-1");
+    assert.equal(remoteClusterOf(at("home"), "home"), undefined);
+    assert.equal(remoteClusterOf(at(), "home"), undefined);
   });
 
   const backup = (name: string, phase: string, completionTime: string) =>

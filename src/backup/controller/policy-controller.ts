@@ -11,7 +11,9 @@
  * - Retention: completed backups beyond `retention` per runtime are deleted with their objects in
  *   the store (failed ones beyond as many too), except the backup a torn-down runtime restores from.
  *
- * The policy's status says whether its schedule can be used (condition Ready) and when scheduled
+ * Runtimes that run in another cluster (their service's spec.cluster) are left alone: their claims
+ * are there, out of reach of agents of this cluster. The policy's status says whether its schedule
+ * can be used (condition Ready), which clusters' runtimes it leaves alone, and when scheduled
  * backups were last made.
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
@@ -67,6 +69,12 @@ export function isIdle(runtime: Runtime, policy: BackupPolicy, now: number): boo
   if (runtime.spec.desiredState !== "Running") return false;
   const used = lastUsed(runtime);
   return used !== undefined && now - used >= idle.timeoutSeconds * 1000;
+}
+
+/** The cluster a runtime runs in when it is not `home` (its claims are there, out of the agents' reach). */
+export function remoteClusterOf(runtime: Runtime, home: string): string | undefined {
+  const cluster = runtime.status?.cluster;
+  return cluster && cluster !== home ? cluster : undefined;
 }
 
 /** Whether the runtime's data lives in a backup now (or is on its way there): nothing to schedule. */
@@ -130,6 +138,8 @@ export class PolicyController {
   async pass(now = Date.now()): Promise<void> {
     const policies = new Map<string, BackupPolicy>();
     const scheduled = new Set<string>();
+    /** Per service: the other clusters its runtimes run in (left alone, as the policy says). */
+    const elsewhere = new Map<string, Set<string>>();
     for (const policy of this.options.policies.list()) {
       policies.set(policy.spec.service, policy);
     }
@@ -142,6 +152,11 @@ export class PolicyController {
     for (const runtime of runtimes) {
       const policy = policies.get(runtime.spec.service);
       if (!policy || runtime.metadata?.deletionTimestamp) continue;
+      const remote = remoteClusterOf(runtime, this.options.client.name);
+      if (remote) {
+        elsewhere.set(runtime.spec.service, (elsewhere.get(runtime.spec.service) ?? new Set()).add(remote));
+        continue;
+      }
       const backups = this.options.backups
         .list()
         .filter(
@@ -161,7 +176,8 @@ export class PolicyController {
       }
     }
     for (const policy of policies.values()) {
-      await this.writePolicyStatus(policy, scheduled.has(policy.metadata!.name!), now).catch((err) =>
+      const remote = [...(elsewhere.get(policy.spec.service) ?? [])].sort();
+      await this.writePolicyStatus(policy, scheduled.has(policy.metadata!.name!), remote, now).catch((err) =>
         this.options.logger.warn(
           { policy: policy.metadata?.name, error: describeError(err) },
           "could not write a backup policy's status",
@@ -170,11 +186,19 @@ export class PolicyController {
     }
   }
 
-  private async writePolicyStatus(policy: BackupPolicy, scheduledNow: boolean, now: number): Promise<void> {
+  private async writePolicyStatus(
+    policy: BackupPolicy,
+    scheduledNow: boolean,
+    remoteClusters: string[],
+    now: number,
+  ): Promise<void> {
+    const remote = remoteClusters.length
+      ? `; runtimes in cluster ${remoteClusters.join(", ")} are neither backed up nor torn down (backups cover the runtimes of cluster ${this.options.client.name} only)`
+      : "";
     let ready: { status: "True" | "False"; reason: string; message: string } = {
       status: "True",
       reason: "Valid",
-      message: policy.spec.schedule ? `backups on schedule "${policy.spec.schedule}" (UTC)` : "no schedule",
+      message: `${policy.spec.schedule ? `backups on schedule "${policy.spec.schedule}" (UTC)` : "no schedule"}${remote}`,
     };
     if (policy.spec.schedule) {
       try {
