@@ -183,6 +183,14 @@ export class TeardownController {
     const namespace = runtime.metadata!.namespace!;
     const name = restoreNameOf(runtime);
     const restore = this.options.restores.get(namespace, name);
+    if (!restore && !this.options.backups.get(namespace, backupName)) {
+      // Deleted by hand: no start can bring the data back; only a person may decide to go on without.
+      return this.gate(runtime, {
+        reason: "BackupNotFound",
+        message: `its data is in backup ${backupName}, which no longer exists: remove its annotations ${RESTORE_FROM_ANNOTATION} and ${RUNTIME_START_GATE_ANNOTATION} to start it without its data`,
+        failedGeneration: runtime.metadata?.generation ?? 0,
+      });
+    }
     if (!restore) {
       // Claims still going from the teardown would be found "already there" and never bind.
       const claims = await this.client.core.listNamespacedPersistentVolumeClaim({
