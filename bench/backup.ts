@@ -4,7 +4,7 @@
  * 1. Throughput of the backup agent's work on one volume folder (--size of random bytes in --files
  *    files, 1 GiB by default) against a real versitygw started for the run — backup (tar,
  *    AES-256-GCM, multipart upload with SHA-256 per part, --concurrency parts at once, read back and
- *    verified) and restore (ranged downloads, decrypt, verify, unpack into staging, swap in) — side
+ *    verified) and restore (download, decrypt, verify, unpack into staging, swap in) — side
  *    by side with a plain `tar | tar` copy of the same folder on the same disk, the floor any backup
  *    pays. Median and best of --runs runs. Goal: a restore of 1 GiB under 30 s.
  * 2. Login → runtime ready after an idle teardown (--teardown-runs per idle action; 0 skips it): a
@@ -137,7 +137,7 @@ async function throughput(root: string): Promise<void> {
     }),
     [
       `${runs} runs each; median is the 50th percentile. backup includes reading the object back to verify it.`,
-      "restore includes the ranged downloads, decryption, SHA-256 checks, unpacking into staging and the swap.",
+      "restore includes the download, decryption (GCM-authenticated), the SHA-256 check, unpacking into staging and the swap.",
       `load average (1, 5, 15 min) after each run: ${loads.join(" | ")}`,
     ],
   );
@@ -233,7 +233,7 @@ async function teardowns(root: string): Promise<void> {
         const median = percentile(values, 50);
         return [
           kind === "plain stop" ? "a plain stop (peer)" : `idle, action ${kind}`,
-          values.length,
+          String(values.length),
           (median / 1000).toFixed(2),
           (Math.min(...values) / 1000).toFixed(2),
           `${(median / plain).toFixed(1)}×`,
