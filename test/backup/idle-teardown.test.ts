@@ -5,9 +5,12 @@
  * reason. Started again through the Admin API, the start's progress events show the restore
  * before it runs. A restore from a corrupted object fails that start with the reason and changes
  * nothing in the backup; the next start, with the object whole again, brings the same bytes back.
- * A policy's cron schedule backs a runtime up at each slot and keeps `retention` of them.
+ * A teardown whose backup agent is killed mid-way removes nothing: the runtime stays stopped with
+ * its claim and says why, and its next start resumes with the same data. A policy's cron schedule
+ * backs a runtime up at each slot and keeps `retention` of them.
  */
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -37,11 +40,13 @@ describe("idle teardown that deletes, the restore at the next start, and schedul
   const password = "teardown-secret-1";
   const service = uniqueName("echo");
   const scheduled = uniqueName("sched");
+  const faulty = uniqueName("faulty");
   const unusable = uniqueName("never");
   let identity: BuiltinIdentity;
   let token: string;
   const placed = runtimePlacement({ tenant, user, service, instance: "one" });
   const placedScheduled = runtimePlacement({ tenant, user, service: scheduled, instance: "one" });
+  const placedFaulty = runtimePlacement({ tenant, user, service: faulty, instance: "one" });
   const path = `/services/${user}/${service}/one`;
   const store = new S3ObjectStore({ ...testEnvironment().objectStore, bucket: "tenantry-backups-home" });
 
@@ -84,14 +89,16 @@ describe("idle teardown that deletes, the restore at the next start, and schedul
     token = (await identity.login({ username: user, password })).token;
     await home.objects.create(echoServiceWithVolume(service));
     await home.objects.create(echoServiceWithVolume(scheduled));
+    await home.objects.create(echoServiceWithVolume(faulty));
   });
 
   after(async () => {
-    for (const name of [service, scheduled, unusable])
+    for (const name of [service, scheduled, unusable, faulty])
       await removeObject(home, { apiVersion: API, kind: "BackupPolicy", metadata: { name } });
     await removeObject(home, { apiVersion: API, kind: "Runtime", metadata: placed });
     await removeObject(home, { apiVersion: API, kind: "Runtime", metadata: placedScheduled });
-    for (const name of [service, scheduled])
+    await removeObject(home, { apiVersion: API, kind: "Runtime", metadata: placedFaulty });
+    for (const name of [service, scheduled, faulty])
       await removeObject(home, { apiVersion: API, kind: "RuntimeService", metadata: { name } });
     await removeObject(home, { apiVersion: "v1", kind: "Namespace", metadata: { name: placed.namespace } });
     await removeObject(home, { apiVersion: API, kind: "Tenant", metadata: { name: tenant } });
@@ -188,6 +195,67 @@ describe("idle teardown that deletes, the restore at the next start, and schedul
     assert.notEqual(restored, dir, "a new volume");
     assert.equal(await readFile(join(restored, "notes.txt"), "utf8"), notes);
     assert.ok((await readFile(join(restored, "blob.bin"))).equals(blob));
+  });
+
+  test("a teardown whose backup agent is killed removes nothing; the runtime says why and resumes with its data", async () => {
+    const faultyPath = `/services/${user}/${faulty}/one`;
+    const readFaulty = () =>
+      home.objects.read({ apiVersion: API, kind: "Runtime", metadata: placedFaulty }) as Promise<Runtime>;
+    assert.ok([201, 202].includes((await call("POST", faultyPath, token, {})).status));
+    await eventually(async () => assert.equal((await readFaulty()).status?.phase, "Running"), {
+      timeoutMs: 120_000,
+      intervalMs: 500,
+    });
+    const dir = await volumeDirOf(home, placedFaulty);
+    const big = randomBytes(160 * 1024 * 1024);
+    await writeFile(join(dir, "big.bin"), big);
+    await home.objects.create({
+      apiVersion: API,
+      kind: "BackupPolicy",
+      metadata: { name: faulty },
+      spec: { service: faulty, retention: 1, idle: { timeoutSeconds: 60, action: "Delete" } },
+    } as KubernetesObject);
+    // The agent is a process of the process node; its command line names the backup's key.
+    await eventually(
+      () => {
+        const pids = execFileSync("pgrep", ["-f", `${placedFaulty.name}-idle-[0-9]+/volumes/`], {
+          encoding: "utf8",
+        }).trim();
+        assert.ok(pids, "the agent runs");
+        for (const pid of pids.split("\n")) process.kill(Number(pid), "SIGKILL");
+      },
+      { timeoutMs: 300_000, intervalMs: 100 },
+    );
+    const stopped = await eventually(
+      async () => {
+        const runtime = await readFaulty();
+        assert.equal(runtime.status?.reason, "IdleBackupFailed", JSON.stringify(runtime.status));
+        return runtime;
+      },
+      { timeoutMs: 180_000, intervalMs: 1000 },
+    );
+    assert.equal(stopped.status?.phase, "Stopped");
+    assert.match(stopped.status?.message ?? "", /AgentFailed: .*exit code 137.*its volumes were kept/);
+    assert.equal(stopped.metadata?.annotations?.["tenantry.dev/restore-from"], undefined);
+    const kept = await home.core.listNamespacedPersistentVolumeClaim({
+      namespace: placedFaulty.namespace,
+      labelSelector: `${RUNTIME_LABEL}=${placedFaulty.name}`,
+    });
+    assert.equal(kept.items.length, 1, "its claim is kept");
+    assert.ok((await readFile(join(dir, "big.bin"))).equals(big));
+
+    // Started again: nothing to restore, the same volume.
+    assert.ok([201, 202].includes((await call("POST", faultyPath, token, {})).status));
+    await eventually(async () => assert.equal((await call("GET", faultyPath, token)).status, 200), {
+      timeoutMs: 120_000,
+      intervalMs: 500,
+    });
+    const resumed = await readFaulty();
+    assert.equal(resumed.metadata?.annotations?.["tenantry.dev/idle-teardown"], undefined);
+    assert.equal(resumed.metadata?.annotations?.["tenantry.dev/start-gate"], undefined);
+    assert.equal(await volumeDirOf(home, placedFaulty), dir, "the same volume");
+    // No teardown again while this test ends.
+    await removeObject(home, { apiVersion: API, kind: "BackupPolicy", metadata: { name: faulty } });
   });
 
   test("a cron schedule backs each runtime up at every slot, keeping as many as its retention", async () => {
