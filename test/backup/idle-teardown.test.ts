@@ -308,7 +308,7 @@ describe("idle teardown that deletes, the restore at the next start, and schedul
         const done = all.filter((b) => b.status?.phase === "Completed");
         assert.equal(done.length, 1, JSON.stringify(all.map((b) => [b.metadata?.name, b.status?.phase])));
         assert.notEqual(done[0]!.metadata?.name, first.metadata?.name);
-        assert.ok(!all.some((b) => b.metadata?.name === first.metadata?.name));
+        assert.ok(!all.some((b) => b.metadata?.name === first.metadata?.name), "the first is deleted");
       },
       { timeoutMs: 180_000, intervalMs: 2000 },
     );
@@ -318,7 +318,7 @@ describe("idle teardown that deletes, the restore at the next start, and schedul
       kind: "BackupPolicy",
       metadata: { name: scheduled },
     })) as BackupPolicy;
-    assert.ok(policy.status?.lastScheduleTime, JSON.stringify(policy.status));
+    assert.ok(policy.status?.lastScheduleTime, JSON.stringify(policy.status ?? null));
     assert.equal(policy.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
     // A schedule cron cannot read: the policy says so, naming the field.
     const refused = await eventually(async () => {

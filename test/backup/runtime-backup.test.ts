@@ -71,7 +71,12 @@ describe("runtime backups and restores", () => {
           kind,
           metadata: { name, namespace: placed(instance).namespace },
         })) as T;
-        assert.ok(["Completed", "Failed"].includes(last.status?.phase ?? ""), JSON.stringify(last.status));
+        // Always a message: without one, assert builds its own from the source (tens of seconds
+        // of CPU under tsx), which stalled this loop past its deadline.
+        assert.ok(
+          ["Completed", "Failed"].includes(last.status?.phase ?? ""),
+          `not finished: ${JSON.stringify(last.status ?? null)}`,
+        );
       },
       { timeoutMs: 180_000, intervalMs: 1000 },
     );
