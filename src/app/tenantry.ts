@@ -569,7 +569,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     onStartedLeading: async () => {
       logger.info("leading: starting controllers");
       const mine = [
-        new TenantController({ client, informers, logger }),
+        new TenantController({ client, informers, logger, workers: 16 }),
         new QuotaController({
           client,
           store,

@@ -33,13 +33,16 @@ export {
   RUNTIME_FINALIZER,
   RUNTIME_PAUSED_ANNOTATION,
   RUNTIME_PHASES,
+  RUNTIME_START_GATE_ANNOTATION,
   type Runtime,
   type RuntimePhase,
   RuntimeSchema,
   type RuntimeSpec,
   type RuntimeStatus,
   START_STEPS,
+  type StartGate,
   type StartStep,
+  startGateOf,
 } from "./api/runtime.js";
 export {
   BUILTIN_PLUGINS,

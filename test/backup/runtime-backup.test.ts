@@ -4,18 +4,25 @@
  * versitygw (encrypted, verified) through an agent Job in the runtime's namespace; the runtime is
  * deleted, claim and all; a RuntimeRestore brings the Runtime, its claim and the same bytes back
  * and starts it. An agent killed mid-way fails its backup with the reason, and nothing is lost.
+ * A runtime of another cluster is refused with the reason, and a policy says it leaves it alone.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { type RuntimeBackup, type RuntimeRestore, S3ObjectStore } from "../../src/backup/index.js";
+import {
+  type BackupPolicy,
+  type RuntimeBackup,
+  type RuntimeRestore,
+  S3ObjectStore,
+} from "../../src/backup/index.js";
 import type { BuiltinIdentity } from "../../src/identity/index.js";
-import { LOCAL_IMAGES, PROCESS_NODE_PLACEMENT } from "../../src/localcluster/index.js";
 import { type Runtime, runtimePlacement } from "../../src/runtimes/index.js";
+import { echoServiceWithVolume, volumeDirOf } from "../support/backups.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
@@ -43,14 +50,7 @@ describe("runtime backups and restores", () => {
       intervalMs: 500,
     });
   };
-  /** The host folder of the runtime's claim (the local provisioner's hostPath). */
-  const volumeDir = async (instance: string) => {
-    const { namespace, name } = placed(instance);
-    const claim = await home.core.readNamespacedPersistentVolumeClaim({ name: `${name}-data`, namespace });
-    assert.equal(claim.status?.phase, "Bound");
-    const pv = await home.core.readPersistentVolume({ name: claim.spec!.volumeName! });
-    return pv.spec!.hostPath!.path;
-  };
+  const volumeDir = (instance: string) => volumeDirOf(home, placed(instance));
   const create = async <T>(kind: string, instance: string, name: string, spec: object) =>
     (await home.objects.create({
       apiVersion: API,
@@ -71,7 +71,12 @@ describe("runtime backups and restores", () => {
           kind,
           metadata: { name, namespace: placed(instance).namespace },
         })) as T;
-        assert.ok(["Completed", "Failed"].includes(last.status?.phase ?? ""), JSON.stringify(last.status));
+        // Always a message: without one, assert builds its own from the source (tens of seconds
+        // of CPU under tsx), which stalled this loop past its deadline.
+        assert.ok(
+          ["Completed", "Failed"].includes(last.status?.phase ?? ""),
+          `not finished: ${JSON.stringify(last.status ?? null)}`,
+        );
       },
       { timeoutMs: 180_000, intervalMs: 1000 },
     );
@@ -82,16 +87,7 @@ describe("runtime backups and restores", () => {
     identity = await sharedBuiltinIdentity();
     await identity.createUser({ name: user, password, tenant, tenantAdmin: false });
     token = (await identity.login({ username: user, password })).token;
-    await home.objects.create({
-      apiVersion: API,
-      kind: "RuntimeService",
-      metadata: { name: service },
-      spec: {
-        plugin: { builtin: "generic" },
-        defaults: { image: LOCAL_IMAGES.echo, port: 8080, volumeSize: "256Mi" },
-        pods: PROCESS_NODE_PLACEMENT,
-      },
-    } as KubernetesObject);
+    await home.objects.create(echoServiceWithVolume(service));
   });
 
   after(async () => {
@@ -215,6 +211,104 @@ describe("runtime backups and restores", () => {
       assert.equal(await readFile(join(await volumeDir("three"), "idle.txt"), "utf8"), "before going idle\n");
     } finally {
       await removeObject(home, { apiVersion: API, kind: "BackupPolicy", metadata: { name: service } });
+    }
+  });
+
+  test("a runtime of another cluster is refused with the reason; a policy leaves it alone and says so", async () => {
+    const remote = uniqueName("edgeecho");
+    const kubeconfig = uniqueName("edge-kubeconfig");
+    const edge = clusterClient("edge-1");
+    const placedRemote = runtimePlacement({ tenant, user, service: remote, instance: "one" });
+    await home.core.createNamespacedSecret({
+      namespace: "tenantry-system",
+      body: {
+        metadata: { name: kubeconfig },
+        stringData: {
+          kubeconfig: readFileSync(
+            testEnvironment().clusters.find((c) => c.name === "edge-1")!.kubeconfig,
+            "utf8",
+          ),
+        },
+      },
+    });
+    const serviceObject = echoServiceWithVolume(remote) as KubernetesObject & { spec: object };
+    serviceObject.spec = {
+      ...serviceObject.spec,
+      cluster: { name: "edge-1", kubeconfigSecretRef: { name: kubeconfig } },
+    };
+    await home.objects.create(serviceObject);
+    try {
+      await eventually(async () => {
+        const posted = await call("POST", `/services/${user}/${remote}/one`, token, {});
+        assert.ok([201, 202].includes(posted.status), JSON.stringify(posted.body));
+      });
+      await eventually(async () => {
+        const runtime = (await home.objects.read({
+          apiVersion: API,
+          kind: "Runtime",
+          metadata: placedRemote,
+        })) as Runtime;
+        assert.equal(runtime.status?.cluster, "edge-1", JSON.stringify(runtime.status));
+      });
+      await home.objects.create({
+        apiVersion: API,
+        kind: "RuntimeBackup",
+        metadata: { name: "remote-one", namespace: placedRemote.namespace },
+        spec: { runtime: placedRemote.name },
+      } as KubernetesObject);
+      let backup: RuntimeBackup | undefined;
+      await eventually(async () => {
+        backup = (await home.objects.read({
+          apiVersion: API,
+          kind: "RuntimeBackup",
+          metadata: { name: "remote-one", namespace: placedRemote.namespace },
+        })) as RuntimeBackup;
+        assert.equal(backup.status?.phase, "Failed", JSON.stringify(backup.status));
+      });
+      assert.equal(backup!.status?.reason, "RemoteCluster");
+      assert.match(backup!.status?.message ?? "", /runs in cluster edge-1, where its claims are/);
+
+      await home.objects.create({
+        apiVersion: API,
+        kind: "BackupPolicy",
+        metadata: { name: remote },
+        spec: { service: remote, schedule: "* * * * *", retention: 1, idle: { timeoutSeconds: 60 } },
+      } as KubernetesObject);
+      const ready = await eventually(
+        async () => {
+          const policy = (await home.objects.read({
+            apiVersion: API,
+            kind: "BackupPolicy",
+            metadata: { name: remote },
+          })) as BackupPolicy;
+          const condition = policy.status?.conditions?.find((c) => c.type === "Ready");
+          assert.match(condition?.message ?? "", /in cluster edge-1 are neither backed up nor torn down/);
+          return condition!;
+        },
+        { timeoutMs: 60_000 },
+      );
+      assert.equal(ready.status, "True");
+      const backups = (await home.objects.list(API, "RuntimeBackup", placedRemote.namespace))
+        .items as RuntimeBackup[];
+      assert.deepEqual(
+        backups.filter((b) => b.spec.runtime === placedRemote.name).map((b) => b.metadata?.name),
+        ["remote-one"],
+        "no scheduled backup of it",
+      );
+    } finally {
+      await removeObject(home, { apiVersion: API, kind: "BackupPolicy", metadata: { name: remote } });
+      await removeObject(home, { apiVersion: API, kind: "Runtime", metadata: placedRemote });
+      await removeObject(home, serviceObject);
+      await removeObject(edge, {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: placedRemote.namespace },
+      });
+      await removeObject(home, {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: kubeconfig, namespace: "tenantry-system" },
+      });
     }
   });
 });

@@ -7,8 +7,8 @@ import type { ObjectStore } from "../store/spi.js";
 
 /**
  * What the backup agent does inside the tenant's namespace with one claim mounted: archive the
- * folder (tar), encrypt it with the tenant's key and stream it to the store in checksummed parts,
- * then read it back to verify; or the reverse, into a staging folder that replaces the volume's
+ * folder (tar), encrypt it with the tenant's key and stream it to the store in checksummed parts
+ * (several at once), then read it back to verify; or the reverse, into a staging folder that replaces the volume's
  * contents only once every byte has been verified.
  */
 
@@ -74,27 +74,23 @@ export async function backupVolume(
     ...encryption.sealed(),
     files,
   };
-  await verifyArchive(store, options.key, record, options.tenantKey);
+  await verifyArchive(store, options.key, record);
   await store.put(recordKey(options.key), Buffer.from(`${JSON.stringify(record, null, 2)}\n`));
   return record;
 }
 
-/** Reads the stored archive back, decrypts it and checks both hashes; throws naming what differs. */
-export async function verifyArchive(
-  store: ObjectStore,
-  key: string,
-  record: ArchiveRecord,
-  tenantKey: Buffer,
-): Promise<void> {
+/**
+ * Reads the stored archive back and checks it is, byte for byte, what was written (size and
+ * SHA-256); throws naming what differs. The same ciphertext under the same key, IV and tag decrypts
+ * to what was archived, so the plaintext is not decrypted again here: a restore checks both.
+ */
+export async function verifyArchive(store: ObjectStore, key: string, record: ArchiveRecord): Promise<void> {
   const stored = new HashingStream();
-  const plain = new HashingStream();
-  await pipeline(await store.get(key), stored, decryptor(tenantKey, record), plain, async (source) => {
+  await pipeline(await store.get(key), stored, async (source) => {
     for await (const _ of source);
   });
-  if (stored.digest() !== record.stored.sha256)
+  if (stored.bytes !== record.stored.size || stored.digest() !== record.stored.sha256)
     throw new Error(`the stored object ${key} does not match what was written (SHA-256 differs)`);
-  if (plain.digest() !== record.sha256)
-    throw new Error(`the archive in ${key} does not decrypt to what was archived (SHA-256 differs)`);
 }
 
 export async function readRecord(store: ObjectStore, key: string): Promise<ArchiveRecord> {
@@ -112,26 +108,32 @@ export async function restoreVolume(
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { recursive: true });
   try {
-    const stored = new HashingStream();
+    // GCM authenticates every stored byte (a changed one fails at the end, before the swap); the
+    // archive's own SHA-256 is checked too. GCM keeps ciphertext and plaintext the same length.
     const plain = new HashingStream();
     if (options.onProgress) {
       const report = options.onProgress;
-      stored.on("data", () => report(stored.bytes));
+      plain.on("data", () => report(plain.bytes));
     }
     const unpack = tar(["-C", staging, "-xf", "-"], "pipe");
-    await Promise.all([
-      pipeline(
-        await store.get(options.key),
-        stored,
-        decryptor(options.tenantKey, record),
-        plain,
-        unpack.child.stdin!,
-      ),
-      unpack.done,
-    ]);
-    if (stored.digest() !== record.stored.sha256)
-      throw new Error(`the stored object ${options.key} is not what was written (SHA-256 differs)`);
-    if (plain.digest() !== record.sha256)
+    try {
+      await Promise.all([
+        pipeline(
+          await store.get(options.key),
+          decryptor(options.tenantKey, record),
+          plain,
+          unpack.child.stdin!,
+        ),
+        unpack.done,
+      ]);
+    } catch (err) {
+      if (/unable to authenticate/.test((err as Error).message ?? ""))
+        throw new Error(
+          `the archive in ${options.key} does not decrypt under the tenant's key: it changed since it was written, or the key is another (${(err as Error).message})`,
+        );
+      throw err;
+    }
+    if (plain.bytes !== record.size || plain.digest() !== record.sha256)
       throw new Error(`the archive in ${options.key} is not what was archived (SHA-256 differs)`);
     // Verified: only now is the volume's own content replaced.
     for (const entry of await readdir(options.dir)) {

@@ -27,6 +27,19 @@ export const BACKUP_RUNTIME_LABEL = "tenantry.dev/backup-of";
 export const BACKUP_NAME_LABEL = "tenantry.dev/backup";
 export const RESTORE_NAME_LABEL = "tenantry.dev/restore";
 
+/**
+ * On a Runtime torn down while idle (policy action Delete), set before anything is removed: the
+ * Idle backup being taken of it once it has stopped. Its claims, Secrets and ConfigMaps are removed
+ * only when that backup is Completed (stored and verified).
+ */
+export const IDLE_TEARDOWN_ANNOTATION = "tenantry.dev/idle-teardown";
+/**
+ * On a Runtime whose claims, Secrets and ConfigMaps were removed after a verified backup: that
+ * backup. Its next start restores them from it before it deploys (a start gate holds it), and
+ * retention never deletes that backup.
+ */
+export const RESTORE_FROM_ANNOTATION = "tenantry.dev/restore-from";
+
 const immutable = (field: string) => ({ rule: "self == oldSelf", message: `${field} is immutable` });
 
 const IncludeSchema = Type.Object(

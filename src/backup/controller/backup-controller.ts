@@ -24,13 +24,15 @@ import {
   startInformers,
   stopInformers,
 } from "../../kube/index.js";
-import { RUNTIME_LABEL, type Runtime, type RuntimeService } from "../../runtimes/index.js";
+import { RUNTIME_LABEL, type Runtime, type RuntimeService, startGateOf } from "../../runtimes/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
 import { DEFAULT_AGENT_IMAGE } from "../agent/env.js";
 import { type ArchiveRecord, recordKey } from "../agent/volume.js";
 import {
   BACKUP_NAME_LABEL,
   BACKUP_RUNTIME_LABEL,
+  type BackupPolicy,
+  RESTORE_FROM_ANNOTATION,
   RESTORE_NAME_LABEL,
   type RuntimeBackup,
   type RuntimeRestore,
@@ -38,7 +40,6 @@ import {
 import { newTenantKey } from "../crypto.js";
 import { S3ObjectStore, type S3Settings } from "../store/s3.js";
 import { AGENT_JOB_LABEL, agentJob, agentSecret, jobOutcome } from "./agent-jobs.js";
-import { IdleController } from "./idle-controller.js";
 import {
   agentJobName,
   agentSecretName,
@@ -49,6 +50,9 @@ import {
   volumeKey,
 } from "./layout.js";
 import { collectMetadata, getMetadata, putMetadata } from "./metadata.js";
+import { byLabel } from "./objects.js";
+import { PolicyController } from "./policy-controller.js";
+import { TeardownController } from "./teardown-controller.js";
 
 export interface BackupControllerOptions {
   client: ClusterClient;
@@ -58,7 +62,7 @@ export interface BackupControllerOptions {
   namespace: string;
   /** The agent image (default ghcr.io/tenantry/backup-agent). */
   agentImage?: string;
-  /** How often idle runtimes and retention are looked at (default 15 s). */
+  /** How often schedules, idle runtimes and retention are looked at (default 15 s). */
   idleIntervalMs?: number;
   logger: Logger;
 }
@@ -67,14 +71,19 @@ const now = () => new Date().toISOString();
 const POLL_MS = 2000;
 
 type Status<T extends { status?: unknown }> = NonNullable<T["status"]>;
+type Tracked = RuntimeBackup | RuntimeRestore;
+type TrackedKind = "RuntimeBackup" | "RuntimeRestore";
 
 export class BackupControllers {
   readonly backups: Informer<RuntimeBackup>;
   readonly restores: Informer<RuntimeRestore>;
   private readonly jobs: Informer<V1Job>;
+  private readonly runtimes: Informer<Runtime>;
+  private readonly policies: Informer<BackupPolicy>;
   private readonly backupController: Controller;
   private readonly restoreController: Controller;
-  private readonly idle: IdleController;
+  private readonly policyController: PolicyController;
+  private readonly teardowns: TeardownController;
   private readonly store: S3ObjectStore;
   private readonly client: ClusterClient;
   /** UIDs whose outcome this process wrote: a stale cache must not make them run (or fail) again. */
@@ -96,6 +105,14 @@ export class BackupControllers {
       kind: "Job",
       labelSelector: `${AGENT_JOB_LABEL}=true`,
     });
+    this.runtimes = Informer.forResource<Runtime>(this.client, {
+      apiVersion: TENANTS_API_VERSION,
+      kind: "Runtime",
+    });
+    this.policies = Informer.forResource<BackupPolicy>(this.client, {
+      apiVersion: TENANTS_API_VERSION,
+      kind: "BackupPolicy",
+    });
     this.backupController = new Controller({
       name: "runtime-backups",
       workers: 4,
@@ -110,36 +127,47 @@ export class BackupControllers {
     });
     this.backupController.watch(this.backups);
     this.restoreController.watch(this.restores);
-    const byLabel =
-      (label: string) =>
-      (job: V1Job, cluster: string): string[] => {
-        const owner = job.metadata?.labels?.[label];
-        return owner ? [`${cluster}/${job.metadata!.namespace}/${owner}`] : [];
-      };
     this.backupController.watch(this.jobs, byLabel(BACKUP_NAME_LABEL));
     this.restoreController.watch(this.jobs, byLabel(RESTORE_NAME_LABEL));
-    this.idle = new IdleController({
+    this.policyController = new PolicyController({
       client: this.client,
       store: options.store,
       logger: options.logger,
+      policies: this.policies,
+      runtimes: this.runtimes,
       backups: this.backups,
       ...(options.idleIntervalMs ? { intervalMs: options.idleIntervalMs } : {}),
+    });
+    this.teardowns = new TeardownController({
+      client: this.client,
+      runtimes: this.runtimes,
+      backups: this.backups,
+      restores: this.restores,
+      logger: options.logger,
     });
   }
 
   private get informers(): Informer<KubernetesObject>[] {
-    return [this.backups, this.restores, this.jobs] as unknown as Informer<KubernetesObject>[];
+    return [
+      this.backups,
+      this.restores,
+      this.jobs,
+      this.runtimes,
+      this.policies,
+    ] as unknown as Informer<KubernetesObject>[];
   }
 
   async start(): Promise<void> {
     await startInformers(this.informers);
     await this.backupController.start();
     await this.restoreController.start();
-    await this.idle.start();
+    await this.teardowns.start();
+    this.policyController.start();
   }
 
   async stop(): Promise<void> {
-    await this.idle.stop();
+    await this.policyController.stop();
+    await this.teardowns.stop();
     await this.backupController.stop();
     await this.restoreController.stop();
     await stopInformers(this.informers);
@@ -200,11 +228,40 @@ export class BackupControllers {
     }
   }
 
-  private async writeStatus<T extends RuntimeBackup | RuntimeRestore>(
+  /** Pending → Running: the start is recorded before any work, so a restart carries on from it. */
+  private async begin<T extends Tracked>(
     obj: T,
-    kind: string,
+    kind: TrackedKind,
     status: Status<T>,
+    fields: Partial<Status<T>>,
   ): Promise<void> {
+    Object.assign(status, { phase: "Running", reason: "Started", startTime: now(), ...fields });
+    await this.writeStatus(obj, kind, status);
+  }
+
+  /**
+   * Running → Completed or Failed: its agent Jobs and their Secret go (a failure to remove them is
+   * logged: the outcome stands), then the outcome is written, once.
+   */
+  private async end<T extends Tracked>(
+    obj: T,
+    kind: TrackedKind,
+    status: Status<T>,
+    phase: "Completed" | "Failed",
+    reason: string,
+    message: string,
+  ): Promise<ReconcileResult> {
+    await this.removeAgentSecret(obj, kind).catch((err: unknown) =>
+      this.options.logger.warn(
+        { [kind]: `${obj.metadata?.namespace}/${obj.metadata?.name}`, error: describeError(err) },
+        "could not remove the agent Jobs and their Secret",
+      ),
+    );
+    await this.writeStatus(obj, kind, { ...status, phase, reason, message, completionTime: now() });
+    return reconcileDone();
+  }
+
+  private async writeStatus<T extends Tracked>(obj: T, kind: TrackedKind, status: Status<T>): Promise<void> {
     if (status.phase === "Completed" || status.phase === "Failed") this.finished.add(obj.metadata!.uid!);
     await applyStatus(this.client, {
       apiVersion: TENANTS_API_VERSION,
@@ -231,7 +288,8 @@ export class BackupControllers {
    * Removes the agent Jobs (and their pods, which hold the claims) and the agent Secret once the
    * outcome is recorded: the store's credentials stay in the namespace no longer than that.
    */
-  private async removeAgentSecret(owner: KubernetesObject, label: string): Promise<void> {
+  private async removeAgentSecret(owner: Tracked, kind: TrackedKind): Promise<void> {
+    const label = kind === "RuntimeRestore" ? RESTORE_NAME_LABEL : BACKUP_NAME_LABEL;
     for (const job of this.jobs.list()) {
       if (job.metadata?.namespace !== owner.metadata?.namespace) continue;
       if (job.metadata?.labels?.[label] !== owner.metadata?.name) continue;
@@ -282,37 +340,24 @@ export class BackupControllers {
       return reconcileDone();
     const status: Status<RuntimeBackup> = { ...(backup.status ?? {}) };
     if (status.phase === "Completed" || status.phase === "Failed") return reconcileDone();
-    const fail = async (reason: string, message: string) => {
-      await this.writeStatus(backup, "RuntimeBackup", {
-        ...status,
-        phase: "Failed",
-        reason,
-        message,
-        completionTime: now(),
-      });
-      await this.removeAgentSecret(backup, BACKUP_NAME_LABEL).catch(() => {});
-      return reconcileDone();
-    };
+    const fail = (reason: string, message: string) =>
+      this.end(backup, "RuntimeBackup", status, "Failed", reason, message);
     const runtime = await this.readRuntime(namespace!, backup.spec.runtime);
     if (!runtime)
       return fail("RuntimeNotFound", `runtime ${namespace}/${backup.spec.runtime} does not exist`);
     if (runtime.status?.cluster && runtime.status.cluster !== this.client.name)
       return fail(
         "RemoteCluster",
-        `runtime ${backup.spec.runtime} runs in cluster ${runtime.status.cluster}: backups cover runtimes of this cluster only`,
+        `runtime ${backup.spec.runtime} runs in cluster ${runtime.status.cluster}, where its claims are: backups cover the runtimes of cluster ${this.client.name} only (an agent must run next to the claim it reads)`,
       );
     const include = { metadata: true, volumes: true, ...(backup.spec.include ?? {}) };
     if (!status.phase || status.phase === "Pending") {
-      Object.assign(status, {
-        phase: "Running",
-        reason: "Started",
+      await this.applyBackupLabel(backup);
+      await this.begin(backup, "RuntimeBackup", status, {
         message: "backing up",
-        startTime: now(),
         tenant: runtime.spec.tenant,
         location: backupLocation(runtime, name),
       });
-      await this.applyBackupLabel(backup);
-      await this.writeStatus(backup, "RuntimeBackup", status);
     }
     const location = status.location!;
     let tenantKey: Buffer;
@@ -418,15 +463,14 @@ export class BackupControllers {
         `completing the backup in ${this.store.description} failed: ${describeError(err)}`,
       );
     }
-    await this.removeAgentSecret(backup, BACKUP_NAME_LABEL);
-    await this.writeStatus(backup, "RuntimeBackup", {
-      ...status,
-      phase: "Completed",
-      reason: "Completed",
-      message: `backed up ${status.metadataObjects ?? 0} objects and ${volumes.length} claims (${volumes.reduce((n, v) => n + (v.size ?? 0), 0)} bytes), verified`,
-      completionTime: now(),
-    });
-    return reconcileDone();
+    return this.end(
+      backup,
+      "RuntimeBackup",
+      status,
+      "Completed",
+      "Completed",
+      `backed up ${status.metadataObjects ?? 0} objects and ${volumes.length} claims (${volumes.reduce((n, v) => n + (v.size ?? 0), 0)} bytes), verified`,
+    );
   }
 
   /** Labels the backup with its runtime, so that listing a runtime's backups reads an index. */
@@ -463,17 +507,8 @@ export class BackupControllers {
       return reconcileDone();
     const status: Status<RuntimeRestore> = { ...(restore.status ?? {}) };
     if (status.phase === "Completed" || status.phase === "Failed") return reconcileDone();
-    const fail = async (reason: string, message: string) => {
-      await this.writeStatus(restore, "RuntimeRestore", {
-        ...status,
-        phase: "Failed",
-        reason,
-        message,
-        completionTime: now(),
-      });
-      await this.removeAgentSecret(restore, RESTORE_NAME_LABEL).catch(() => {});
-      return reconcileDone();
-    };
+    const fail = (reason: string, message: string) =>
+      this.end(restore, "RuntimeRestore", status, "Failed", reason, message);
     const backup = this.backups.get(namespace, restore.spec.backup);
     if (!backup) return fail("BackupNotFound", `backup ${namespace}/${restore.spec.backup} does not exist`);
     if (backup.status?.phase !== "Completed")
@@ -483,10 +518,8 @@ export class BackupControllers {
       );
     const tenant = backup.status.tenant!;
     const location = backup.status.location!;
-    if (!status.phase || status.phase === "Pending") {
-      Object.assign(status, { phase: "Running", reason: "Started", message: "restoring", startTime: now() });
-      await this.writeStatus(restore, "RuntimeRestore", status);
-    }
+    if (!status.phase || status.phase === "Pending")
+      await this.begin(restore, "RuntimeRestore", status, { message: "restoring" });
     let tenantKey: Buffer;
     try {
       tenantKey = await this.tenantKey(tenant, false);
@@ -494,12 +527,22 @@ export class BackupControllers {
       return fail("KeyUnavailable", `the key of tenant ${tenant} cannot be read: ${describeError(err)}`);
     }
     let runtime = await this.readRuntime(namespace!, backup.spec.runtime);
-    if (runtime && runtime.status?.phase !== "Stopped" && runtime.spec.desiredState !== "Stopped")
+    // A start held for this very restore (a runtime torn down while idle) waits for it.
+    const heldForIt =
+      runtime?.metadata?.annotations?.[RESTORE_FROM_ANNOTATION] === restore.spec.backup &&
+      startGateOf(runtime) !== undefined &&
+      runtime.status?.endpoint === undefined;
+    if (
+      runtime &&
+      !heldForIt &&
+      runtime.status?.phase !== "Stopped" &&
+      runtime.spec.desiredState !== "Stopped"
+    )
       return fail(
         "RuntimeRunning",
         `runtime ${backup.spec.runtime} is ${runtime.status?.phase ?? "starting"}: stop it first`,
       );
-    if (runtime && runtime.status?.phase !== "Stopped") return requeueAfter(POLL_MS);
+    if (runtime && !heldForIt && runtime.status?.phase !== "Stopped") return requeueAfter(POLL_MS);
     if (backup.status.metadataObjects !== undefined) {
       let archive: Awaited<ReturnType<typeof getMetadata>>;
       try {
@@ -572,14 +615,14 @@ export class BackupControllers {
         return requeueAfter(POLL_MS * 5);
       }
     }
-    await this.writeStatus(restore, "RuntimeRestore", {
-      ...status,
-      phase: "Completed",
-      reason: "Completed",
-      message: `restored ${backup.status.metadataObjects ?? 0} objects and ${volumes.length} claims from ${restore.spec.backup}, verified`,
-      completionTime: now(),
-    });
-    await this.removeAgentSecret(restore, RESTORE_NAME_LABEL);
+    await this.end(
+      restore,
+      "RuntimeRestore",
+      status,
+      "Completed",
+      "Completed",
+      `restored ${backup.status.metadataObjects ?? 0} objects and ${volumes.length} claims from ${restore.spec.backup}, verified`,
+    );
     if (restore.spec.startAfter) {
       await applyObject(this.client, {
         apiVersion: TENANTS_API_VERSION,

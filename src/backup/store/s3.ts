@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, webcrypto } from "node:crypto";
 import type { Readable } from "node:stream";
 import {
   AbortMultipartUploadCommand,
@@ -34,9 +34,13 @@ export interface S3Settings {
   region?: string;
   /** Bytes per multipart part (default 8 MiB; S3 needs at least 5 MiB for all but the last). */
   partSize?: number;
+  /** Parts uploaded at once (default 4): an upload holds about (concurrency + 1) parts in memory. */
+  concurrency?: number;
 }
 
 export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
+export const DEFAULT_CONCURRENCY = 4;
+const MAX_CONCURRENCY = 64;
 const MIN_PART_SIZE = 5 * 1024 * 1024;
 
 function notFound(err: unknown): boolean {
@@ -79,10 +83,15 @@ export class S3ObjectStore implements ObjectStore {
   private readonly client: S3Client;
   private readonly bucket: string;
   private readonly partSize: number;
+  private readonly concurrency: number;
 
   constructor(settings: S3Settings) {
     if (settings.partSize !== undefined && settings.partSize < MIN_PART_SIZE)
       throw new RangeError(`partSize must be at least ${MIN_PART_SIZE} bytes (S3's smallest part)`);
+    const concurrency = settings.concurrency ?? DEFAULT_CONCURRENCY;
+    if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY)
+      throw new RangeError(`concurrency must be an integer from 1 to ${MAX_CONCURRENCY}, not ${concurrency}`);
+    this.concurrency = concurrency;
     this.bucket = settings.bucket;
     this.partSize = settings.partSize ?? DEFAULT_PART_SIZE;
     this.description = `s3://${settings.bucket} at ${settings.endpoint}`;
@@ -96,6 +105,18 @@ export class S3ObjectStore implements ObjectStore {
       responseChecksumValidation: "WHEN_REQUIRED",
       maxAttempts: 2,
     });
+    // A part sent with its own SHA-256 checksum (which the store checks) is not hashed again for
+    // the request's signature: SigV4 over plain HTTP would hash every byte once more on each side.
+    this.client.middlewareStack.add(
+      (next, _context) => async (args) => {
+        const input = args.input as { ChecksumSHA256?: string };
+        const request = args.request as { headers?: Record<string, string> };
+        if (input.ChecksumSHA256 && request.headers)
+          request.headers["x-amz-content-sha256"] = "UNSIGNED-PAYLOAD";
+        return next(args);
+      },
+      { step: "build", name: "unsignedChecksummedPayload" },
+    );
   }
 
   async ensureBucket(): Promise<void> {
@@ -136,29 +157,67 @@ export class S3ObjectStore implements ObjectStore {
     );
     const uploadId = created.UploadId!;
     const completed: CompletedPart[] = [];
+    const sizes: number[] = [];
+    // Progress counts the parts stored from the start on, once per part, in order.
+    let reported = 0;
     let size = 0;
-    try {
-      const upload = async (part: Buffer) => {
-        const PartNumber = completed.length + 1;
-        const checksum = createHash("sha256").update(part).digest("base64");
-        whole.update(part);
-        const sent = await this.client.send(
-          new UploadPartCommand({
-            Bucket: this.bucket,
-            Key: key,
-            UploadId: uploadId,
-            PartNumber,
-            Body: part,
-            ChecksumSHA256: checksum,
-          }),
-        );
-        completed.push({ PartNumber, ETag: sent.ETag, ChecksumSHA256: sent.ChecksumSHA256 ?? checksum });
-        size += part.length;
+    const report = () => {
+      while (completed[reported]) {
+        size += sizes[reported]!;
+        reported++;
         options.onProgress?.(size);
-      };
-      await upload(firstPart);
-      await upload(second.value);
-      for await (const part of iterator) await upload(part);
+      }
+    };
+    // At most `concurrency` parts are uploading while the next one is read: memory stays bounded.
+    const pending = new Set<Promise<void>>();
+    let failure: { error: unknown } | undefined;
+    const upload = (part: Buffer, index: number) => {
+      const PartNumber = index + 1;
+      whole.update(part);
+      sizes[index] = part.length;
+      let checksum = "";
+      // The part's own checksum is computed off the event loop (WebCrypto runs on the thread pool).
+      const task: Promise<void> = webcrypto.subtle
+        .digest("SHA-256", part)
+        .then((digest) => {
+          checksum = Buffer.from(digest).toString("base64");
+          return this.client.send(
+            new UploadPartCommand({
+              Bucket: this.bucket,
+              Key: key,
+              UploadId: uploadId,
+              PartNumber,
+              Body: part,
+              ChecksumSHA256: checksum,
+            }),
+          );
+        })
+        .then(
+          (sent) => {
+            completed[index] = {
+              PartNumber,
+              ETag: sent.ETag,
+              ChecksumSHA256: sent.ChecksumSHA256 ?? checksum,
+            };
+            report();
+          },
+          (error: unknown) => {
+            failure ??= { error };
+          },
+        )
+        .finally(() => pending.delete(task));
+      pending.add(task);
+    };
+    try {
+      let index = 0;
+      for (const part of [firstPart, second.value]) upload(part, index++);
+      for await (const part of iterator) {
+        while (pending.size >= this.concurrency && !failure) await Promise.race(pending);
+        if (failure) throw failure.error;
+        upload(part, index++);
+      }
+      await Promise.all(pending);
+      if (failure) throw failure.error;
       await this.client.send(
         new CompleteMultipartUploadCommand({
           Bucket: this.bucket,
@@ -168,7 +227,9 @@ export class S3ObjectStore implements ObjectStore {
         }),
       );
     } catch (err) {
-      // Nothing half-written stays behind (the store would keep the parts until told).
+      // Nothing half-written stays behind (the store would keep the parts until told); parts still
+      // on their way are let finish first, or they would land after the abort.
+      await Promise.all(pending);
       await this.client
         .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId }))
         .catch(() => {});
@@ -177,6 +238,7 @@ export class S3ObjectStore implements ObjectStore {
     return { size, sha256: whole.digest("hex") };
   }
 
+  /** The object's bytes, as one stream (a single GET streams faster than ranged GETs put together). */
   async get(key: string): Promise<Readable> {
     try {
       const answer = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));

@@ -46,6 +46,45 @@ export const RUNTIME_FINALIZER = "tenantry.dev/runtime-cleanup";
  */
 export const RUNTIME_PAUSED_ANNOTATION = "tenantry.dev/paused";
 
+/**
+ * Set on a Runtime by another part of tenantry that must finish something before the runtime's
+ * next start deploys it (the backup server putting back the data of a runtime torn down while
+ * idle). Its value is a {@link StartGate} as JSON. While it is there a start waits, without a
+ * deadline, in phase Starting with its Volumes step showing the message, and a stopped runtime
+ * gives its reason and message; a gate `failed` for the runtime's current generation fails the
+ * start (the next start, a new generation, waits on the gate again).
+ */
+export const RUNTIME_START_GATE_ANNOTATION = "tenantry.dev/start-gate";
+
+export interface StartGate {
+  /** One CamelCase word, e.g. `Restoring`. */
+  reason: string;
+  /** For people: what the start waits for. */
+  message: string;
+  /** The runtime generation whose start fails with this reason and message. */
+  failedGeneration?: number;
+}
+
+/** The runtime's start gate, if it has one (an unreadable value still holds the start). */
+export function startGateOf(runtime: {
+  metadata?: { annotations?: Record<string, string> };
+}): StartGate | undefined {
+  const value = runtime.metadata?.annotations?.[RUNTIME_START_GATE_ANNOTATION];
+  if (value === undefined) return undefined;
+  try {
+    const gate = JSON.parse(value) as Partial<StartGate>;
+    if (typeof gate.reason === "string" && typeof gate.message === "string")
+      return {
+        reason: gate.reason,
+        message: gate.message,
+        ...(typeof gate.failedGeneration === "number" ? { failedGeneration: gate.failedGeneration } : {}),
+      };
+  } catch {
+    // Not JSON: reported below as it is.
+  }
+  return { reason: "StartGated", message: `annotation ${RUNTIME_START_GATE_ANNOTATION}: ${value}` };
+}
+
 /** Longest user name accepted (identity providers' names, e.g. `keystone:alice@example.com`). */
 export const MAX_USER_NAME = 256;
 

@@ -37,7 +37,13 @@ import {
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION, type Tenant } from "../../tenants/index.js";
 import { RUNTIMES_AUDIENCE } from "../admin/callers.js";
-import { RUNTIME_FINALIZER, RUNTIME_PAUSED_ANNOTATION, type Runtime } from "../api/runtime.js";
+import {
+  RUNTIME_FINALIZER,
+  RUNTIME_PAUSED_ANNOTATION,
+  type Runtime,
+  type StartGate,
+  startGateOf,
+} from "../api/runtime.js";
 import type { RuntimeService } from "../api/runtime-service.js";
 import { KubeconfigClients } from "../clusters.js";
 import { recordRuntimeEvent } from "../events.js";
@@ -235,6 +241,8 @@ export class RuntimeController {
     const remaining = timeoutMs - elapsed;
     const deployed = findCondition(current.conditions, "Deployed");
     if (!(deployed?.status === "True" && deployed.observedGeneration === generation)) {
+      const gate = startGateOf(runtime);
+      if (gate) return this.waitForGate(runtime, service, target, status, gate);
       let outcome: Outcome | undefined;
       try {
         outcome = await this.deploy(runtime, service, target, status, ctx);
@@ -250,6 +258,31 @@ export class RuntimeController {
           : outcome;
     }
     return this.follow(runtime, service, target, status, timeoutMs, remaining);
+  }
+
+  /**
+   * Another part of tenantry holds the start (its gate): the start waits in its Volumes step,
+   * without a deadline — the deadline counts from the gate's last word — until the gate goes, or
+   * fails for this generation.
+   */
+  private async waitForGate(
+    runtime: Runtime,
+    service: RuntimeService,
+    target: Target,
+    status: StatusDraft,
+    gate: StartGate,
+  ): Promise<Outcome> {
+    if (gate.failedGeneration === status.generation) {
+      status.step("Volumes", { state: "Failed", message: gate.message });
+      return this.fail(runtime, service, target, status, gate.reason, gate.message, {});
+    }
+    const shown = status.status.steps?.find((s) => s.name === "Volumes");
+    if (shown?.message !== gate.message) status.status.startTime = formatKubeTime(new Date());
+    status.step("Volumes", { state: "InProgress", message: gate.message });
+    status.set("Starting", gate.reason, gate.message);
+    status.condition("Ready", { status: "False", reason: gate.reason, message: gate.message });
+    // The gate's next change brings the runtime back.
+    return reconcileDone();
   }
 
   /** Namespace, deploy-service, checks, apply. Undefined when deployed; an outcome when not (yet). */
@@ -513,7 +546,17 @@ export class RuntimeController {
     ctx: ReconcileContext,
   ): Promise<Outcome> {
     const current = status.status;
-    if (current.phase === "Stopped" && current.observedGeneration === status.generation)
+    // A gate on a stopped runtime says why it stopped (torn down while idle, its data in a backup).
+    const why = startGateOf(runtime) ?? {
+      reason: "Stopped",
+      message: "stopped; volumes and secrets kept: the next start resumes with them",
+    };
+    if (
+      current.phase === "Stopped" &&
+      current.observedGeneration === status.generation &&
+      current.reason === why.reason &&
+      current.message === why.message
+    )
       return reconcileDone();
     await this.removeWorkload(target, runtime);
     delete current.endpoint;
@@ -551,7 +594,7 @@ export class RuntimeController {
       return requeueAfter(5_000);
     }
     status.resetSteps();
-    status.set("Stopped", "Stopped", "stopped; volumes and secrets kept: the next start resumes with them");
+    status.set("Stopped", why.reason, why.message);
     return reconcileDone();
   }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Runtime } from "../api/runtime.js";
+import { RUNTIME_START_GATE_ANNOTATION, type Runtime, startGateOf } from "../api/runtime.js";
 import { newRouteToken, ownedStatus, StatusDraft, withLastWritten } from "./runtime-status.js";
 
 const runtime = (status: Runtime["status"]) =>
@@ -11,6 +11,36 @@ describe("a runtime's status as the controller owns it", () => {
     const a = newRouteToken();
     assert.match(a, /^[A-Za-z0-9_-]{43}$/);
     assert.notEqual(a, newRouteToken());
+  });
+
+  it("a start that failed in a step keeps that step as the failed one", () => {
+    const draft = new StatusDraft(runtime({ phase: "Starting" }));
+    draft.step("Volumes", { state: "Failed", message: "restore failed" });
+    draft.failStep("restore failed");
+    assert.deepEqual(
+      draft.status.steps?.map((s) => s.state),
+      ["Pending", "Failed", "Pending", "Pending", "Pending"],
+    );
+  });
+
+  it("a start gate is read from its annotation; one that is not JSON still holds the start", () => {
+    const gated = (value?: string) =>
+      ({
+        metadata: value === undefined ? {} : { annotations: { [RUNTIME_START_GATE_ANNOTATION]: value } },
+      }) as Runtime;
+    assert.equal(startGateOf(gated()), undefined);
+    assert.deepEqual(
+      startGateOf(gated('{"reason":"Restoring","message":"1 of 2 claims","failedGeneration":4}')),
+      {
+        reason: "Restoring",
+        message: "1 of 2 claims",
+        failedGeneration: 4,
+      },
+    );
+    assert.deepEqual(startGateOf(gated("wait")), {
+      reason: "StartGated",
+      message: `annotation ${RUNTIME_START_GATE_ANNOTATION}: wait`,
+    });
   });
 
   it("never includes lastActivity, the proxy's field", () => {

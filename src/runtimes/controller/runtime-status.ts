@@ -96,8 +96,9 @@ export class StatusDraft {
     this.status.steps = START_STEPS.map((name) => ({ name, state: "Pending" }));
   }
 
-  /** The first step not done, marked Failed with `message`. */
+  /** The first step not done, marked Failed with `message` (unless a step already failed). */
   failStep(message: string): void {
+    if (this.steps().some((s) => s.state === "Failed")) return;
     const pending = this.steps().find((s) => s.state !== "Done");
     if (pending) this.step(pending.name, { state: "Failed", message });
   }
