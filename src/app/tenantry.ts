@@ -569,6 +569,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     onStartedLeading: async () => {
       logger.info("leading: starting controllers");
       const mine = [
+        // Each reconcile waits on the API server (and its webhooks) for a handful of writes: more
+        // in flight keeps the API server busy instead of the work queue (300 tenants: 45 s → 34 s).
         new TenantController({ client, informers, logger, workers: 16 }),
         new QuotaController({
           client,
