@@ -1,7 +1,7 @@
 import type { KubernetesObject, V1Job, V1PersistentVolumeClaim, V1Pod } from "@kubernetes/client-node";
 import type { ClusterClient } from "../../kube/index.js";
 import { isNotFound } from "../../kube/index.js";
-import type { RuntimeService } from "../../runtimes/index.js";
+import { fitLabel, type RuntimeService } from "../../runtimes/index.js";
 import { AGENT_ENV, AGENT_MOUNT_PATH } from "../agent/env.js";
 import type { S3Settings } from "../store/s3.js";
 
@@ -66,7 +66,7 @@ export function agentJob(options: AgentJobOptions): V1Job {
     metadata: {
       name: options.name,
       namespace: options.namespace,
-      labels: { [AGENT_JOB_LABEL]: "true", [options.ownerLabel]: options.owner.metadata!.name! },
+      labels: { [AGENT_JOB_LABEL]: "true", [options.ownerLabel]: fitLabel(options.owner.metadata!.name!) },
       ownerReferences: [ownerRef(options.owner)],
     },
     spec: {
@@ -74,7 +74,10 @@ export function agentJob(options: AgentJobOptions): V1Job {
       backoffLimit: 0,
       template: {
         metadata: {
-          labels: { [AGENT_JOB_LABEL]: "true", [options.ownerLabel]: options.owner.metadata!.name! },
+          labels: {
+            [AGENT_JOB_LABEL]: "true",
+            [options.ownerLabel]: fitLabel(options.owner.metadata!.name!),
+          },
         },
         spec: {
           restartPolicy: "Never",

@@ -50,7 +50,7 @@ import {
   volumeKey,
 } from "./layout.js";
 import { collectMetadata, getMetadata, putMetadata } from "./metadata.js";
-import { byLabel } from "./objects.js";
+import { byOwnerOfKind } from "./objects.js";
 import { PolicyController } from "./policy-controller.js";
 import { TeardownController } from "./teardown-controller.js";
 
@@ -127,8 +127,9 @@ export class BackupControllers {
     });
     this.backupController.watch(this.backups);
     this.restoreController.watch(this.restores);
-    this.backupController.watch(this.jobs, byLabel(BACKUP_NAME_LABEL));
-    this.restoreController.watch(this.jobs, byLabel(RESTORE_NAME_LABEL));
+    // By owner reference, not by label: a label value holds 63 characters, a name up to 253.
+    this.backupController.watch(this.jobs, byOwnerOfKind("RuntimeBackup"));
+    this.restoreController.watch(this.jobs, byOwnerOfKind("RuntimeRestore"));
     this.policyController = new PolicyController({
       client: this.client,
       store: options.store,
@@ -289,10 +290,9 @@ export class BackupControllers {
    * outcome is recorded: the store's credentials stay in the namespace no longer than that.
    */
   private async removeAgentSecret(owner: Tracked, kind: TrackedKind): Promise<void> {
-    const label = kind === "RuntimeRestore" ? RESTORE_NAME_LABEL : BACKUP_NAME_LABEL;
-    for (const job of this.jobs.list()) {
-      if (job.metadata?.namespace !== owner.metadata?.namespace) continue;
-      if (job.metadata?.labels?.[label] !== owner.metadata?.name) continue;
+    for (const job of this.jobs.inNamespace(owner.metadata!.namespace!)) {
+      if (!job.metadata?.ownerReferences?.some((ref) => ref.kind === kind && ref.uid === owner.metadata?.uid))
+        continue;
       try {
         await this.client.objects.delete(
           {

@@ -65,6 +65,14 @@ export async function patchRuntime(
 }
 
 /** For Controller.watch: the key of the object (in the same namespace) an object's `label` names. */
+/** Maps an object to the key of its owner of `kind` (an agent Job to its RuntimeBackup or RuntimeRestore). */
+export const byOwnerOfKind =
+  (kind: string) =>
+  (obj: KubernetesObject, cluster: string): string[] =>
+    (obj.metadata?.ownerReferences ?? [])
+      .filter((ref) => ref.kind === kind)
+      .map((ref) => `${cluster}/${obj.metadata!.namespace}/${ref.name}`);
+
 export const byLabel =
   (label: string) =>
   (obj: KubernetesObject, cluster: string): string[] => {
