@@ -7,7 +7,7 @@
  * Starts a local cluster in a temporary folder (or uses --kubeconfig), runs tenantry's storage
  * system (advisor, supplier, provisioner, node agent) in this process, and removes what it made.
  *
- * Run: npm run bench:volumes [-- --claims 1000] [--runs 20] [--kubeconfig FILE --node NODE] [--keep]
+ * Run: npm run bench:volumes [-- --claims 1000] [--runs 20] [--controller-manager-qps N] [--kubeconfig FILE --node NODE] [--keep]
  */
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -59,6 +59,10 @@ const program = new Command()
   .option("--kubeconfig <file>", "use this cluster instead of starting a local one")
   .option("--node <name>", "the node the claims' volumes go to (local-path's helper pods run there)")
   .option("--local-path-workers <n>", "local-path-provisioner's --worker-threads (default: its own, 4)")
+  .option(
+    "--controller-manager-qps <n>",
+    "kube-controller-manager's --kube-api-qps (burst twice that) on the cluster it starts (default: its own, 20)",
+  )
   .option("--skip-local-path", "measure tenantry only")
   .option("--keep", "leave the cluster, claims and volumes in place")
   .parse();
@@ -70,6 +74,7 @@ const flags = program.opts<{
   kubeconfig?: string;
   node?: string;
   localPathWorkers?: string;
+  controllerManagerQps?: string;
   skipLocalPath?: boolean;
   keep?: boolean;
 }>();
@@ -77,11 +82,13 @@ const CLAIMS = Number(flags.claims);
 const RUNS = Number(flags.runs);
 const CONCURRENCY = Number(flags.concurrency);
 const LOCAL_PATH_WORKERS = flags.localPathWorkers === undefined ? undefined : Number(flags.localPathWorkers);
+const KCM_QPS = flags.controllerManagerQps === undefined ? undefined : Number(flags.controllerManagerQps);
 for (const [name, value] of [
   ["--claims", CLAIMS],
   ["--runs", RUNS],
   ["--concurrency", CONCURRENCY],
   ["--local-path-workers", LOCAL_PATH_WORKERS ?? 1],
+  ["--controller-manager-qps", KCM_QPS ?? 1],
 ] as const) {
   if (!Number.isInteger(value) || value < 1) {
     process.stderr.write(`${name} must be a whole number of at least 1, got ${value}\n`);
@@ -422,7 +429,15 @@ try {
   let kubeconfig = flags.kubeconfig;
   if (harness) {
     progress("starting a local cluster");
-    const [state] = await harness.up([{ name: "bench", nodes: 1 }]);
+    const [state] = await harness.up([
+      {
+        name: "bench",
+        nodes: 1,
+        ...(KCM_QPS
+          ? { extraControllerManagerFlags: [`--kube-api-qps=${KCM_QPS}`, `--kube-api-burst=${2 * KCM_QPS}`] }
+          : {}),
+      },
+    ]);
     kubeconfig = state!.kubeconfig;
   }
   const node = flags.node ?? PROCESS_NODE_NAME;
@@ -581,8 +596,8 @@ try {
       `1 claim: ${RUNS} runs of each kind, one claim at a time, the kinds taken in turn within each run. Burst: ${CLAIMS} claims`,
       `of each kind, ${CONCURRENCY} creates in flight; one burst each (warm, then empty pool, then local-path). Latency: from just before`,
       "the create request until a watch on claims shows Bound (PV: until a watch on PersistentVolumes shows the claim's, the",
-      "provisioner's part; the rest is kube-controller-manager's binding, one claim at a time in its PV controller, with its default",
-      "client limits of 20 requests/s and bursts of 30). Total: first create to last Bound. Percentiles: nearest rank.",
+      "provisioner's part; the rest is kube-controller-manager's binding, one claim at a time in its PV controller, with client limits",
+      `of ${KCM_QPS ? `${KCM_QPS} requests/s and bursts of ${2 * KCM_QPS} (--controller-manager-qps)` : "20 requests/s and bursts of 30 (its defaults)"}${flags.kubeconfig ? " unless the given cluster sets others" : ""}). Total: first create to last Bound. Percentiles: nearest rank.`,
       `Every claim requests ${flags.size} ReadWriteOnce with the scheduler's volume.kubernetes.io/selected-node set to ${node} at create`,
       "(WaitForFirstConsumer classes, as a pod placed there would have it). Goals: pool hit p50 under 200 ms; burst p99 under 5 s",
       "(Kubernetes' own large-scale test reports p99 59 s for 1,000 claims, kubernetes#133352).",

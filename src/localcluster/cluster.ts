@@ -292,6 +292,7 @@ export class LocalCluster {
           // A full quota recount every 15 s bounds how stale ResourceQuota usage can get when an
           // event-driven update is missed under load (the default waits 5 minutes).
           "--resource-quota-sync-period=15s",
+          ...(this.spec.extraControllerManagerFlags ?? []),
         ]),
         await launch("kube-scheduler", binaries.kubeScheduler, [
           `--kubeconfig=${this.componentKubeconfig("scheduler")}`,

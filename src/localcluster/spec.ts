@@ -14,6 +14,8 @@ export interface ClusterSpec {
   apiserverPort?: number;
   /** Extra kube-apiserver flags, e.g. `--authentication-token-webhook-config-file=…`. */
   extraApiserverFlags?: string[];
+  /** Extra kube-controller-manager flags, e.g. `--kube-api-qps=200` (a benchmark's control plane tuned for its size). */
+  extraControllerManagerFlags?: string[];
   /**
    * Wire kube-apiserver to tenantry's token authentication and authorization webhooks (on a port
    * fixed at start, see ClusterState.accessWebhooks). Only for a cluster tenantry runs on: while
@@ -67,11 +69,16 @@ export function validateClusterSpec(spec: ClusterSpec): void {
       `cluster "${spec.name}": nodes must be a whole number from 1 to 500, got ${spec.nodes}`,
     );
   }
-  for (const flag of spec.extraApiserverFlags ?? []) {
-    if (!/^--[a-z0-9-]+(=.*)?$/.test(flag)) {
-      throw new UserError(
-        `cluster "${spec.name}": extra kube-apiserver flag "${flag}" must look like --name=value`,
-      );
+  for (const [component, flags] of [
+    ["kube-apiserver", spec.extraApiserverFlags],
+    ["kube-controller-manager", spec.extraControllerManagerFlags],
+  ] as const) {
+    for (const flag of flags ?? []) {
+      if (!/^--[a-z0-9-]+(=.*)?$/.test(flag)) {
+        throw new UserError(
+          `cluster "${spec.name}": extra ${component} flag "${flag}" must look like --name=value`,
+        );
+      }
     }
   }
 }

@@ -146,6 +146,10 @@ describe("bad input", () => {
       () => new LocalCluster({ name: "ok", extraApiserverFlags: ["v=2"] }, dir),
       /extra kube-apiserver flag "v=2" must look like --name=value/,
     );
+    assert.throws(
+      () => new LocalCluster({ name: "ok", extraControllerManagerFlags: ["kube-api-qps=200"] }, dir),
+      /extra kube-controller-manager flag "kube-api-qps=200" must look like --name=value/,
+    );
   });
 
   test("a cluster whose API server cannot start is stopped again, with the log's tail in the error", async () => {

@@ -72,6 +72,7 @@ export class PooledProvisioner {
   /** When each claim was first seen, for the provisioning-time histogram. */
   private readonly firstSeen = new Map<string, number>();
   private readonly staleSince = new Map<string, number>();
+  private unsubscribe?: () => void;
 
   constructor(private readonly options: ProvisionerOptions) {
     this.informers = options.informers;
@@ -131,11 +132,21 @@ export class PooledProvisioner {
   }
 
   start(): Promise<void> {
+    // A reservation ends when the cache shows its volume given: from then the cache speaks for it
+    // (and a volume given back later must be free for the next claim at once).
+    const settle = (volume: PooledVolume) => {
+      if (volume.spec.claim) this.reserved.delete(volume.metadata!.name!);
+    };
+    this.unsubscribe = this.informers.volumes.addHandler({
+      onAdd: settle,
+      onUpdate: (_old, volume) => settle(volume),
+    });
     return this.controller.start();
   }
 
-  stop(): Promise<void> {
-    return this.controller.stop({ timeoutMs: 10_000 });
+  async stop(): Promise<void> {
+    this.unsubscribe?.();
+    await this.controller.stop({ timeoutMs: 10_000 });
   }
 
   private pendingClaimsOfClass(className: string): string[] {
