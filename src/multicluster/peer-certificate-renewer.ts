@@ -18,6 +18,7 @@ import {
   certificateExpiryGauge,
   describeError,
   type Informer,
+  isConflict,
   objectKey,
   type ReconcileContext,
   type ReconcileResult,
@@ -80,6 +81,8 @@ interface RenewalState {
   warned: Set<string>;
   failures: number;
   retryAt?: number;
+  /** The Secret's kubeconfig (base64) last replaced by a renewal here. */
+  replaced?: string;
 }
 
 export class PeerCertificateRenewer {
@@ -131,6 +134,8 @@ export class PeerCertificateRenewer {
     const encoded = secret?.data?.[KUBECONFIG_KEY];
     // A missing or broken Secret is the peering controller's to report (Ready=False CredentialsInvalid).
     if (!secret || !encoded) return reconcileDone();
+    // The cache has not seen this replica's own write yet: its update brings the next reconcile.
+    if (encoded === state.replaced) return reconcileDone();
     const kubeconfig = Buffer.from(encoded, "base64").toString();
     let certificate: X509Certificate;
     try {
@@ -176,6 +181,8 @@ export class PeerCertificateRenewer {
 
     try {
       const renewed = await this.renew(secret, kubeconfig);
+      if (!renewed) return reconcileDone();
+      state.replaced = encoded;
       state.failures = 0;
       state.retryAt = undefined;
       state.warned.clear();
@@ -210,7 +217,7 @@ export class PeerCertificateRenewer {
   private async renew(
     secret: V1Secret,
     kubeconfig: string,
-  ): Promise<{ csr: string; username: string; notAfter: Date }> {
+  ): Promise<{ csr: string; username: string; notAfter: Date } | undefined> {
     const credentials = loadPeerCredentials(kubeconfig);
     const username = credentials.username;
     if (!username) throw new Error("the current client certificate names no user (CN)");
@@ -259,24 +266,26 @@ export class PeerCertificateRenewer {
 
     const { client, namespace } = this.options;
     const current = await client.core.readNamespacedSecret({ name: secret.metadata!.name!, namespace });
-    if (current.data?.[KUBECONFIG_KEY] !== secret.data?.[KUBECONFIG_KEY]) {
-      throw new Error(
-        `Secret ${namespace}/${secret.metadata!.name} changed during the renewal; starting again`,
-      );
-    }
-    await client.core.replaceNamespacedSecret({
-      name: current.metadata!.name!,
-      namespace,
-      body: {
-        ...current,
-        data: {
-          ...current.data,
-          [KUBECONFIG_KEY]: Buffer.from(withClientCertificate(kubeconfig, certPem, keyPem)).toString(
-            "base64",
-          ),
+    // Changed meanwhile (the peering made again, an operator): its change brings the next look.
+    if (current.data?.[KUBECONFIG_KEY] !== secret.data?.[KUBECONFIG_KEY]) return undefined;
+    try {
+      await client.core.replaceNamespacedSecret({
+        name: current.metadata!.name!,
+        namespace,
+        body: {
+          ...current,
+          data: {
+            ...current.data,
+            [KUBECONFIG_KEY]: Buffer.from(withClientCertificate(kubeconfig, certPem, keyPem)).toString(
+              "base64",
+            ),
+          },
         },
-      },
-    });
+      });
+    } catch (err) {
+      if (isConflict(err)) return undefined;
+      throw err;
+    }
     return { csr: name, username, notAfter: new Date(issued.validTo) };
   }
 

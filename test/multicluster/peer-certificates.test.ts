@@ -207,7 +207,8 @@ describe("peer certificates renew themselves (edge-2 consumes home)", () => {
     const own = await submit("own", username, [], LIFETIME);
     const forged = [
       await submit("name", "tenantry-peer:someone-else", [], LIFETIME),
-      await submit("group", username, ["system:masters"], LIFETIME),
+      // (the API server itself refuses system:masters for this signer)
+      await submit("group", username, ["peer-admins"], LIFETIME),
       await submit("longer", username, [], LIFETIME * 2),
     ];
     try {
@@ -244,6 +245,54 @@ describe("peer certificates renew themselves (edge-2 consumes home)", () => {
           if (!isNotFound(err)) throw err;
         });
       }
+    }
+  });
+
+  test("a renewal the provider refuses is a warning Event on the Peering, and the working kubeconfig stays", async () => {
+    // Without its ClusterRoleBinding the peer user may not ask for certificates any more.
+    await provider.objects.delete({
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: peerRoleName("edge-2") },
+    });
+    const before = (await readSecret()).data![KUBECONFIG_KEY];
+    const set = await kubectl(kubeconfigPath("edge-2"), [
+      "annotate",
+      "--overwrite",
+      "peering",
+      "home",
+      `${PEER_RENEW_FRACTION_ANNOTATION}=0.99`,
+    ]);
+    assert.equal(set.code, 0, set.stderr);
+    try {
+      const warning = await eventually(
+        async () => {
+          const events = await consumer.core.listNamespacedEvent({
+            namespace: "default",
+            fieldSelector:
+              "involvedObject.kind=Peering,involvedObject.name=home,reason=CertificateRenewalFailed",
+          });
+          const event = events.items.find((e: CoreV1Event) => e.type === "Warning");
+          assert.ok(event, "a CertificateRenewalFailed warning");
+          return event;
+        },
+        { timeoutMs: 30_000, intervalMs: 500 },
+      );
+      assert.match(
+        warning.message ?? "",
+        /could not renew the client certificate for provider "home" \(valid until .*; the current one stays in use\): creating CertificateSigningRequest tenantry-peer-renewal-[0-9a-f]+ in the provider: .*forbidden.*; retrying in 10s/,
+      );
+      assert.equal((await readSecret()).data![KUBECONFIG_KEY], before, "the Secret is unchanged");
+      const peering = await readPeering(consumer, "home");
+      assert.equal(peering?.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
+      assert.equal(nodeReady(await readNode(consumer, virtualNodeName("home")))?.status, "True");
+    } finally {
+      await kubectl(kubeconfigPath("edge-2"), [
+        "annotate",
+        "peering",
+        "home",
+        `${PEER_RENEW_FRACTION_ANNOTATION}-`,
+      ]);
     }
   });
 });
