@@ -24,6 +24,13 @@ async function nothingCreated(): Promise<void> {
       kind,
     );
   }
+  for (const kind of ["ClusterRole", "ClusterRoleBinding"]) {
+    assert.equal(
+      await exists(provider, "rbac.authorization.k8s.io/v1", kind, "tenantry-peer-edge-2"),
+      false,
+      kind,
+    );
+  }
 }
 
 const pair = ["--consumer", "edge-2", "--provider", "edge-1"];
@@ -108,7 +115,7 @@ describe("a peering that fails half-way is rolled back and the error names the c
     );
     assert.match(
       result.stderr,
-      /rolled back: RoleBinding tenantry-system\/tenantry-peer-edge-2 in provider "edge-1", Role tenantry-system\/tenantry-peer-edge-2 in provider "edge-1", Tenant peer-edge-2 in provider "edge-1"/,
+      /rolled back: ClusterRoleBinding tenantry-peer-edge-2 in provider "edge-1", ClusterRole tenantry-peer-edge-2 in provider "edge-1", RoleBinding tenantry-system\/tenantry-peer-edge-2 in provider "edge-1", Role tenantry-system\/tenantry-peer-edge-2 in provider "edge-1", Tenant peer-edge-2 in provider "edge-1"/,
     );
     await nothingCreated();
   });
