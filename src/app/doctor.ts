@@ -387,7 +387,7 @@ async function checkPeerCertificates(options: DoctorOptions): Promise<Finding[]>
     plural: "peerings",
   })) as { items: { metadata: { name: string }; status?: { credentialsExpireAt?: string } }[] };
   const now = (options.now ?? (() => new Date()))().getTime();
-  // Peer certificates live 30 days: a week before expiry is when to act.
+  // Peer certificates live 30 days and are renewed 10 days before expiry: a week before, renewal has failed.
   const renewBeforeDays = 7;
   const findings: Finding[] = [];
   for (const peering of list.items) {
@@ -402,7 +402,10 @@ async function checkPeerCertificates(options: DoctorOptions): Promise<Finding[]>
         days <= 0
           ? `the client certificate of Peering ${peering.metadata.name} expired at ${at}: its virtual node is NotReady`
           : `the client certificate of Peering ${peering.metadata.name} expires in ${formatDays(days)} (${at})`,
-      fix: `tenantry does not renew peer certificates yet: unpeer and peer again (\`tenantry unpeer\`, then \`tenantry peer --provider ${peering.metadata.name}\` with the same options); what is offloaded there is recreated`,
+      fix:
+        days <= 0
+          ? `an expired certificate cannot be renewed: unpeer and peer again (\`tenantry unpeer\`, then \`tenantry peer --provider ${peering.metadata.name}\` with the same options); what is offloaded there is recreated`
+          : `tenantry renews it when a third of its lifetime is left and has not: see \`kubectl describe peering ${peering.metadata.name}\` (CertificateRenewalFailed) and the provider's tenantry log`,
     });
   }
   if (!findings.length && list.items.length) {

@@ -121,6 +121,13 @@ export const CLUSTER_RULES: Record<string, PolicyRule[]> = {
     },
     { apiGroups: [""], resources: ["nodes", "nodes/status", "pods/status"], verbs: MANAGE },
     { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: MANAGE },
+    /** Approves its peers' renewals of their client certificates (reading the requests is the nodes' rule). */
+    {
+      apiGroups: ["certificates.k8s.io"],
+      resources: ["signers"],
+      resourceNames: ["kubernetes.io/kube-apiserver-client"],
+      verbs: ["approve"],
+    },
   ],
   /** Worker nodes on demand: bootstrap tokens, node client certificates, draining. */
   nodes: [

@@ -46,6 +46,8 @@ import {
   MulticlusterInformers,
   offloadingControllers,
   offloadingPodWebhook,
+  PeerCertificateApprover,
+  PeerCertificateRenewer,
   PeeringController,
   type PeeringControllerOptions,
   ReflectionController,
@@ -596,6 +598,21 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
           clusterLabels: clusterRegistry.asLabelSource(),
           ...options.multicluster,
+        }),
+        // Peer certificates: this cluster renews its own with its providers and approves its consumers'.
+        new PeerCertificateRenewer({
+          client,
+          peerings: offloading.peerings,
+          peerSecrets: offloading.peerSecrets,
+          namespace,
+          registry: metrics,
+          logger,
+        }),
+        new PeerCertificateApprover({
+          client,
+          csrs: offloading.clientCsrs,
+          tenants: informers.tenants,
+          logger,
         }),
         ...offloadingControllers({
           client,

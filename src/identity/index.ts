@@ -69,15 +69,22 @@ export {
 } from "./server.js";
 export {
   type CertificateDetails,
+  type CertificateRequestSummary,
+  CLIENT_USAGES,
   certificateDetails,
+  checkCertificatePolicy,
   checkUserCertificateRequest,
   classifyExpiry,
   DEFAULT_MAX_EXPIRATION_SECONDS,
+  KUBE_APISERVER_CLIENT_SIGNER,
   keyMatchesRequest,
+  MIN_EXPIRATION_SECONDS,
+  parseCertificateRequest,
   requestUserCertificate,
   type SignCertificateRequestOptions,
   signCertificateRequest,
   type UserCertificateOptions,
   type UserCredentials,
   userKubeconfig,
+  waitForIssuedCertificate,
 } from "./user-certificates.js";

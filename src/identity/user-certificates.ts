@@ -358,26 +358,46 @@ async function signOnCluster(api: CertificatesV1Api, request: SignRequest): Prom
     };
     await api.replaceCertificateSigningRequestApproval({ name, body: created });
     step("approved");
-    const deadline = Date.now() + request.timeoutMs;
-    for (let interval = 50; ; interval = Math.min(interval * 2, 500)) {
-      throwIfCancelled(request.signal);
-      const current = await api.readCertificateSigningRequest({ name });
-      const failed = current.status?.conditions?.find((c) => c.type === "Failed" || c.type === "Denied");
-      if (failed) {
-        throw new Error(
-          `CertificateSigningRequest ${name} ${failed.type.toLowerCase()}: ${failed.message ?? failed.reason}`,
-        );
-      }
-      if (current.status?.certificate) return Buffer.from(current.status.certificate, "base64").toString();
-      if (Date.now() > deadline) {
-        throw new Error(
-          `CertificateSigningRequest ${name} was approved but not signed within ${request.timeoutMs / 1000}s: is kube-controller-manager running with a cluster signing key?`,
-        );
-      }
-      await sleep(interval);
-    }
+    return await waitForIssuedCertificate(api, name, {
+      timeoutMs: request.timeoutMs,
+      pollMs: [50, 500],
+      beforeEachPoll: () => throwIfCancelled(request.signal),
+    });
   } finally {
     await api.deleteCertificateSigningRequest({ name }).catch(() => {});
+  }
+}
+
+/**
+ * Polls a CertificateSigningRequest until its certificate is issued; throws when it is denied or
+ * failed, or when `timeoutMs` passes (saying whether it was approved: who is missing).
+ */
+export async function waitForIssuedCertificate(
+  api: CertificatesV1Api,
+  name: string,
+  options: { timeoutMs: number; pollMs?: [first: number, max: number]; beforeEachPoll?: () => void },
+): Promise<string> {
+  const [first, max] = options.pollMs ?? [200, 2_000];
+  const deadline = Date.now() + options.timeoutMs;
+  for (let interval = first; ; interval = Math.min(interval * 2, max)) {
+    options.beforeEachPoll?.();
+    const current = await api.readCertificateSigningRequest({ name });
+    const failed = current.status?.conditions?.find((c) => c.type === "Failed" || c.type === "Denied");
+    if (failed) {
+      throw new Error(
+        `CertificateSigningRequest ${name} ${failed.type.toLowerCase()}: ${failed.message ?? failed.reason}`,
+      );
+    }
+    if (current.status?.certificate) return Buffer.from(current.status.certificate, "base64").toString();
+    if (Date.now() > deadline) {
+      const approved = current.status?.conditions?.some((c) => c.type === "Approved");
+      throw new Error(
+        approved
+          ? `CertificateSigningRequest ${name} was approved but not signed within ${options.timeoutMs / 1000}s: is kube-controller-manager running with a cluster signing key?`
+          : `CertificateSigningRequest ${name} was not approved within ${options.timeoutMs / 1000}s`,
+      );
+    }
+    await sleep(interval);
   }
 }
 

@@ -12,6 +12,12 @@ export {
 } from "./apply.js";
 export { DEFAULT_RECONNECT_BACKOFF, type JitteredBackoffOptions, jitteredBackoffDelay } from "./backoff.js";
 export {
+  CERTIFICATE_EXPIRY_METRIC,
+  type CertificateEventTarget,
+  certificateExpiryGauge,
+  recordCertificateEvent,
+} from "./certificate-expiry.js";
+export {
   ClusterClient,
   inClusterNamespace,
   loadClusterClient,

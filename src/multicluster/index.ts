@@ -103,6 +103,25 @@ export {
   type UnpeerResult,
   unpeerClusters,
 } from "./peer.js";
+export {
+  findPeerTenant,
+  PEER_APPROVAL_REASON,
+  PeerCertificateApprover,
+  type PeerCertificateApproverOptions,
+} from "./peer-certificate-approver.js";
+export {
+  PeerCertificateRenewer,
+  type PeerCertificateRenewerOptions,
+  peerCertificateLabel,
+} from "./peer-certificate-renewer.js";
+export {
+  DEFAULT_RENEW_FRACTION,
+  decidePeerCertificate,
+  PEER_CERTIFICATE_SECONDS_ANNOTATION,
+  PEER_RENEW_FRACTION_ANNOTATION,
+  PEER_USERNAME_PREFIX,
+  renewalSchedule,
+} from "./peer-certificates.js";
 export { type PeerClient, PeerClients } from "./peer-clients.js";
 export {
   type ClusterLabelSource,

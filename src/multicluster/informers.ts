@@ -1,11 +1,18 @@
 /**
  * The caches the multi-cluster controllers (peering, offloading, reflection, replication) and the
  * pod webhook share: NamespaceOffloadings,
- * NamespaceMaps, virtual nodes, Peerings and their credentials Secrets, and the namespaces that
- * ask for offloading by label. Started on every replica (the webhook needs them).
+ * NamespaceMaps, virtual nodes, Peerings and their credentials Secrets, the namespaces that
+ * ask for offloading by label, and client certificate requests (peers renewing theirs). Started on every replica (the webhook needs them).
  */
-import type { KubernetesObject, V1Namespace, V1Node, V1Secret } from "@kubernetes/client-node";
+import type {
+  KubernetesObject,
+  V1CertificateSigningRequest,
+  V1Namespace,
+  V1Node,
+  V1Secret,
+} from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { KUBE_APISERVER_CLIENT_SIGNER } from "../identity/index.js";
 import {
   type ClusterClient,
   Controller,
@@ -34,6 +41,8 @@ export class MulticlusterInformers {
   /** Namespaces tenantry marked as offloaded (the pod webhook's scope). */
   readonly offloadedNamespaces: Informer<V1Namespace>;
   readonly peerClients: PeerClients;
+  /** Client certificate requests (kube-apiserver-client signer): peers' renewals to approve. */
+  readonly clientCsrs: Informer<V1CertificateSigningRequest>;
 
   constructor(
     readonly client: ClusterClient,
@@ -64,6 +73,11 @@ export class MulticlusterInformers {
       kind: "Namespace",
       labelSelector: OFFLOADED_NAMESPACE_LABEL,
     });
+    this.clientCsrs = Informer.forResource<V1CertificateSigningRequest>(client, {
+      apiVersion: "certificates.k8s.io/v1",
+      kind: "CertificateSigningRequest",
+      fieldSelector: `spec.signerName=${KUBE_APISERVER_CLIENT_SIGNER}`,
+    });
     this.peerClients = new PeerClients(this.peerings, this.peerSecrets, namespace);
   }
 
@@ -76,6 +90,7 @@ export class MulticlusterInformers {
       this.peerSecrets,
       this.labelledNamespaces,
       this.offloadedNamespaces,
+      this.clientCsrs,
     ] as unknown as Informer<KubernetesObject>[];
   }
 

@@ -7,9 +7,17 @@
  */
 import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { KubernetesObject, V1Node, V1Role, V1RoleBinding, V1Secret } from "@kubernetes/client-node";
+import type {
+  KubernetesObject,
+  V1ClusterRole,
+  V1ClusterRoleBinding,
+  V1Node,
+  V1Role,
+  V1RoleBinding,
+  V1Secret,
+} from "@kubernetes/client-node";
 import { errorMessage, UserError } from "../common/index.js";
-import { requestUserCertificate, type UserCredentials } from "../identity/index.js";
+import { MIN_EXPIRATION_SECONDS, requestUserCertificate, type UserCredentials } from "../identity/index.js";
 import {
   type ClusterClient,
   type Condition,
@@ -22,6 +30,7 @@ import {
 import { TENANTS_API_VERSION, type Tenant } from "../tenants/index.js";
 import type { Peering } from "./api/peering.js";
 import { CLUSTER_IDENTITY_CONFIGMAP, type ClusterIdentity, readClusterIdentity } from "./identity.js";
+import { PEER_CERTIFICATE_SECONDS_ANNOTATION } from "./peer-certificates.js";
 import { KUBECONFIG_KEY } from "./peering-controller.js";
 import { PEERING_LABEL, virtualNodeName } from "./virtual-node.js";
 
@@ -39,7 +48,11 @@ export function peerUsername(consumerId: string): string {
 export function peerTenantName(consumerName: string): string {
   return `peer-${consumerName}`;
 }
-/** Role and RoleBinding in the provider's tenantry namespace: read its identity, nothing else. */
+/**
+ * Role and RoleBinding in the provider's tenantry namespace: read its identity, nothing else; and
+ * a ClusterRole and ClusterRoleBinding of the same name: create and read certificate signing
+ * requests, to renew its certificate (the provider's tenantry approves only its own).
+ */
 export function peerRoleName(consumerName: string): string {
   return `tenantry-peer-${consumerName}`;
 }
@@ -177,6 +190,7 @@ function peerTenant(consumer: ClusterIdentity, options: PeerOptions): Tenant {
         [PEER_CLUSTER_NAME_LABEL]: consumer.clusterName,
         "app.kubernetes.io/managed-by": "tenantry",
       },
+      annotations: { [PEER_CERTIFICATE_SECONDS_ANNOTATION]: String(certificateSeconds(options)) },
     },
     spec: {
       owners: [{ kind: "User", name: peerUsername(consumer.clusterId) }],
@@ -186,13 +200,50 @@ function peerTenant(consumer: ClusterIdentity, options: PeerOptions): Tenant {
   };
 }
 
-function peerRbac(consumer: ClusterIdentity, namespace: string): [V1Role, V1RoleBinding] {
-  const name = peerRoleName(consumer.clusterName);
-  const labels = {
+function certificateSeconds(options: Pick<PeerOptions, "expirationSeconds">): number {
+  return options.expirationSeconds ?? PEER_CERTIFICATE_SECONDS;
+}
+
+function peerLabels(consumer: ClusterIdentity): Record<string, string> {
+  return {
     [PEER_CLUSTER_ID_LABEL]: consumer.clusterId,
     [PEER_CLUSTER_NAME_LABEL]: consumer.clusterName,
     "app.kubernetes.io/managed-by": "tenantry",
   };
+}
+
+/** What the peer user needs to renew its certificate, as a kubelet has: create and read CSRs. */
+function peerRenewalRbac(consumer: ClusterIdentity): [V1ClusterRole, V1ClusterRoleBinding] {
+  const name = peerRoleName(consumer.clusterName);
+  const labels = peerLabels(consumer);
+  return [
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name, labels },
+      rules: [
+        {
+          apiGroups: ["certificates.k8s.io"],
+          resources: ["certificatesigningrequests"],
+          verbs: ["create", "get"],
+        },
+      ],
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+      subjects: [
+        { apiGroup: "rbac.authorization.k8s.io", kind: "User", name: peerUsername(consumer.clusterId) },
+      ],
+    },
+  ];
+}
+
+function peerRbac(consumer: ClusterIdentity, namespace: string): [V1Role, V1RoleBinding] {
+  const name = peerRoleName(consumer.clusterName);
+  const labels = peerLabels(consumer);
   return [
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
@@ -294,10 +345,18 @@ export async function peerClusters(options: PeerOptions): Promise<PeerResult> {
     );
   }
 
+  const seconds = certificateSeconds(options);
+  if (!Number.isInteger(seconds) || seconds < MIN_EXPIRATION_SECONDS || seconds > PEER_CERTIFICATE_SECONDS) {
+    throw new UserError(
+      `certificate expirationSeconds must be a whole number from ${MIN_EXPIRATION_SECONDS} to ${PEER_CERTIFICATE_SECONDS}, got ${seconds}`,
+    );
+  }
+
   const ids = await identities(consumer, provider, namespace);
   const peeringName = ids.provider.clusterName;
   const tenant = peerTenant(ids.consumer, options);
   const [role, binding] = peerRbac(ids.consumer, namespace);
+  const [renewalRole, renewalBinding] = peerRenewalRbac(ids.consumer);
   const username = peerUsername(ids.consumer.clusterId);
   const secretName = peerSecretName(ids.provider.clusterName);
   progress("consumer", consumer.name, `cluster ${ids.consumer.clusterName} (${ids.consumer.clusterId})`);
@@ -341,6 +400,8 @@ export async function peerClusters(options: PeerOptions): Promise<PeerResult> {
     ["provider", provider, tenant],
     ["provider", provider, role],
     ["provider", provider, binding],
+    ["provider", provider, renewalRole],
+    ["provider", provider, renewalBinding],
     ["consumer", consumer, { apiVersion: "v1", kind: "Secret", metadata: { name: secretName, namespace } }],
     [
       "consumer",
@@ -374,6 +435,8 @@ export async function peerClusters(options: PeerOptions): Promise<PeerResult> {
     await create("provider", provider, tenant);
     await create("provider", provider, role);
     await create("provider", provider, binding);
+    await create("provider", provider, renewalRole);
+    await create("provider", provider, renewalBinding);
     lap("providerObjects");
     // The provider's tenant controller binds the owner to namespace creation: wait until it has.
     const tenantReady = await inCluster("provider", provider, `reading Tenant ${tenant.metadata!.name}`, () =>
@@ -395,7 +458,7 @@ export async function peerClusters(options: PeerOptions): Promise<PeerResult> {
     const credentials = await inCluster("provider", provider, `signing a certificate for ${username}`, () =>
       requestUserCertificate(provider.kubeConfig, {
         username,
-        expirationSeconds: options.expirationSeconds ?? PEER_CERTIFICATE_SECONDS,
+        expirationSeconds: certificateSeconds(options),
       }),
     );
     progress("provider", provider.name, `signed a client certificate for ${username}`);
@@ -421,6 +484,7 @@ export async function peerClusters(options: PeerOptions): Promise<PeerResult> {
         name: secretName,
         namespace,
         labels: { [PEERING_LABEL]: peeringName, "app.kubernetes.io/managed-by": "tenantry" },
+        annotations: { [PEER_CERTIFICATE_SECONDS_ANNOTATION]: String(certificateSeconds(options)) },
         ownerReferences: [
           {
             apiVersion: TENANTS_API_VERSION,
@@ -506,8 +570,8 @@ export interface UnpeerResult {
 
 /**
  * Removes a peering on both sides: in the consumer the Peering (its virtual node and Secret go
- * with it) and the Secret; in the provider the tenant (its namespaces go by garbage collection)
- * and the Role and RoleBinding. Each side is cleaned even when the other fails; the error names
+ * with it) and the Secret; in the provider the tenant (its namespaces go by garbage collection),
+ * the Role and RoleBinding, and the ClusterRole and ClusterRoleBinding for renewals. Each side is cleaned even when the other fails; the error names
  * every cluster that failed.
  */
 export async function unpeerClusters(options: UnpeerOptions): Promise<UnpeerResult> {
@@ -586,7 +650,8 @@ export async function unpeerClusters(options: UnpeerOptions): Promise<UnpeerResu
         metadata: { name: peerTenantName(consumerId.clusterName) },
       };
       const [role, binding] = peerRbac(consumerId, namespace);
-      for (const object of [binding, role, tenant] as KubernetesObject[]) {
+      const [renewalRole, renewalBinding] = peerRenewalRbac(consumerId);
+      for (const object of [renewalBinding, renewalRole, binding, role, tenant] as KubernetesObject[]) {
         if (await deleteObject(provider, object)) {
           removed.push(`${describeObject(object)} in provider "${provider.name}"`);
           progress("provider", provider.name, `deleted ${describeObject(object)}`);

@@ -289,7 +289,7 @@ export class PeeringController {
         ready: false,
         healthy: state.probe?.ok,
         reason: "CredentialsExpired",
-        message: `the client certificate for ${remote} expired at ${expiresAt.toISOString()}`,
+        message: `the client certificate for ${remote} expired at ${expiresAt.toISOString()}: an expired certificate cannot be renewed; make the peering again (tenantry unpeer, then tenantry peer)`,
       };
     }
     if (!state.probe?.ok) {

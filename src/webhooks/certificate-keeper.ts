@@ -1,7 +1,7 @@
-import { hostname } from "node:os";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Counter, type Gauge, type Registry } from "prom-client";
+import { certificateExpiryGauge, recordCertificateEvent } from "../kube/index.js";
 import { certificateValidity } from "../pki/index.js";
 import {
   DEFAULT_RENEW_BEFORE_DAYS,
@@ -55,12 +55,7 @@ export class WebhookCertificateKeeper {
     this.now = options.now ?? Date.now;
     this.core = options.kubeConfig.makeApiClient(CoreV1Api);
     if (options.registry) {
-      this.expiry = new Gauge({
-        name: "tenantry_certificate_expiration_timestamp_seconds",
-        help: "When a certificate tenantry serves expires (Unix time).",
-        labelNames: ["certificate"],
-        registers: [options.registry],
-      });
+      this.expiry = certificateExpiryGauge(options.registry);
       this.renewals = new Counter({
         name: "tenantry_certificate_renewals_total",
         help: "Renewals of the webhook serving certificate this replica attempted, by result.",
@@ -186,24 +181,11 @@ export class WebhookCertificateKeeper {
 
   private event(type: "Normal" | "Warning", reason: string, message: string): void {
     const { namespace, secretName } = this.options.tls;
-    const at = new Date(this.now());
-    this.core
-      .createNamespacedEvent({
-        namespace,
-        body: {
-          metadata: { generateName: `${secretName}.`, namespace },
-          involvedObject: { apiVersion: "v1", kind: "Secret", namespace, name: secretName },
-          type,
-          reason,
-          message,
-          source: { component: "tenantry", host: hostname() },
-          reportingComponent: "tenantry.dev/webhooks",
-          reportingInstance: `${hostname()}-${process.pid}`,
-          firstTimestamp: at,
-          lastTimestamp: at,
-          count: 1,
-        },
-      })
-      .catch((err) => this.options.logger.warn({ err, reason }, "recording an Event failed"));
+    void recordCertificateEvent(
+      this.core,
+      { apiVersion: "v1", kind: "Secret", namespace, name: secretName },
+      { type, reason, message, component: "tenantry.dev/webhooks" },
+      this.options.logger,
+    );
   }
 }

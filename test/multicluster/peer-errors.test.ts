@@ -3,16 +3,16 @@ import { after, describe, test } from "node:test";
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { adminClient, exists, kubeconfigPath, tenantry } from "./support.js";
 
-/** edge-2 as consumer and edge-1 as provider: a pair no other test peers. */
+/** edge-2 as consumer and edge-1 as provider: a pair no other test peers (edge-2 consumes home elsewhere). */
 const consumer = adminClient("edge-2");
 const provider = adminClient("edge-1");
 
 async function nothingCreated(): Promise<void> {
-  const peerings = await consumer.objects.list(TENANTS_API_VERSION, "Peering");
-  assert.deepEqual(
-    peerings.items.map((p) => p.metadata?.name),
-    [],
-    "no Peering in edge-2",
+  // Only this pair's: edge-2 consumes home in the peer certificates test.
+  assert.equal(
+    await exists(consumer, TENANTS_API_VERSION, "Peering", "edge-1"),
+    false,
+    "no Peering edge-1 in edge-2",
   );
   assert.equal(await exists(consumer, "v1", "Secret", "tenantry-peer-edge-1", "tenantry-system"), false);
   assert.equal(await exists(consumer, "v1", "Node", "tenantry-edge-1"), false);
@@ -20,6 +20,13 @@ async function nothingCreated(): Promise<void> {
   for (const kind of ["Role", "RoleBinding"]) {
     assert.equal(
       await exists(provider, "rbac.authorization.k8s.io/v1", kind, "tenantry-peer-edge-2", "tenantry-system"),
+      false,
+      kind,
+    );
+  }
+  for (const kind of ["ClusterRole", "ClusterRoleBinding"]) {
+    assert.equal(
+      await exists(provider, "rbac.authorization.k8s.io/v1", kind, "tenantry-peer-edge-2"),
       false,
       kind,
     );
@@ -108,7 +115,7 @@ describe("a peering that fails half-way is rolled back and the error names the c
     );
     assert.match(
       result.stderr,
-      /rolled back: RoleBinding tenantry-system\/tenantry-peer-edge-2 in provider "edge-1", Role tenantry-system\/tenantry-peer-edge-2 in provider "edge-1", Tenant peer-edge-2 in provider "edge-1"/,
+      /rolled back: ClusterRoleBinding tenantry-peer-edge-2 in provider "edge-1", ClusterRole tenantry-peer-edge-2 in provider "edge-1", RoleBinding tenantry-system\/tenantry-peer-edge-2 in provider "edge-1", Role tenantry-system\/tenantry-peer-edge-2 in provider "edge-1", Tenant peer-edge-2 in provider "edge-1"/,
     );
     await nothingCreated();
   });
