@@ -3,13 +3,14 @@ import type { AddressInfo } from "node:net";
 import cookie from "@fastify/cookie";
 import fastifyStatic from "@fastify/static";
 import type { KubernetesObject, V1Namespace, V1Pod } from "@kubernetes/client-node";
-import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { Agent, fetch as undiciFetch } from "undici";
 import type { AccessGrant } from "../access/index.js";
 import type { RuntimeBackup, RuntimeRestore } from "../backup/index.js";
 import { type CloudInformers, projectNamespace } from "../clouds/index.js";
 import type { ClusterRegistry } from "../clusters/index.js";
+import { answerOversizedBodies } from "../common/index.js";
 import { type Authenticator, kubernetesUserOf, LOGIN_PATH } from "../identity/index.js";
 import { type ClusterClient, Informer, startInformers, stopInformers } from "../kube/index.js";
 import type { MonitorRule } from "../monitor/index.js";
@@ -303,6 +304,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     reply.header("x-content-type-options", "nosniff");
     reply.header("referrer-policy", "no-referrer");
   });
+  answerOversizedBodies(app as unknown as FastifyInstance, 1024 * 1024);
   app.setErrorHandler((err, _request, reply) => {
     const error = actionErrorOf(err);
     if (error.status >= 500) logger.warn({ err }, "dashboard request failed");

@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import { Counter, Histogram, type Registry } from "prom-client";
 import {
   API_SERVER_KEEP_ALIVE_MS,
+  answerOversizedBodies,
   drainingServerOptions,
   echoRequestId,
   type GracefulClose,
@@ -212,6 +213,7 @@ export class AccessServer {
     echoRequestId(this.app);
     this.closing = gracefulClose(this.app, "token and authorization reviews", options.logger);
 
+    answerOversizedBodies(this.app, 8 * 1024 * 1024);
     this.app.setErrorHandler((err: Error & { validation?: unknown; statusCode?: number }, request, reply) => {
       if (err.validation) return problem(reply, 400, "invalid request", err.message);
       if (err.statusCode && err.statusCode < 500)

@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
 import {
   API_SERVER_KEEP_ALIVE_MS,
+  answerOversizedBodies,
   drainingServerOptions,
   echoRequestId,
   type GracefulClose,
@@ -23,6 +24,9 @@ import type { WebhookTls } from "./tls.js";
 
 /** Where the webhook server serves the OpenAPI document of its webhooks. */
 export const OPENAPI_PATH = "/openapi.json";
+
+/** AdmissionReviews carry whole objects (and their old versions): allow what etcd allows and more. */
+const BODY_LIMIT = 8 * 1024 * 1024;
 
 function problem(reply: FastifyReply, status: number, title: string, detail: string) {
   return reply
@@ -93,8 +97,7 @@ export class WebhookServer {
   constructor(private readonly options: WebhookServerOptions) {
     this.app = Fastify({
       https: { cert: options.tls.serving.certPem, key: options.tls.serving.keyPem },
-      // AdmissionReviews carry whole objects (and their old versions): allow what etcd allows and more.
-      bodyLimit: 8 * 1024 * 1024,
+      bodyLimit: BODY_LIMIT,
       // One log line per admission request would drown everything else; keep warnings and errors.
       ...(options.logger
         ? { loggerInstance: options.logger.child({ component: "webhooks" }, { level: "warn" }) }
@@ -116,6 +119,7 @@ export class WebhookServer {
         },
       },
     });
+    answerOversizedBodies(this.app, 8 * BODY_LIMIT);
     this.app.setErrorHandler((err: Error & { validation?: unknown; statusCode?: number }, request, reply) => {
       if (err.validation) return problem(reply, 400, "not an AdmissionReview", err.message);
       if (err.statusCode && err.statusCode < 500)

@@ -16,7 +16,7 @@ import Fastify, {
 } from "fastify";
 import type { Logger } from "pino";
 import { type ClusterRegistry, ClusterUnavailable } from "../../clusters/index.js";
-import { replaceServingCertificate } from "../../common/index.js";
+import { answerOversizedBodies, replaceServingCertificate } from "../../common/index.js";
 import type { Caller } from "../../gateway/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
@@ -243,6 +243,7 @@ export class LogicalCloudsApi {
         security: [{ bearer: [] }],
       },
     });
+    answerOversizedBodies(app, 8 * MAX_BODY_BYTES);
     app.setErrorHandler(
       (
         err: Error & {

@@ -14,6 +14,7 @@ import Fastify, {
   type InjectOptions,
 } from "fastify";
 import type { Logger } from "pino";
+import { answerOversizedBodies } from "../../common/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
   type ClusterClient,
@@ -175,6 +176,7 @@ export class RuntimesAdmin {
         security: [{ bearer: [] }],
       },
     });
+    answerOversizedBodies(app, 8 * MAX_BODY_BYTES);
     app.setErrorHandler(
       (
         err: Error & { validation?: ValidationIssue[]; validationContext?: string; statusCode?: number },
