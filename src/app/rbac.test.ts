@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { parse } from "yaml";
+import { ALL_CRDS } from "./crds.js";
 import { CLUSTER_RULES, flatten, NAMESPACE_RULES, RBAC_MANIFEST_DIR, rbacManifests } from "./rbac.js";
 
 const repositoryRoot = join(import.meta.dirname, "..", "..");
@@ -23,6 +24,19 @@ describe("tenantry's RBAC rules", () => {
       for (const field of ["apiGroups", "resources", "verbs"] as const) {
         assert.ok(!rule[field].includes("*"), `${JSON.stringify(rule)}: ${field} has "*"`);
         assert.ok(rule[field].length > 0, `${JSON.stringify(rule)}: ${field} is empty`);
+      }
+    }
+  });
+
+  it("lets tenantry read, write and watch every kind it installs, with its status", () => {
+    const rules = flatten(CLUSTER_RULES);
+    for (const crd of ALL_CRDS) {
+      for (const resource of [crd.spec.names.plural, `${crd.spec.names.plural}/status`]) {
+        const rule = rules.find(
+          (r) => r.apiGroups.includes(crd.spec.group) && r.resources.includes(resource),
+        );
+        for (const verb of ["get", "list", "watch", "create", "update", "patch", "delete"])
+          assert.ok(rule?.verbs.includes(verb), `${crd.spec.group} ${resource}: no rule grants ${verb}`);
       }
     }
   });

@@ -4,6 +4,7 @@
  * deploy/helm/tenantry/rbac/). A rule is here because code of that capability makes the call.
  */
 import { stringify } from "yaml";
+import { ALL_CRDS } from "./crds.js";
 
 export interface PolicyRule {
   apiGroups: string[];
@@ -16,27 +17,12 @@ const READ = ["get", "list", "watch"];
 const MANAGE = [...READ, "create", "update", "patch", "delete"];
 const TENANTRY_GROUP = "tenantry.dev";
 
-/** tenantry's own resources: each with its status (written by the controllers) and finalizers (owner references). */
-const OWN_RESOURCES = [
-  "accessgrants",
-  "clusters",
-  "logicalclouds",
-  "namespacemaps",
-  "namespaceoffloadings",
-  "namespacetemplates",
-  "nodeproviders",
-  "peerings",
-  "pooledvolumes",
-  "projects",
-  "replicateddeployments",
-  "runtimes",
-  "runtimeservices",
-  "tenantresourcequotas",
-  "tenants",
-  "users",
-  "volumepools",
-  "workernodes",
-];
+/**
+ * tenantry's own resources — every CRD it installs — each with its status (written by the
+ * controllers) and finalizers (owner references). From the CRD list itself, so a new kind is
+ * never left out of the chart's ClusterRole.
+ */
+const OWN_RESOURCES = [...new Set(ALL_CRDS.map((crd) => crd.spec.names.plural))].sort();
 
 /** Cluster-wide rules, by the capability that needs them. */
 export const CLUSTER_RULES: Record<string, PolicyRule[]> = {

@@ -9,7 +9,7 @@ import {
   TENANTRY_NAMESPACE,
   type TenantryOptions,
 } from "../app/tenantry.js";
-import { UserError } from "../common/index.js";
+import { errorMessage, UserError } from "../common/index.js";
 import { inClusterNamespace } from "../kube/index.js";
 
 /** The parts of tenantry one process runs; a replica can run any subset. */
@@ -179,7 +179,27 @@ export function registerRunCommand(program: Command): void {
         for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => resolve(signal));
       });
       try {
-        running = await startTenantry(options);
+        // A failed start, or a signal while starting, ends the process: what had started (servers,
+        // informers) would otherwise keep it alive, neither running nor gone.
+        const started = await Promise.race([
+          startTenantry(options).then(
+            (value) => ({ running: value }),
+            (error: unknown) => ({ error }),
+          ),
+          stopped.then((signal) => ({ signal })),
+        ]);
+        if ("signal" in started) {
+          logger.warn({ signal: started.signal }, "stopped while starting");
+          await health.stop();
+          process.exit(1);
+        }
+        if ("error" in started) {
+          logger.error({ error: errorMessage(started.error) }, "tenantry could not start");
+          process.stderr.write(`error: ${errorMessage(started.error)}\n`);
+          await health.stop();
+          process.exit(1);
+        }
+        running = started.running;
         logger.info(
           {
             webhookUrl: running.webhookUrl,
