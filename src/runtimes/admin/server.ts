@@ -90,6 +90,8 @@ class ProblemError extends Error {
 }
 
 const keyOf = runtimeKeyOf;
+/** How long a start written here may go unseen by the cache before it no longer counts. */
+const UNSEEN_START_TTL_MS = 30_000;
 
 export class RuntimesAdmin {
   readonly runtimes: Informer<Runtime>;
@@ -102,6 +104,13 @@ export class RuntimesAdmin {
   private readonly retryAfter: number;
   /** Starts this replica is writing, per runtime key: concurrent POSTs for one instance share one. */
   private readonly starting = new Map<string, Promise<Runtime>>();
+  /**
+   * Starts this replica wrote whose write the cache has not delivered yet, per runtime key: until
+   * it does, the cache shows no runtime (create) or a stopped one (resume), and a start limit
+   * decided from it alone would let one start too many through.
+   */
+  private readonly unseenStarts = new Map<string, { resourceVersion?: string; at: number }>();
+  private removeUnseenHandler?: () => void;
   private readonly knownNamespaces = new Set<string>();
   /** Clients of the runtimes clusters services name. */
   private readonly clusterClients: KubeconfigClients;
@@ -123,6 +132,20 @@ export class RuntimesAdmin {
     this.informers = options.informers ?? new RuntimesInformers(client);
     this.runtimes = this.informers.runtimes;
     this.services = this.informers.services;
+    const seen = (runtime: Runtime) => {
+      const key = keyOf(runtime.spec?.user ?? "", runtime.spec?.service ?? "", runtime.spec?.instance ?? "");
+      const unseen = this.unseenStarts.get(key);
+      if (unseen && unseen.resourceVersion === runtime.metadata?.resourceVersion)
+        this.unseenStarts.delete(key);
+    };
+    this.removeUnseenHandler = this.runtimes.addHandler({
+      onAdd: seen,
+      onUpdate: (_old, runtime) => seen(runtime),
+      onDelete: (runtime) =>
+        this.unseenStarts.delete(
+          keyOf(runtime.spec?.user ?? "", runtime.spec?.service ?? "", runtime.spec?.instance ?? ""),
+        ),
+    });
     this.app = this.build();
   }
 
@@ -142,6 +165,7 @@ export class RuntimesAdmin {
 
   async stop(): Promise<void> {
     await this.app.close();
+    this.removeUnseenHandler?.();
     if (this.ownInformers) await this.informers.stop();
   }
 
@@ -560,6 +584,7 @@ export class RuntimesAdmin {
       if (!runtime) {
         admit(true);
         runtime = await this.create(placement, { ...params, tenant, config });
+        this.written(key, runtime);
         await this.recordDelegation(acting, runtime, "start");
         return runtime;
       }
@@ -583,6 +608,7 @@ export class RuntimesAdmin {
             ? { desiredState: "Running", config }
             : { config, startRequestedAt: new Date().toISOString() },
         );
+        this.written(key, runtime);
         await this.recordDelegation(acting, runtime, stopped ? "resume" : "retry");
       }
       return runtime;
@@ -602,16 +628,30 @@ export class RuntimesAdmin {
     }
   }
 
+  /** Remembers a start written here until the cache delivers that write (or a while has passed). */
+  private written(key: string, runtime: Runtime): void {
+    const cached = this.runtimes.byIndex(BY_KEY, key)[0];
+    const resourceVersion = runtime.metadata?.resourceVersion;
+    if (cached && cached.metadata?.resourceVersion === resourceVersion) return;
+    this.unseenStarts.set(key, { ...(resourceVersion ? { resourceVersion } : {}), at: Date.now() });
+  }
+
   private inFlight(params: InstanceParams): { user: number; all: number } {
-    // Keys being written here whose objects the cache may not hold yet (the current one excluded).
+    // Starts written (or being written) here that the cache does not show yet; the current key excluded.
+    const expired = Date.now() - UNSEEN_START_TTL_MS;
+    for (const [key, unseen] of this.unseenStarts) if (unseen.at < expired) this.unseenStarts.delete(key);
     let user = 0;
     let all = 0;
-    for (const key of this.starting.keys()) {
+    const count = (key: string) => {
       const [u, s, i] = key.split("\n");
-      if (s !== params.service || (u === params.user && i === params.instance)) continue;
-      if (this.runtimes.byIndex(BY_KEY, key).length) continue;
+      if (s !== params.service || (u === params.user && i === params.instance)) return;
       all++;
       if (u === params.user) user++;
+    };
+    for (const key of this.unseenStarts.keys()) count(key);
+    for (const key of this.starting.keys()) {
+      if (this.unseenStarts.has(key) || this.runtimes.byIndex(BY_KEY, key).length) continue;
+      count(key);
     }
     return { user, all };
   }
