@@ -132,8 +132,10 @@ export class RuntimesAdmin {
     this.informers = options.informers ?? new RuntimesInformers(client);
     this.runtimes = this.informers.runtimes;
     this.services = this.informers.services;
+    const keyOfRuntime = (runtime: Runtime) =>
+      keyOf(runtime.spec?.user ?? "", runtime.spec?.service ?? "", runtime.spec?.instance ?? "");
     const seen = (runtime: Runtime) => {
-      const key = keyOf(runtime.spec?.user ?? "", runtime.spec?.service ?? "", runtime.spec?.instance ?? "");
+      const key = keyOfRuntime(runtime);
       const unseen = this.unseenStarts.get(key);
       if (unseen && unseen.resourceVersion === runtime.metadata?.resourceVersion)
         this.unseenStarts.delete(key);
@@ -141,10 +143,7 @@ export class RuntimesAdmin {
     this.removeUnseenHandler = this.runtimes.addHandler({
       onAdd: seen,
       onUpdate: (_old, runtime) => seen(runtime),
-      onDelete: (runtime) =>
-        this.unseenStarts.delete(
-          keyOf(runtime.spec?.user ?? "", runtime.spec?.service ?? "", runtime.spec?.instance ?? ""),
-        ),
+      onDelete: (runtime) => this.unseenStarts.delete(keyOfRuntime(runtime)),
     });
     this.app = this.build();
   }
