@@ -2,7 +2,12 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
-import { BackupControllers, type S3Settings, storeSettingsFromSecret } from "../backup/index.js";
+import {
+  BackupBroker,
+  BackupControllers,
+  type S3Settings,
+  storeSettingsFromSecret,
+} from "../backup/index.js";
 import {
   CloudInformers,
   LogicalCloudController,
@@ -454,6 +459,15 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         });
   if (gateway) logger.info({ url: gateway.url }, "tenant gateway serving");
+  const backupStore = options.backup?.store ?? (await storeSettingsFromSecret(client, namespace));
+  if (!backupStore)
+    logger.info("no backup store configured (Secret tenantry-backup-store): runtime backups are off");
+  // Served by the runtimes Admin API on every replica: the backup agents' only way to the store.
+  const backupBroker =
+    backupStore && options.runtimesAdmin !== false
+      ? new BackupBroker({ client, store: backupStore, logger })
+      : undefined;
+  await backupBroker?.start();
   const runtimesInformers = new RuntimesInformers(client);
   await runtimesInformers.start();
   const plugins = new PluginRegistry();
@@ -472,8 +486,13 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           host: options.runtimesAdmin?.host ?? "127.0.0.1",
           port: options.runtimesAdmin?.port ?? 0,
           publicUrl: options.runtimesAdmin?.publicUrl ?? (() => proxyOptions?.publicUrl ?? proxyUrl),
+          ...(backupBroker ? { routes: [backupBroker.routes] } : {}),
           logger,
         });
+  /** Where runtime pods and backup agents reach the Admin API. */
+  const adminUrl = () =>
+    (options.runtimesAdmin !== false ? options.runtimesAdmin?.publicUrl?.() : undefined) ??
+    runtimesAdmin?.url;
   const runtimesProxy = proxyOptions
     ? await startRuntimesProxy({
         source: new InformerRouteSource(client, { logger }),
@@ -494,9 +513,6 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   proxyUrl = runtimesProxy?.url;
 
   const monitorMetrics = options.monitor === false ? undefined : new MonitorMetrics(metrics);
-  const backupStore = options.backup?.store ?? (await storeSettingsFromSecret(client, namespace));
-  if (!backupStore)
-    logger.info("no backup store configured (Secret tenantry-backup-store): runtime backups are off");
   const clientCaPem = await readClientCa(client).catch(() => undefined);
   const logicalCloudsApi =
     options.logicalClouds === false
@@ -641,9 +657,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           plugins,
           tenantOf: (name) => informers.tenants.get(undefined, name),
           tenantryNamespace: namespace,
-          adminUrl: () =>
-            (options.runtimesAdmin !== false ? options.runtimesAdmin?.publicUrl?.() : undefined) ??
-            runtimesAdmin?.url,
+          adminUrl,
           logger,
         }),
         ...(monitorMetrics && options.monitor !== false
@@ -655,6 +669,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
                 client,
                 store: backupStore,
                 namespace,
+                brokerUrl: () => (backupBroker ? adminUrl() : undefined),
                 ...(options.backup?.agentImage ? { agentImage: options.backup.agentImage } : {}),
                 logger,
               }),
@@ -722,6 +737,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await dashboard?.stop();
       await runtimesProxy?.stop();
       await runtimesAdmin?.stop();
+      await backupBroker?.stop();
       await runtimesInformers.stop();
       await logicalCloudsApi?.stop();
       await gateway?.stop();

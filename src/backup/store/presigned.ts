@@ -87,6 +87,41 @@ export function commandFor(bucket: string, request: StoreRequest) {
   }
 }
 
+/** A store request's fields, loose (as a body or an SDK command's input has them). */
+export interface StoreRequestFields {
+  operation: StoreOperation;
+  key: string;
+  uploadId?: string;
+  partNumber?: number;
+  checksumSHA256?: string;
+}
+
+/** The request the fields make; `missing(field)` throws for a field the operation needs and lacks. */
+export function storeRequestFrom(
+  fields: StoreRequestFields,
+  missing: (field: string) => never,
+): StoreRequest {
+  const need = <K extends "uploadId" | "partNumber" | "checksumSHA256">(field: K) =>
+    (fields[field] ?? missing(field)) as NonNullable<StoreRequestFields[K]>;
+  const { operation, key } = fields;
+  switch (operation) {
+    case "GetObject":
+    case "CreateMultipartUpload":
+      return { operation, key };
+    case "UploadPart":
+      return {
+        operation,
+        key,
+        uploadId: need("uploadId"),
+        partNumber: need("partNumber"),
+        checksumSHA256: need("checksumSHA256"),
+      };
+    case "CompleteMultipartUpload":
+    case "AbortMultipartUpload":
+      return { operation, key, uploadId: need("uploadId") };
+  }
+}
+
 interface CommandInput {
   Key?: string;
   UploadId?: string;
@@ -97,27 +132,22 @@ interface CommandInput {
 /** The request an SDK command makes, as the broker is asked for it; any other command is refused here. */
 export function storeRequestOf(commandName: string, input: CommandInput): StoreRequest {
   const operation = commandName.replace(/Command$/, "") as StoreOperation;
-  const key = input.Key ?? "";
-  switch (operation) {
-    case "GetObject":
-    case "CreateMultipartUpload":
-      return { operation, key };
-    case "UploadPart":
-      return {
-        operation,
-        key,
-        uploadId: input.UploadId ?? "",
-        partNumber: input.PartNumber ?? 0,
-        checksumSHA256: input.ChecksumSHA256 ?? "",
-      };
-    case "CompleteMultipartUpload":
-    case "AbortMultipartUpload":
-      return { operation, key, uploadId: input.UploadId ?? "" };
-    default:
-      throw new Error(
-        `${operation} is not a request a backup agent makes (it may make ${STORE_OPERATIONS.join(", ")})`,
-      );
-  }
+  if (!STORE_OPERATIONS.includes(operation))
+    throw new Error(
+      `${operation} is not a request a backup agent makes (it may make ${STORE_OPERATIONS.join(", ")})`,
+    );
+  return storeRequestFrom(
+    {
+      operation,
+      key: input.Key ?? "",
+      ...(input.UploadId !== undefined ? { uploadId: input.UploadId } : {}),
+      ...(input.PartNumber !== undefined ? { partNumber: input.PartNumber } : {}),
+      ...(input.ChecksumSHA256 !== undefined ? { checksumSHA256: input.ChecksumSHA256 } : {}),
+    },
+    (field) => {
+      throw new Error(`${operation} of ${input.Key} lacks its ${field}`);
+    },
+  );
 }
 
 interface OutgoingRequest {

@@ -32,7 +32,13 @@ import { KubeconfigClients, type RuntimesCluster } from "../clusters.js";
 import { recordRuntimeEvent } from "../events.js";
 import { BY_KEY, BY_SERVICE, BY_USER, RuntimesInformers, runtimeKeyOf } from "../informers.js";
 import type { ServicePlugin } from "../plugins/spi.js";
-import { AdminCallers, type Caller, ON_BEHALF_OF_HEADER, type UserCaller } from "./callers.js";
+import {
+  AdminCallers,
+  type Caller,
+  ON_BEHALF_OF_HEADER,
+  type PodCaller,
+  type UserCaller,
+} from "./callers.js";
 import { checkStartLimits, isStarting } from "./limits.js";
 import {
   DEFAULT_PAGE,
@@ -69,7 +75,23 @@ export interface RuntimesAdminOptions {
   /** Retry-After of a 429 and of a 503 while starting, in seconds (default 2). */
   retryAfterSeconds?: number;
   logger?: Logger;
+  /** Other capabilities' routes served here too (e.g. the backup agents' broker). */
+  routes?: readonly AdminRoutes[];
 }
+
+/** What a route mounted on the Admin API gets besides its Fastify scope. */
+export interface AdminRouteContext {
+  /**
+   * The pod whose projected service-account token for `audience` the request bears, reviewed by
+   * the cluster the Admin API serves from; otherwise throws the 401 (or 503) problem.
+   */
+  podCaller(request: FastifyRequest, audience: string): Promise<PodCaller>;
+  /** An error the API answers as problem+json with `status`, `title`, `detail` and `extra`'s fields. */
+  problem(status: number, title: string, detail: string, extra?: Record<string, unknown>): Error;
+}
+
+/** Routes another capability serves on the Admin API (registered under the same error handling). */
+export type AdminRoutes = (api: FastifyInstance, context: AdminRouteContext) => void;
 
 interface Answer {
   status: number;
@@ -372,6 +394,20 @@ export class RuntimesAdmin {
           return reply.code(202).send(this.statusOf(stopped, request));
         },
       );
+
+      const context: AdminRouteContext = {
+        podCaller: async (request, audience) => {
+          const result = await this.callers.authenticatePod(request.headers, audience);
+          if (result.ok) return result.pod;
+          throw new ProblemError(
+            result.status,
+            result.status === 401 ? "unauthorized" : "unavailable",
+            result.detail,
+          );
+        },
+        problem: (status, title, detail, extra) => new ProblemError(status, title, detail, extra),
+      };
+      for (const routes of this.options.routes ?? []) routes(api, context);
 
       api.delete(
         "/services/:user/:service/:instance",
