@@ -222,9 +222,12 @@ describe("backup agents hold no store credential and reach only their own backup
       const strings = await readable();
       assert.ok(strings.length > 0);
       const endpoint = testEnvironment().objectStore.endpoint;
+      // Every pair of strings that could be a key: an access key id's characters, a secret's.
+      const ids = strings.filter((s) => /^[A-Za-z0-9_.-]+$/.test(s));
+      const secrets = strings.filter((s) => /^[A-Za-z0-9_.+/=-]+$/.test(s));
       let tried = 0;
-      for (const accessKeyId of strings) {
-        for (const secretAccessKey of strings) {
+      for (const accessKeyId of ids) {
+        for (const secretAccessKey of secrets) {
           if (accessKeyId === secretAccessKey) continue;
           tried++;
           const s3 = new S3Client({
@@ -235,18 +238,25 @@ describe("backup agents hold no store credential and reach only their own backup
             maxAttempts: 1,
           });
           try {
+            let unknownId = false;
+            const refused = (err: { name?: string }) => {
+              unknownId ||= ["InvalidAccessKeyId", "XAdminUserNotFound"].includes(err.name ?? "");
+              return undefined;
+            };
             const listed = await s3
               .send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: `${victim}/` }))
               .then((r) => r.Contents?.map((c) => c.Key) ?? [])
-              .catch(() => undefined);
+              .catch(refused);
             assert.equal(listed, undefined, `listed another tenant's backups with ${accessKeyId}`);
+            // The store knows no such key id (S3 InvalidAccessKeyId, versitygw XAdminUserNotFound): no secret makes it one.
+            if (unknownId) break;
             const got = await s3
               .send(new GetObjectCommand({ Bucket: BUCKET, Key: victimManifest }))
-              .catch(() => undefined);
+              .catch(refused);
             assert.equal(got, undefined, `read another tenant's manifest with ${accessKeyId}`);
             const deleted = await s3
               .send(new DeleteObjectCommand({ Bucket: BUCKET, Key: victimManifest }))
-              .catch(() => undefined);
+              .catch(refused);
             assert.equal(deleted, undefined, `deleted another tenant's manifest with ${accessKeyId}`);
           } finally {
             s3.destroy();
@@ -327,7 +337,8 @@ describe("backup agents hold no store credential and reach only their own backup
       assert.equal(mine.status, 200, JSON.stringify(mine.body));
       const url = new URL(mine.body.url as string);
       assert.ok(Number(url.searchParams.get("X-Amz-Expires")) <= 300, "a URL lives five minutes at most");
-      assert.equal((await fetch(mine.body.url as string)).status, 200);
+      // Signed for the store: 200, or 404 while the paused agent has not written it yet.
+      assert.ok([200, 404].includes((await fetch(mine.body.url as string)).status));
       const moved = (mine.body.url as string).replace(encodeURI(ownKey), encodeURI(victimManifest));
       assert.notEqual(moved, mine.body.url);
       assert.equal((await fetch(moved)).status, 403, "the URL is for that key only");
