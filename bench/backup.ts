@@ -98,7 +98,7 @@ async function throughput(root: string): Promise<void> {
   // The agent's own path: every request presigned (here in process, without the broker's HTTP hop
   // and token review), even one part sent as a multipart upload.
   const agentStore = new S3ObjectStore({
-    broker: { url: "in-process presigner", presign: (request) => store.presign(request) },
+    broker: { url: "http://presigner.invalid", presign: (request) => store.presign(request) },
     concurrency,
   });
   const tenantKey = newTenantKey();

@@ -50,7 +50,7 @@ export interface PresignedRequest {
 
 /** Who signs an agent's requests (tenantry's broker, reached over HTTP with the pod's token). */
 export interface StoreBroker {
-  /** For messages. */
+  /** Its base URL (for messages; the agent's client starts each request there before it is replaced). */
   readonly url: string;
   presign(request: StoreRequest): Promise<PresignedRequest>;
 }
