@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # tenantry's image: compiled once with the dev toolchain, run from distroless Node.js as non-root.
 
-FROM node:20-slim AS build
+FROM node:24-trixie-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci
@@ -9,12 +9,12 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build
 
-FROM node:20-slim AS runtime-deps
+FROM node:24-trixie-slim AS runtime-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts
 
-FROM gcr.io/distroless/nodejs20-debian12:nonroot
+FROM gcr.io/distroless/nodejs24-debian13:nonroot
 WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=runtime-deps /app/node_modules ./node_modules

@@ -9,7 +9,7 @@ import {
   Watch,
 } from "@kubernetes/client-node";
 import { UserError } from "../common/index.js";
-import { withConnectionPool } from "./connection-pool.js";
+import { PooledKubeConfig } from "./connection-pool.js";
 import { DynamicObjectApi } from "./object-api.js";
 
 /**
@@ -21,12 +21,13 @@ import { DynamicObjectApi } from "./object-api.js";
  * often reuse a user name such as `admin`; as soon as two of them end up in one KubeConfig
  * (e.g. via `mergeConfig`) or share authenticators, one cluster would be sent the other's
  * token. Qualifying the name with the cluster makes every cached credential belong to
- * exactly one cluster.
+ * exactly one cluster. The copy shares keep-alive connections between its requests (see
+ * connection-pool.ts).
  */
-export function qualifyUserNames(source: KubeConfig, cluster: string): KubeConfig {
+export function qualifyUserNames(source: KubeConfig, cluster: string): PooledKubeConfig {
   const prefix = `${cluster}/`;
   const qualify = (user: string) => (user.startsWith(prefix) ? user : `${prefix}${user}`);
-  const qualified = new KubeConfig();
+  const qualified = new PooledKubeConfig();
   qualified.loadFromOptions({
     clusters: source.getClusters().map((entry) => ({ ...entry })),
     users: source.getUsers().map((user): User => ({ ...user, name: qualify(user.name) })),
@@ -43,7 +44,7 @@ export function qualifyUserNames(source: KubeConfig, cluster: string): KubeConfi
  */
 export class ClusterClient {
   readonly name: string;
-  readonly kubeConfig: KubeConfig;
+  readonly kubeConfig: PooledKubeConfig;
   private coreApi?: CoreV1Api;
   private appsApi?: AppsV1Api;
   private coordinationApi?: CoordinationV1Api;
@@ -54,7 +55,7 @@ export class ClusterClient {
   constructor(name: string, kubeConfig: KubeConfig) {
     if (!name || name.includes("/")) throw new Error(`invalid cluster name "${name}"`);
     this.name = name;
-    this.kubeConfig = withConnectionPool(qualifyUserNames(kubeConfig, name));
+    this.kubeConfig = qualifyUserNames(kubeConfig, name);
     if (!this.kubeConfig.getCurrentCluster()) {
       throw new Error(`kubeconfig for cluster "${name}" has no current context with a cluster`);
     }
@@ -94,6 +95,11 @@ export class ClusterClient {
   get watch(): Watch {
     this.watcher ??= new Watch(this.kubeConfig);
     return this.watcher;
+  }
+
+  /** Closes its pooled connections: idle ones at once, those of running watches when they end. */
+  close(): Promise<void> {
+    return this.kubeConfig.close();
   }
 }
 
