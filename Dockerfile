@@ -4,9 +4,13 @@
 FROM node:24-trixie-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-RUN npm ci
+# No install scripts: the image has Node.js 24 already (the node package would fetch it again).
+RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build.mjs ./scripts/
 COPY src ./src
+# The commit the image is built from (no .git in the build context's copy): tenantry version names it.
+ARG TENANTRY_COMMIT
 RUN npm run build
 
 FROM node:24-trixie-slim AS runtime-deps
