@@ -66,14 +66,17 @@ export function registerUpCommand(program: Command): void {
         () => stop.hurryNow(`still stopping after ${STOP_BOUND_MS / 1000} s`),
         STOP_BOUND_MS,
       );
-      await parts.stop(harness, opts.keep ?? false, stop.hurry);
-      clearTimeout(bound);
-      stop.done();
-      process.stdout.write("stopped.\n");
+      try {
+        await parts.stop(harness, opts.keep ?? false, stop.hurry);
+        process.stdout.write("stopped.\n");
+      } finally {
+        clearTimeout(bound);
+        stop.done();
+        endWhenStopped();
+      }
       // A hurried stop gave up waiting for tenantry's own servers and informers: nothing outside
       // this process is left, so end it rather than wait for them.
       if (stop.hurry.aborted) process.exit(0);
-      endWhenStopped();
     });
 }
 
