@@ -38,6 +38,14 @@ export function qualifyUserNames(source: KubeConfig, cluster: string): PooledKub
 }
 
 /**
+ * How long a watch may go without a byte before client-node cuts it. Its default, 30 s (new in 2.x),
+ * cut every quiet watch long before the server ends it: informers ask for 300–600 s, and the
+ * server's bookmarks come about once a minute at most. Informers end a stuck watch themselves (30 s
+ * after its timeoutSeconds), so this only has to outlast any watch they open.
+ */
+export const WATCH_IDLE_LIMIT_MS = 15 * 60_000;
+
+/**
  * One named Kubernetes cluster: its kubeconfig and lazily created API clients. Each
  * instance owns its own KubeConfig copy, so any number of clusters can be used from one
  * process without sharing credentials.
@@ -93,7 +101,10 @@ export class ClusterClient {
   }
 
   get watch(): Watch {
-    this.watcher ??= new Watch(this.kubeConfig);
+    if (!this.watcher) {
+      this.watcher = new Watch(this.kubeConfig);
+      this.watcher.requestTimeoutMs = WATCH_IDLE_LIMIT_MS;
+    }
     return this.watcher;
   }
 
