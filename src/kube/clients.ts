@@ -103,7 +103,9 @@ export class ClusterClient {
   get watch(): Watch {
     if (!this.watcher) {
       this.watcher = new Watch(this.kubeConfig);
-      this.watcher.requestTimeoutMs = WATCH_IDLE_LIMIT_MS;
+      // client-node 2.0 has no option for it: the field is private, set in the constructor and read
+      // at every watch.
+      (this.watcher as unknown as { requestTimeoutMs: number }).requestTimeoutMs = WATCH_IDLE_LIMIT_MS;
     }
     return this.watcher;
   }
