@@ -220,7 +220,7 @@ export interface TenantryOptions {
   storage?: StorageOptions | false;
   /**
    * The web dashboard (built client and JSON API, plain HTTP): on by default, on a free loopback
-   * port; `assetsDir` is where the built client is (default dist/dashboard).
+   * port; `assetsDir` is where the built client is (default dist/dashboard/client).
    */
   dashboard?: { host?: string; port?: number; assetsDir?: string } | false;
   /** Worker nodes on demand. */

@@ -11,6 +11,7 @@ import {
 } from "../app/tenantry.js";
 import { errorMessage, UserError } from "../common/index.js";
 import { inClusterNamespace } from "../kube/index.js";
+import { endWhenStopped } from "./shutdown.js";
 
 /** The parts of tenantry one process runs; a replica can run any subset. */
 export const RUN_COMPONENTS = ["controllers", "webhooks", "gateway", "identity", "runtimes"] as const;
@@ -220,6 +221,7 @@ export function registerRunCommand(program: Command): void {
         await sleep(delaySeconds * 1000);
         await running.stop();
         logger.info("stopped");
+        endWhenStopped();
       } finally {
         await health.stop();
       }

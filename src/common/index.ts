@@ -6,6 +6,7 @@ export {
   gracefulClose,
 } from "./graceful-close.js";
 export { API_SERVER_KEEP_ALIVE_MS } from "./keep-alive.js";
+export { nodeProgram } from "./node-program.js";
 export { answerOversizedBodies } from "./oversized-body.js";
 export { cacheRoot, defaultClustersDir } from "./paths.js";
 export { createProgress, type Progress } from "./progress.js";

@@ -3,8 +3,8 @@ import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { request } from "node:https";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Node } from "@kubernetes/client-node";
+import { nodeProgram } from "../common/index.js";
 import { type AccessWebhooks, configureAccessWebhooks } from "./access-webhooks.js";
 import type { ComponentBinaries } from "./build.js";
 import { type ClientIdentity, type ClusterPki, ensureClusterPki } from "./cluster-pki.js";
@@ -66,9 +66,8 @@ export const COMPONENT_ORDER = [
 
 type Component = (typeof COMPONENT_ORDER)[number];
 
-/** The process node's agent: TypeScript run by this Node.js through tsx, as the CLI itself runs. */
-const PROCESS_NODE_MAIN = fileURLToPath(new URL("./process-node/main.ts", import.meta.url));
-const TSX_LOADER = import.meta.resolve("tsx");
+/** The process node's agent, run by this Node.js as tenantry itself runs (compiled, or through tsx). */
+const PROCESS_NODE_PROGRAM = nodeProgram("./process-node/main.ts", import.meta.url);
 
 /**
  * Capacity of the process node: room for the runtimes benchmark's hundred pods and more, and local
@@ -370,9 +369,7 @@ export class LocalCluster {
   private async launchProcessNode(state: ClusterState, binaries: ComponentBinaries): Promise<RunningProcess> {
     const podCidr = await claimPodCidr(this.dir, clusterRunning);
     return this.launch(state, "process-node", process.execPath, [
-      "--import",
-      TSX_LOADER,
-      PROCESS_NODE_MAIN,
+      ...PROCESS_NODE_PROGRAM,
       `--cluster=${this.name}`,
       `--cluster-dir=${this.dir}`,
       `--kubeconfig=${this.componentKubeconfig("processNode")}`,

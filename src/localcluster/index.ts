@@ -33,6 +33,7 @@ export {
   PROCESS_NODE_TAINT,
 } from "./process-node/constants.js";
 export { ensureJupyterServer, type JupyterServerInstall } from "./process-node/jupyter-venv.js";
+export { hurryStopping } from "./processes.js";
 export {
   type ClusterSpec,
   defaultClusters,

@@ -129,7 +129,7 @@ describe("backup agents hold no store credential and reach only their own backup
           },
         },
       })
-    ).status!.token;
+    ).status!.token!;
 
   const presign = async (broker: string, bearer: string | undefined, body: object) => {
     const res = await fetch(`${broker}${PRESIGN_PATH}`, {
