@@ -12,8 +12,8 @@ import type { TenantryEndpoints } from "../app/embedded.js";
 import { ENDPOINTS_FILE } from "../app/embedded.js";
 import { createProgress, defaultClustersDir, UserError } from "../common/index.js";
 import { loadKubeConfig, resolveKubeconfig } from "./kube-context.js";
+import { collect, EXIT } from "./objects.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
-import { EXIT } from "./tenant.js";
 
 interface Connection {
   url: string;
@@ -44,10 +44,6 @@ interface StatusAnswer {
     message?: string;
     applyMs?: number;
   }[];
-}
-
-function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, value];
 }
 
 /** Where the API is and who calls it: --url/--ca-file or tenantry.json; the kubeconfig's credentials or --token. */

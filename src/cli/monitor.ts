@@ -8,8 +8,8 @@ import { UserError } from "../common/index.js";
 import type { MonitorRule } from "../monitor/index.js";
 import { TENANTRY_GROUP, TENANTS_VERSION } from "../tenants/index.js";
 import { loadKubeConfig } from "./kube-context.js";
+import { EXIT } from "./objects.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
-import { EXIT } from "./tenant.js";
 
 const coordinates = { group: TENANTRY_GROUP, version: TENANTS_VERSION, plural: "monitorrules" };
 

@@ -10,8 +10,8 @@ import { ClusterClient, describeError, isAlreadyExists } from "../kube/index.js"
 import type { Runtime } from "../runtimes/index.js";
 import { TENANTS_API_VERSION } from "../tenants/index.js";
 import { loadKubeConfig } from "./kube-context.js";
+import { EXIT } from "./objects.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
-import { EXIT } from "./tenant.js";
 
 interface BackupOptions {
   kubeconfig?: string;
