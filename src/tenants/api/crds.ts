@@ -66,7 +66,8 @@ export const TENANT_CRD: CustomResourceDefinition = customResourceDefinition({
       name: "Quota",
       type: "string",
       jsonPath: ".status.usage.summary",
-      description: "Usage against the quota.",
+      description:
+        "The most used resources as shares of the quota (every resource: tenantry tenant usage NAME).",
     },
     READY_COLUMN,
     AGE_COLUMN,
@@ -118,10 +119,10 @@ export const TENANT_RESOURCE_QUOTA_CRD: CustomResourceDefinition = customResourc
   printerColumns: [
     { name: "Tenant", type: "string", jsonPath: ".spec.tenant", description: "Tenant the quota covers." },
     {
-      name: "Used/Hard",
+      name: "Usage",
       type: "string",
       jsonPath: ".status.summary",
-      description: "Usage against the limits.",
+      description: "The most used resources as shares of the limits (every resource: -o yaml).",
     },
     AGE_COLUMN,
     { ...READY_COLUMN, priority: 1 },
