@@ -151,12 +151,14 @@ const cloudPath = (project: string, cloud: string) =>
   `/v2/projects/${encodeURIComponent(project)}/logical-clouds/${encodeURIComponent(cloud)}`;
 
 /** kubectl's set-based selector syntax, one requirement per comma: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a)`, `k`, `!k`. */
+type SelectorOperator = "In" | "NotIn" | "Exists" | "DoesNotExist";
+
 export function parseSelector(text: string): {
   matchLabels?: Record<string, string>;
-  matchExpressions?: { key: string; operator: string; values?: string[] }[];
+  matchExpressions?: { key: string; operator: SelectorOperator; values?: string[] }[];
 } {
   const matchLabels: Record<string, string> = {};
-  const matchExpressions: { key: string; operator: string; values?: string[] }[] = [];
+  const matchExpressions: { key: string; operator: SelectorOperator; values?: string[] }[] = [];
   const parts = text.match(/[^,(]+(\([^)]*\))?/g) ?? [];
   const forms: [RegExp, (m: RegExpExecArray) => void][] = [
     [

@@ -2,6 +2,7 @@
 import { Command, CommanderError } from "commander";
 import { UserError } from "../common/index.js";
 import { describeError, statusCode, statusOf, statusReason } from "../kube/index.js";
+import { registerCapabilityCommands } from "./capabilities.js";
 import { registerCloudCommands } from "./cloud.js";
 import { registerClusterCommands } from "./cluster.js";
 import { registerDevCommands } from "./dev.js";
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
   registerClusterCommands(program);
   registerCloudCommands(program);
   registerNodeCommands(program);
+  registerCapabilityCommands(program);
   registerDoctorCommand(program);
   return program;
 }
