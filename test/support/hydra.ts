@@ -13,6 +13,7 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import pRetry from "p-retry";
 import { Agent, request } from "undici";
 import { stringify } from "yaml";
 import { ensureHydra, freePort } from "../../src/localcluster/index.js";
@@ -93,6 +94,8 @@ async function call(
   const response = await request(url, {
     method,
     dispatcher,
+    // A connection per request: Hydra (Go's server) may close an idle one just as it is reused.
+    reset: true,
     headers: options.headers ?? {},
     ...(options.body !== undefined ? { body: options.body } : {}),
   });
@@ -167,6 +170,22 @@ async function waitReady(dispatcher: Agent, url: string, child: ChildProcess, lo
   throw new Error(`hydra was not ready at ${url} within 120 s; see ${logFile}`);
 }
 
+function isConnectionCut(err: NodeJS.ErrnoException): boolean {
+  return err.code === "ECONNRESET" || err.code === "UND_ERR_SOCKET";
+}
+
+/** `call` again while Hydra cuts the connection or answers that it has no such thing yet, for up to 2 minutes. */
+function untilAnswered<T>(call: () => Promise<T>): Promise<T> {
+  return pRetry(call, {
+    retries: 1000,
+    minTimeout: 500,
+    maxTimeout: 2000,
+    maxRetryTime: 120_000,
+    shouldRetry: ({ error }) =>
+      isConnectionCut(error as NodeJS.ErrnoException) || / answered 404:/.test(error.message),
+  });
+}
+
 /** Builds Hydra if needed and starts one instance of it. */
 export async function startHydra(): Promise<RunningHydra> {
   const { program, version } = await ensureHydra();
@@ -196,15 +215,6 @@ export async function startHydra(): Promise<RunningHydra> {
     await dispatcher.close();
     rmSync(dir, { recursive: true, force: true });
   };
-  try {
-    await waitReady(dispatcher, publicUrl, child, logFile);
-    await waitReady(dispatcher, adminUrl, child, logFile);
-  } catch (err) {
-    const tail = readFileSync(logFile, "utf8").trimEnd().split("\n").slice(-15).join("\n");
-    await stop();
-    throw new Error(`${(err as Error).message}\n${tail}`);
-  }
-
   const json = async <T>(answer: Answer, what: string): Promise<T> => {
     if (answer.status >= 300) throw new Error(`${what} answered ${answer.status}: ${answer.text}`);
     return (answer.text ? JSON.parse(answer.text) : {}) as T;
@@ -217,7 +227,22 @@ export async function startHydra(): Promise<RunningHydra> {
     }).then((answer) => json<T>(answer, `hydra admin ${method} ${path}`));
   const publicJson = <T>(path: string) =>
     call(dispatcher, "GET", `${publicUrl}${path}`).then((answer) => json<T>(answer, `hydra GET ${path}`));
-  const discovery = await publicJson<{ issuer: string }>("/.well-known/openid-configuration");
+  let discovery: { issuer: string };
+  try {
+    await waitReady(dispatcher, publicUrl, child, logFile);
+    await waitReady(dispatcher, adminUrl, child, logFile);
+    // The first discovery makes Hydra generate its ID-token signing key (RSA 4096): on a busy
+    // machine that outlasts its server's write timeout, which then resets the connection.
+    discovery = await untilAnswered(() =>
+      publicJson<{ issuer: string }>("/.well-known/openid-configuration"),
+    );
+    // Likewise any other key the published key set needs: a relying party's first fetch is then quick.
+    await untilAnswered(() => publicJson("/.well-known/jwks.json"));
+  } catch (err) {
+    const tail = readFileSync(logFile, "utf8").trimEnd().split("\n").slice(-15).join("\n");
+    await stop();
+    throw new Error(`hydra did not start: ${(err as Error).message}\n${tail}`);
+  }
 
   /** Follows Hydra's redirects (with the flow's cookies) until they leave Hydra's public origin. */
   const browse = async (jar: CookieJar, url: string): Promise<URL> => {
@@ -318,7 +343,14 @@ export async function startHydra(): Promise<RunningHydra> {
     },
     async rotateIdTokenKey() {
       const kid = `rotated-${randomBytes(6).toString("hex")}`;
-      await admin("POST", `/admin/keys/${ID_TOKEN_KEY_SET}`, { alg: "RS256", kid, use: "sig" });
+      // Generating the key may outlast Hydra's write timeout (the connection is then reset): the
+      // key is made all the same, so the outcome is read back rather than asked for again.
+      await admin("POST", `/admin/keys/${ID_TOKEN_KEY_SET}`, { alg: "RS256", kid, use: "sig" }).catch(
+        (err: NodeJS.ErrnoException) => {
+          if (!isConnectionCut(err)) throw err;
+        },
+      );
+      await untilAnswered(() => admin("GET", `/admin/keys/${ID_TOKEN_KEY_SET}/${kid}`));
       return kid;
     },
     stop,
