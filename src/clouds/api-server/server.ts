@@ -16,7 +16,12 @@ import Fastify, {
 } from "fastify";
 import type { Logger } from "pino";
 import { type ClusterRegistry, ClusterUnavailable } from "../../clusters/index.js";
-import { answerOversizedBodies, replaceServingCertificate } from "../../common/index.js";
+import {
+  ProblemError,
+  problemServerOptions,
+  replaceServingCertificate,
+  serveProblems,
+} from "../../common/index.js";
 import type { Caller } from "../../gateway/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
@@ -109,21 +114,11 @@ export interface LogicalCloudsApiOptions {
   logger?: Logger;
 }
 
-class ProblemError extends Error {
-  constructor(
-    readonly status: number,
-    readonly title: string,
-    detail: string,
-    readonly field?: string,
-    readonly limit?: string | number,
-  ) {
-    super(detail);
-  }
-}
-
-const badRequest = (detail: string, field?: string) => new ProblemError(400, "bad request", detail, field);
-const notFound = (detail: string, field?: string) => new ProblemError(404, "not found", detail, field);
-const conflict = (detail: string, field?: string) => new ProblemError(409, "conflict", detail, field);
+const badRequest = (detail: string, field?: string) =>
+  new ProblemError(400, "bad request", detail, { field });
+const notFound = (detail: string, field?: string) => new ProblemError(404, "not found", detail, { field });
+const conflict = (detail: string, field?: string, headers: Record<string, string> = {}) =>
+  new ProblemError(409, "conflict", detail, { field }, headers);
 
 /** A sub-resource kept as a list in the LogicalCloud's spec (DCM keeps each as its own object). */
 interface SubResource<T extends { name: string }> {
@@ -201,6 +196,7 @@ export class LogicalCloudsApi {
   private build(): FastifyInstance {
     const { tls } = this.options;
     const app = Fastify({
+      ...problemServerOptions({ bodyLimit: MAX_BODY_BYTES }),
       https: {
         cert: tls.certPem,
         key: tls.keyPem,
@@ -208,7 +204,6 @@ export class LogicalCloudsApi {
           ? { ca: this.options.clientCaPem, requestCert: true, rejectUnauthorized: false }
           : {}),
       },
-      bodyLimit: MAX_BODY_BYTES,
       forceCloseConnections: true,
       ajv: { customOptions: { allErrors: false, coerceTypes: false, removeAdditional: false } },
     }) as unknown as FastifyInstance;
@@ -243,96 +238,15 @@ export class LogicalCloudsApi {
         security: [{ bearer: [] }],
       },
     });
-    answerOversizedBodies(app, 8 * MAX_BODY_BYTES);
-    app.setErrorHandler(
-      (
-        err: Error & {
-          validation?: { instancePath?: string; message?: string; params?: Record<string, unknown> }[];
-          validationContext?: string;
-          statusCode?: number;
-          code?: string;
-        },
-        _request,
-        reply,
-      ) => {
-        if (err instanceof ProblemError) return this.problem(reply, err);
-        if (err instanceof ClusterUnavailable) {
-          return this.problem(reply, new ProblemError(503, "cluster unavailable", err.message, "cluster"));
-        }
-        if (err instanceof FieldError)
-          return this.problem(
-            reply,
-            new ProblemError(
-              err.status,
-              err.status === 422 ? "unprocessable" : "bad request",
-              err.message,
-              err.field,
-              err.limit,
-            ),
-          );
-        if (err.validation) {
-          const issue = err.validation[0];
-          const missing = issue?.params?.missingProperty as string | undefined;
-          const path = (issue?.instancePath ?? "").replace(/^\//, "").replace(/\//g, ".");
-          const field =
-            [err.validationContext === "body" ? "" : err.validationContext, path, missing]
-              .filter(Boolean)
-              .join(".") ||
-            (err.validationContext ?? "request");
-          const status = err.validationContext === "body" ? 422 : 400;
-          return this.problem(
-            reply,
-            new ProblemError(
-              status,
-              status === 422 ? "unprocessable" : "bad request",
-              `${field}: ${issue?.message ?? "invalid"}`,
-              field,
-            ),
-          );
-        }
-        if (err.statusCode === 413) {
-          return this.problem(
-            reply,
-            new ProblemError(
-              400,
-              "bad request",
-              `body: larger than ${MAX_BODY_BYTES} bytes`,
-              "body",
-              MAX_BODY_BYTES,
-            ),
-          );
-        }
-        if (err.statusCode && err.statusCode < 500)
-          return this.problem(reply, new ProblemError(err.statusCode, "bad request", err.message));
-        const code = statusCode(err);
-        if (code !== undefined && code >= 400 && code < 500) {
-          // The API server refused a write the request asked for (its own validation): the request's fault.
-          return this.problem(
-            reply,
-            new ProblemError(
-              code === 409 ? 409 : 400,
-              "refused",
-              statusOf(err)?.message ?? describeError(err),
-            ),
-          );
-        }
-        if (code !== undefined || /ECONNREFUSED|ECONNRESET|aborted/i.test(describeError(err))) {
-          return this.problem(
-            reply,
-            new ProblemError(
-              503,
-              "unavailable",
-              `the cluster holding the logical clouds did not answer: ${describeError(err)}`,
-            ),
-          );
-        }
-        this.logger.error({ err }, "logical-clouds API request failed");
-        return this.problem(reply, new ProblemError(500, "internal error", describeError(err)));
-      },
-    );
-    app.setNotFoundHandler((request, reply) =>
-      this.problem(reply, notFound(`no route ${request.method} ${request.url.split("?")[0]}`)),
-    );
+    serveProblems(app, {
+      bodyLimit: MAX_BODY_BYTES,
+      // DCM answers a body that is not what the route takes 422.
+      bodyValidationStatus: 422,
+      translate: (err) => cloudsProblem(err),
+      describeInternal: describeError,
+      logger: this.logger,
+      what: "logical-clouds API request",
+    });
     const problems: Record<number, unknown> = {
       400: Problem,
       401: Problem,
@@ -920,7 +834,7 @@ export class LogicalCloudsApi {
       const reference = item as unknown as ClusterReference;
       if (reference.cluster) {
         const { problem } = resolveReference(reference, this.options.registry);
-        if (problem) throw new ProblemError(404, "not found", problem.message, "spec.cluster");
+        if (problem) throw notFound(problem.message, "spec.cluster");
       }
     }
   }
@@ -975,7 +889,7 @@ export class LogicalCloudsApi {
         problem.status,
         problem.status === 404 ? "not found" : "bad request",
         `cluster reference "${problem.reference}": ${problem.message}`,
-        `cluster-references.${problem.reference}`,
+        { field: `cluster-references.${problem.reference}` },
       );
     }
   }
@@ -1164,19 +1078,35 @@ export class LogicalCloudsApi {
       }
     }
   }
+}
 
-  private problem(reply: FastifyReply, err: ProblemError) {
-    return reply
-      .code(err.status)
-      .type("application/problem+json")
-      .send({
-        title: err.title,
-        status: err.status,
-        detail: err.message,
-        ...(err.field ? { field: err.field } : {}),
-        ...(err.limit !== undefined ? { limit: err.limit } : {}),
-      });
+/** The logical clouds' own errors, and the API server's refusals of the writes a request asked for. */
+function cloudsProblem(err: Error): ProblemError | undefined {
+  if (err instanceof ClusterUnavailable) {
+    return new ProblemError(503, "cluster unavailable", err.message, { field: "cluster" });
   }
+  if (err instanceof FieldError) {
+    const title = err.status === 422 ? "unprocessable" : "bad request";
+    return new ProblemError(err.status, title, err.message, { field: err.field, limit: err.limit });
+  }
+  if ((err as { statusCode?: number }).statusCode !== undefined) return undefined;
+  const code = statusCode(err);
+  if (code !== undefined && code >= 400 && code < 500) {
+    // The API server refused a write the request asked for (its own validation): the request's fault.
+    return new ProblemError(
+      code === 409 ? 409 : 400,
+      "refused",
+      statusOf(err)?.message ?? describeError(err),
+    );
+  }
+  if (code !== undefined || /ECONNREFUSED|ECONNRESET|aborted/i.test(describeError(err))) {
+    return new ProblemError(
+      503,
+      "unavailable",
+      `the cluster holding the logical clouds did not answer: ${describeError(err)}`,
+    );
+  }
+  return undefined;
 }
 
 export async function startLogicalCloudsApi(options: LogicalCloudsApiOptions): Promise<LogicalCloudsApi> {
