@@ -160,12 +160,14 @@ const answered = new WeakSet<Duplex>();
 /**
  * A server's `clientError` handler: the refusal as a problem, never a bare status line. Once per
  * connection (a parser that failed fails again on every later chunk); nothing is written when a
- * response on the connection has already begun.
+ * response on the connection has already begun. `write` renders it (the gateway speaks
+ * Kubernetes' Status instead).
  */
 export function answerClientError(
   err: Error & { code?: string; reason?: string },
   socket: Duplex,
   maxHeaderSize = defaultMaxHeaderSize,
+  write: (socket: Duplex, problem: Problem) => void = writeProblemToSocket,
 ): void {
   if (answered.has(socket) || socket.destroyed) return;
   answered.add(socket);
@@ -175,5 +177,5 @@ export function answerClientError(
     socket.destroy();
     return;
   }
-  writeProblemToSocket(socket, problem);
+  write(socket, problem);
 }
