@@ -55,8 +55,8 @@ import {
   userKubeconfig,
 } from "../credentials.js";
 import type { CloudInformers } from "../informers.js";
-import { cloudUsers, hasNamespacePermission, levelOf } from "../plan.js";
-import { ensureProjectNamespace } from "../projects.js";
+import { cloudUsers, deleteRefusal, hasNamespacePermission, levelOf } from "../plan.js";
+import { ensureProjectNamespace, leftoverProjectNamespace } from "../projects.js";
 import { resolveReference, selectClusters } from "../selection.js";
 import { FieldError } from "../validation.js";
 import {
@@ -119,6 +119,16 @@ const badRequest = (detail: string, field?: string) =>
 const notFound = (detail: string, field?: string) => new ProblemError(404, "not found", detail, { field });
 const conflict = (detail: string, field?: string, headers: Record<string, string> = {}) =>
   new ProblemError(409, "conflict", detail, { field }, headers);
+
+/** A project of that name is still being deleted: asking again in a few seconds will do. */
+const stillGoing = (project: string, why: string) =>
+  conflict(
+    `project "${project}" was deleted and is still going (${why}): create it again in a few seconds`,
+    "metadata.name",
+    { "retry-after": "2" },
+  );
+/** How long deleting a project waits for it to be gone (its namespace removed) before answering. */
+const PROJECT_DELETE_WAIT_MS = 20_000;
 
 /** A sub-resource kept as a list in the LogicalCloud's spec (DCM keeps each as its own object). */
 interface SubResource<T extends { name: string }> {
@@ -266,6 +276,9 @@ export class LogicalCloudsApi {
         async (request, reply) => {
           const caller = await this.authorized(request, { verb: "create", resource: "projects" });
           const { name, spec } = projectFromBody(request.body as Record<string, unknown> | undefined);
+          // A project deleted a moment ago may still be going: refused before anything is made.
+          const leftover = await leftoverProjectNamespace(this.options.client, name);
+          if (leftover) throw stillGoing(name, leftover);
           let project: Project;
           try {
             project = (await this.options.client.objects.create({
@@ -275,8 +288,12 @@ export class LogicalCloudsApi {
               spec,
             })) as Project;
           } catch (err) {
-            if (isAlreadyExists(err)) throw conflict(`project "${name}" already exists`, "metadata.name");
-            throw err;
+            if (!isAlreadyExists(err)) throw err;
+            const existing = await this.liveProject(name);
+            if (existing?.metadata?.deletionTimestamp) {
+              throw stillGoing(name, "its namespace and logical clouds are still being removed");
+            }
+            throw conflict(`project "${name}" already exists`, "metadata.name");
           }
           await ensureProjectNamespace(this.options.client, project);
           return reply.code(201).send(projectToBody(project));
@@ -354,9 +371,13 @@ export class LogicalCloudsApi {
               `project "${project}" still has logical clouds: ${clouds.items.map((c) => c.metadata!.name).join(", ")}; delete them first`,
             );
           }
-          await this.options.client.objects.delete(found).catch((err: unknown) => {
-            if (!isNotFound(err)) throw err;
-          });
+          // In the foreground: the project goes once its namespace has, so its name is then free.
+          await this.options.client.objects
+            .delete(found, undefined, undefined, undefined, undefined, "Foreground")
+            .catch((err: unknown) => {
+              if (!isNotFound(err)) throw err;
+            });
+          await this.projectGone(project, PROJECT_DELETE_WAIT_MS);
           return reply.code(204).send();
         },
       );
@@ -487,10 +508,13 @@ export class LogicalCloudsApi {
         },
         async (request, reply) => {
           const cloud = await this.cloudFor(request, "delete");
-          const deployed = cloud.status?.deployedStatus;
-          if (cloud.spec.lifecycle && deployed !== "Terminated" && deployed !== "TerminateFailed") {
+          const refusal = deleteRefusal(cloud);
+          if (refusal) {
+            // While clusters are being cleaned up, asking again shortly will do.
             throw conflict(
-              `logical cloud "${cloud.metadata!.name}" is ${deployed ?? "being instantiated"}: terminate it first`,
+              refusal.detail,
+              "status.deployedStatus",
+              refusal.soon ? { "retry-after": "2" } : {},
             );
           }
           await this.options.client.objects.delete(cloud).catch((err: unknown) => {
@@ -986,6 +1010,29 @@ export class LogicalCloudsApi {
     );
   }
 
+  private async liveProject(name: string): Promise<Project | undefined> {
+    try {
+      return (await this.options.client.objects.read({
+        apiVersion: TENANTS_API_VERSION,
+        kind: "Project",
+        metadata: { name },
+      })) as Project;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /** Waits until the project is gone, up to `timeoutMs`; whether it is. */
+  private async projectGone(name: string, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (!(await this.liveProject(name))) return true;
+      if (Date.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+
   private async projectOr404(name: string): Promise<Project> {
     const cached = this.options.informers.projects.get(undefined, name);
     if (cached && !cached.metadata?.deletionTimestamp) return cached;
@@ -1091,6 +1138,18 @@ function cloudsProblem(err: Error): ProblemError | undefined {
   }
   if ((err as { statusCode?: number }).statusCode !== undefined) return undefined;
   const code = statusCode(err);
+  const status = statusOf(err) as { details?: { causes?: { reason?: string }[] } } | undefined;
+  if (status?.details?.causes?.some((c) => c.reason === "NamespaceTerminating")) {
+    // The project went (or is going) meanwhile: nothing can be made in its namespace any more.
+    return new ProblemError(
+      409,
+      "conflict",
+      `the project is being deleted: ${statusOf(err)?.message ?? ""}`,
+      {
+        field: "project",
+      },
+    );
+  }
   if (code !== undefined && code >= 400 && code < 500) {
     // The API server refused a write the request asked for (its own validation): the request's fault.
     return new ProblemError(
