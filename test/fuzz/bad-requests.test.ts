@@ -31,6 +31,8 @@ interface Server {
   bodyLimit: number;
   /** A route with a path parameter ({} is where the parameter goes), if the server has one. */
   param?: string;
+  /** What a segment over the router's limit gets, when not its 414 (a catch-all route takes it). */
+  longSegment?: number;
   /** A path no route serves, and what it gets (default 404). */
   missing?: { path: string; status: number };
 }
@@ -92,6 +94,8 @@ const SERVERS: Server[] = [
     post: "/api/login",
     bodyLimit: 64 * 1024,
     param: "/api/tenants/{}",
+    // The catch-all /api/* takes what /api/tenants/:name cannot: the session check answers first.
+    longSegment: 401,
     // Every other path is a page of the client; the API wants a session first.
     missing: { path: "/api/no/such/route", status: 401 },
   },
@@ -102,12 +106,12 @@ const head = (method: string, path: string, more = "") =>
 const postHead = (path: string, bytes: number) =>
   head("POST", path, `content-type: application/json\r\ncontent-length: ${bytes}\r\n`);
 
-/** Request lines and headers node's parser refuses. */
-const MALFORMED = [
+/** Request lines, headers and bodies node's parser refuses (the body's to a route that reads it). */
+const malformed = (post: string) => [
   "GET /healthz HTTP/9.9\r\nhost: x\r\n\r\n",
   "G\u0000T / HTTP/1.1\r\nhost: x\r\n\r\n",
   "GET / HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\nabc",
-  "POST / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
+  `POST ${post} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n`,
   "GET / HTTP/1.1\r\nbad header without colon\r\n\r\n",
   "\u0016\u0003\u0001 not http at all\r\n\r\n",
 ];
@@ -158,8 +162,12 @@ describe(`bad requests to every server get problems (seed ${SEED})`, () => {
           const answer = firstAnswer(
             await exchange(target, head("GET", server.param!.replace("{}", segment))),
           );
-          assert.equal(answer.status, 414, answer.body);
           assertProblem(answer);
+          if (server.longSegment) {
+            assert.equal(answer.status, server.longSegment, answer.body);
+            return;
+          }
+          assert.equal(answer.status, 414, answer.body);
           assert.equal(answer.json.field, "path");
           assert.equal(answer.json.limit, MAX_PARAM_LENGTH);
         });
@@ -178,7 +186,7 @@ describe(`bad requests to every server get problems (seed ${SEED})`, () => {
       it("malformed requests: 400 problems", async (t) => {
         const target = await server.target();
         if (!target) return t.skip("not served in this run");
-        for (const request of MALFORMED) {
+        for (const request of malformed(server.post)) {
           const answer = firstAnswer(await exchange(target, request));
           assert.equal(answer.status, 400, `${JSON.stringify(request)}: ${answer.body}`);
           assertProblem(answer);
@@ -199,7 +207,10 @@ describe(`bad requests to every server get problems (seed ${SEED})`, () => {
 
     it("malformed requests and headers over the limit: a Status with the code", async () => {
       for (const [request, code] of [
-        ...MALFORMED.map((r) => [r, 400] as const),
+        // A bad chunk is left out: the gateway streams bodies on, and may refuse the request first.
+        ...malformed("/")
+          .filter((r) => !r.includes("chunked"))
+          .map((r) => [r, 400] as const),
         [head("GET", "/api", `x-filler: ${"h".repeat(2 * NODE_MAX_HEADER_SIZE)}\r\n`), 431] as const,
       ]) {
         const answer = firstAnswer(await exchange(target, request));
