@@ -5,13 +5,16 @@ import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
 import type { Logger } from "pino";
 import {
   API_SERVER_KEEP_ALIVE_MS,
-  answerOversizedBodies,
   drainingServerOptions,
   echoRequestId,
   type GracefulClose,
   gracefulClose,
+  ProblemError,
+  problemServerOptions,
   replaceServingCertificate,
+  replyProblem,
   requestIdOptions,
+  serveProblems,
 } from "../common/index.js";
 import { type AdmissionDecision, type AdmissionRequest, toReviewResponse } from "./review.js";
 import {
@@ -29,10 +32,7 @@ export const OPENAPI_PATH = "/openapi.json";
 const BODY_LIMIT = 8 * 1024 * 1024;
 
 function problem(reply: FastifyReply, status: number, title: string, detail: string) {
-  return reply
-    .code(status)
-    .type("application/problem+json")
-    .send({ type: "about:blank", title, status, detail });
+  return replyProblem(reply, new ProblemError(status, title, detail));
 }
 
 /**
@@ -96,8 +96,8 @@ export class WebhookServer {
 
   constructor(private readonly options: WebhookServerOptions) {
     this.app = Fastify({
+      ...problemServerOptions({ bodyLimit: BODY_LIMIT }),
       https: { cert: options.tls.serving.certPem, key: options.tls.serving.keyPem },
-      bodyLimit: BODY_LIMIT,
       // One log line per admission request would drown everything else; keep warnings and errors.
       ...(options.logger
         ? { loggerInstance: options.logger.child({ component: "webhooks" }, { level: "warn" }) }
@@ -119,17 +119,7 @@ export class WebhookServer {
         },
       },
     });
-    answerOversizedBodies(this.app, 8 * BODY_LIMIT);
-    this.app.setErrorHandler((err: Error & { validation?: unknown; statusCode?: number }, request, reply) => {
-      if (err.validation) return problem(reply, 400, "not an AdmissionReview", err.message);
-      if (err.statusCode && err.statusCode < 500)
-        return problem(reply, err.statusCode, "bad request", err.message);
-      request.log.error({ err }, "webhook request failed");
-      return problem(reply, 500, "webhook failed", err.message);
-    });
-    this.app.setNotFoundHandler((request, reply) =>
-      problem(reply, 404, "not found", `no webhook at ${request.method} ${request.url.split("?")[0]}`),
-    );
+    serveProblems(this.app, { bodyLimit: BODY_LIMIT, what: "webhook request" });
     this.app.get("/healthz", { schema: { hide: true } }, async () => "ok");
     this.app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => this.app.swagger());
   }

@@ -14,7 +14,7 @@ import Fastify, {
   type InjectOptions,
 } from "fastify";
 import type { Logger } from "pino";
-import { answerOversizedBodies } from "../../common/index.js";
+import { ProblemError, problemServerOptions, serveProblems } from "../../common/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
   type ClusterClient,
@@ -97,18 +97,6 @@ interface Answer {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
-}
-
-class ProblemError extends Error {
-  constructor(
-    readonly status: number,
-    readonly title: string,
-    detail: string,
-    readonly extra: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(detail);
-  }
 }
 
 const keyOf = runtimeKeyOf;
@@ -205,7 +193,7 @@ export class RuntimesAdmin {
 
   private build(): FastifyInstance {
     const app = Fastify({
-      bodyLimit: MAX_BODY_BYTES,
+      ...problemServerOptions({ bodyLimit: MAX_BODY_BYTES }),
       forceCloseConnections: true,
       ajv: { customOptions: { allErrors: false, coerceTypes: true } },
     }) as unknown as FastifyInstance;
@@ -221,37 +209,12 @@ export class RuntimesAdmin {
         security: [{ bearer: [] }],
       },
     });
-    answerOversizedBodies(app, 8 * MAX_BODY_BYTES);
-    app.setErrorHandler(
-      (
-        err: Error & { validation?: ValidationIssue[]; validationContext?: string; statusCode?: number },
-        _request,
-        reply,
-      ) => {
-        if (err instanceof ProblemError) return this.problem(reply, err);
-        if (err.validation) return this.problem(reply, invalidRequest(err.validation, err.validationContext));
-        if (err.statusCode === 413) {
-          return this.problem(
-            reply,
-            new ProblemError(400, "invalid request", `the body is larger than ${MAX_BODY_BYTES} bytes`, {
-              field: "body",
-              limit: MAX_BODY_BYTES,
-            }),
-          );
-        }
-        if (err.statusCode && err.statusCode < 500) {
-          return this.problem(reply, new ProblemError(err.statusCode, "bad request", err.message));
-        }
-        this.logger.error({ err }, "runtimes Admin API request failed");
-        return this.problem(reply, new ProblemError(500, "internal error", describeError(err)));
-      },
-    );
-    app.setNotFoundHandler((request, reply) =>
-      this.problem(
-        reply,
-        new ProblemError(404, "not found", `no route ${request.method} ${request.url.split("?")[0]}`),
-      ),
-    );
+    serveProblems(app, {
+      bodyLimit: MAX_BODY_BYTES,
+      logger: this.logger,
+      what: "runtimes Admin API request",
+      describeInternal: describeError,
+    });
 
     const problems = {
       400: Problem,
@@ -973,14 +936,6 @@ export class RuntimesAdmin {
     for (const [k, v] of Object.entries(answer.headers ?? {})) reply.header(k, v);
     return reply.code(answer.status).send(answer.body);
   }
-
-  private problem(reply: FastifyReply, err: ProblemError) {
-    for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
-    return reply
-      .code(err.status)
-      .type("application/problem+json")
-      .send({ type: "about:blank", title: err.title, status: err.status, detail: err.message, ...err.extra });
-  }
 }
 
 interface Acting {
@@ -988,26 +943,6 @@ interface Acting {
   /** The caller acts for another user (a delegation, or a runtime's agent). */
   delegated: boolean;
   agent?: Extract<Caller, { kind: "agent" }>;
-}
-
-interface ValidationIssue {
-  instancePath: string;
-  keyword: string;
-  params: Record<string, unknown>;
-  message?: string;
-}
-
-/** Ajv's complaint as a problem naming the field and the limit it broke. */
-function invalidRequest(issues: ValidationIssue[], context = "request"): ProblemError {
-  const issue = issues[0]!;
-  const path = issue.instancePath.replace(/^\//, "").replaceAll("/", ".");
-  const field = path || (issue.params.missingProperty as string | undefined) || context;
-  const limitKey = ["limit", "pattern", "format", "allowedValues"].find((k) => k in issue.params);
-  const limit = limitKey ? (issue.params[limitKey] as string | number) : undefined;
-  return new ProblemError(400, "invalid request", `${context} ${field}: ${issue.message ?? issue.keyword}`, {
-    field,
-    ...(limit !== undefined ? { limit: Array.isArray(limit) ? limit.join(", ") : limit } : {}),
-  });
 }
 
 function decodeContinue(token: string): string {
