@@ -29,6 +29,7 @@ import {
   describeError,
   formatKubeTime,
   isNotFound,
+  isTransportError,
   objectKey,
   type ReconcileContext,
   type ReconcileResult,
@@ -130,17 +131,6 @@ async function step<T>(what: string, fn: () => Promise<T>): Promise<T> {
     if (err instanceof Refusal || err instanceof StepError) throw err;
     throw new StepError(what, err);
   }
-}
-
-/** A request that never got an answer: refused connection, reset, deadline passed. */
-export function isConnectionError(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  const e = err as Error & { code?: string; type?: string };
-  if (e.name === "AbortError" || e.name === "TimeoutError" || e.type === "system" || e.type === "aborted")
-    return true;
-  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|socket hang up|socket disconnected|aborted|timed? ?out|Failed to fetch/i.test(
-    `${e.code ?? ""} ${e.message}`,
-  );
 }
 
 /** An object's resourceVersion as a number (one API server's are ordered), if it is one. */
@@ -787,7 +777,7 @@ export class LogicalCloudController {
       reason = cause.reason;
       connectivity = "Unknown";
       message = cause.message;
-    } else if (isConnectionError(cause)) {
+    } else if (isTransportError(cause)) {
       reason = "Unreachable";
       connectivity = "Retrying";
     } else if (statusCode(cause) === undefined) {
