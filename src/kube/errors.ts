@@ -83,7 +83,8 @@ export function rootCause(err: unknown): unknown {
   return current;
 }
 
-const TRANSPORT_CODES = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|ENOTFOUND|EAI_AGAIN|UND_ERR_\w+)$/;
+const TRANSPORT_CODES =
+  /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|ENOTFOUND|EAI_AGAIN|UND_ERR_\w+)$/;
 
 /**
  * The request never got an HTTP answer: refused, reset, timed out, aborted, unresolvable.
@@ -93,7 +94,8 @@ export function isTransportError(err: unknown): boolean {
   if (statusCode(err) !== undefined) return false;
   for (let current: unknown = err, depth = 0; isRecord(current) && depth < 6; depth++) {
     const e = current as { name?: unknown; code?: unknown; type?: unknown; message?: unknown };
-    if (e.name === "AbortError" || e.name === "TimeoutError" || e.type === "system" || e.type === "aborted") return true;
+    if (e.name === "AbortError" || e.name === "TimeoutError" || e.type === "system" || e.type === "aborted")
+      return true;
     if (typeof e.code === "string" && TRANSPORT_CODES.test(e.code)) return true;
     if (
       typeof e.message === "string" &&
