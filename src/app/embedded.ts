@@ -80,6 +80,7 @@ export async function startEmbeddedTenantry(
     logger,
     clusterLabels: state.spec.labels ?? {},
     storage: embeddedStorage(state),
+    ...(state.webhookClient ? { webhookClientCa: await readFile(state.webhookClient.caFile, "utf8") } : {}),
     ...extra,
     ...(access
       ? {

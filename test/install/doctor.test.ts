@@ -5,7 +5,7 @@
  * certificate about to expire, tenantry stopped) and each is named with its fix.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -24,7 +24,7 @@ import {
   TENANTRY_NAMESPACE,
 } from "../../src/app/tenantry.js";
 import { type ClusterClient, loadClusterClient } from "../../src/kube/index.js";
-import { ClusterHarness, type ClusterState } from "../../src/localcluster/index.js";
+import { ClusterHarness, type ClusterState, webhookClientCaFile } from "../../src/localcluster/index.js";
 import {
   createCertificateAuthority,
   issueCertificate,
@@ -95,6 +95,7 @@ describe("tenantry doctor", { timeout: 15 * 60_000 }, () => {
       tenantry = await startTenantry({
         cluster: cluster.name,
         kubeconfig: cluster.kubeconfig,
+        webhookClientCa: await readFile(webhookClientCaFile(cluster), "utf8"),
         logger: pino({ level: "silent" }),
         gateway: false,
         runtimesAdmin: false,
