@@ -77,6 +77,13 @@ export interface AdmissionWebhook {
    */
   matchConditions?: { name: string; expression: string }[];
   timeoutSeconds?: number;
+  /**
+   * Sent for requests in every namespace (kube-system and tenantry's own too) and from every
+   * requester, failing as failurePolicy says, where other webhooks exempt the cluster's own: for a
+   * guard whose matchConditions pick only what tenantry must decide even of a cluster identity (a
+   * worker node's kubelet) and whose outage only delays it.
+   */
+  everywhere?: boolean;
   /** `NoneOnDryRun` for webhooks that write (reservations) except on dry runs; default `None`. */
   sideEffects?: "None" | "NoneOnDryRun";
   handle(request: AdmissionRequest): Promise<AdmissionDecision> | AdmissionDecision;
