@@ -71,6 +71,7 @@ export async function diagnose(options: DoctorOptions): Promise<Finding[]> {
     checkTokenWebhook,
     checkAuthorizationWebhook,
     checkAdmissionClientCertificate,
+    checkNodeRestriction,
   ];
   const findings: Finding[] = [];
   for (const check of checks) {
@@ -697,6 +698,31 @@ async function checkAdmissionClientCertificate(options: DoctorOptions): Promise<
       status: "warning",
       detail: `a dry-run Namespace reached none of tenantry's admission webhooks (their calls, by code: ${[...after].map(([code, n]) => `${code}=${n}`).join(", ") || "none"})`,
       fix: "see the webhook configurations (`kubectl get validatingwebhookconfiguration tenantry -o yaml`) and tenantry's logs",
+    },
+  ];
+}
+
+/**
+ * kube-apiserver runs the NodeRestriction admission plugin (it shows in its admission metrics):
+ * without it a worker node's owner, root on the machine, could relabel and untaint its Node.
+ */
+async function checkNodeRestriction(options: DoctorOptions): Promise<Finding[]> {
+  const metrics = await options.client.objects.getText("/metrics");
+  const check = "apiserver/node-restriction";
+  if (
+    /^apiserver_admission_controller_admission_duration_seconds_count\{[^}]*name="NodeRestriction"/m.test(
+      metrics,
+    )
+  ) {
+    return [{ check, status: "ok", detail: "kube-apiserver runs the NodeRestriction admission plugin" }];
+  }
+  return [
+    {
+      check,
+      status: "warning",
+      detail:
+        "kube-apiserver does not run the NodeRestriction admission plugin: a worker node's owner (root on the machine) can change its Node's taints and node-restriction.kubernetes.io/ labels, and act on other nodes' objects",
+      fix: "start kube-apiserver with --enable-admission-plugins=NodeRestriction (and --authorization-mode including Node)",
     },
   ];
 }

@@ -392,6 +392,8 @@ export class WorkerNodeController {
         message: `Node ${name} registered with its kubelet certificate`,
       });
       status.nodeName = name;
+      // At once, not when Ready: the owner label (which its kubelet cannot set) goes on first.
+      await this.keepRegistration(node, registered);
     } else if (csrs.length) {
       const csr = csrs[0]!;
       const state = csr.status?.certificate
@@ -422,7 +424,6 @@ export class WorkerNodeController {
         message: `Node ${name} is Ready`,
       });
       if (status.phase !== "Running") setPhase(draft, "Running", "NodeReady", `Node ${name} is Ready`);
-      await this.keepRegistration(node, registered);
       await this.removeTokens(node);
       delete status.bootstrapTokenId;
       if (!active) {

@@ -98,6 +98,7 @@ describe("tenantry doctor", { timeout: 15 * 60_000 }, () => {
       "apiserver/authentication",
       "apiserver/authorization",
       "apiserver/admission",
+      "apiserver/node-restriction",
     ]) {
       assert.match(result.stdout, new RegExp(`^ok +${check.replace("/", "\\/")} `, "m"), result.stdout);
     }
