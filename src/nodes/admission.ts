@@ -134,7 +134,7 @@ const workerNodeRule = (operations: string[]) => ({
   scope: "Cluster",
 });
 
-const podRule = (operations: string[]) => ({
+export const podRule = (operations: string[]) => ({
   apiGroups: [""],
   apiVersions: ["v1"],
   operations,

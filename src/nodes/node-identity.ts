@@ -21,6 +21,7 @@ import {
   allow,
   deny,
 } from "../webhooks/index.js";
+import { podRule } from "./admission.js";
 import type { WorkerNode } from "./api/worker-node.js";
 import type { NodeInformers } from "./informers.js";
 import { nodeRegistration, nodeUpdateViolation, registrationViolation } from "./registration.js";
@@ -57,15 +58,7 @@ export class NodeIdentityAdmission {
         // static pods themselves run), while a tenant's node must never get one in.
         failurePolicy: "Fail",
         everywhere: true,
-        rules: [
-          {
-            apiGroups: [""],
-            apiVersions: ["v1"],
-            operations: ["CREATE"],
-            resources: ["pods"],
-            scope: "Namespaced",
-          },
-        ],
+        rules: [podRule(["CREATE"])],
         matchConditions: [FROM_A_NODE],
         handle: (request) => this.guardPod(request),
       },

@@ -11,7 +11,6 @@ import {
   setHeaderOptions,
   type V1Node,
   type V1Secret,
-  type V1Taint,
 } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {

@@ -40,17 +40,21 @@ async function render(values: string[] = [], namespace = "tenantry-system"): Pro
   return renderExactly([...required, ...values], namespace);
 }
 
-async function renderExactly(values: string[], namespace = "tenantry-system"): Promise<Rendered[]> {
-  const result = await helmRun([
+/** `helm template` of the chart with these values, as Helm answered. */
+function template(values: string[], namespace?: string) {
+  return helmRun([
     "template",
     "tenantry",
     chart,
-    "--namespace",
-    namespace,
+    ...(namespace ? ["--namespace", namespace] : []),
     "--kube-version",
     KUBE_VERSION,
     ...values,
   ]);
+}
+
+async function renderExactly(values: string[], namespace = "tenantry-system"): Promise<Rendered[]> {
+  const result = await template(values, namespace);
   assert.equal(result.code, 0, result.stderr);
   return parseAllDocuments(result.stdout)
     .map((d) => d.toJS() as Rendered | null)
@@ -166,14 +170,7 @@ describe("Helm chart deploy/helm/tenantry", { timeout: 20 * 60_000 }, () => {
 
   it("refuses an install without kube-apiserver's webhook client CA or control plane, naming the value", async () => {
     const refused = async (values: string[], message: RegExp) => {
-      const result = await helmRun([
-        "template",
-        "tenantry",
-        chart,
-        "--kube-version",
-        KUBE_VERSION,
-        ...values,
-      ]);
+      const result = await template(values);
       assert.notEqual(result.code, 0, `${values.join(" ")} was accepted`);
       assert.match(result.stderr, message);
     };
@@ -268,15 +265,7 @@ describe("Helm chart deploy/helm/tenantry", { timeout: 20 * 60_000 }, () => {
       [["--set", "shutdownDelaySeconds=-1"], /shutdownDelaySeconds/],
     ];
     for (const [values, field] of cases) {
-      const result = await helmRun([
-        "template",
-        "tenantry",
-        chart,
-        "--kube-version",
-        KUBE_VERSION,
-        ...required,
-        ...values,
-      ]);
+      const result = await template([...required, ...values]);
       assert.notEqual(result.code, 0, `${values.join(" ")} was accepted`);
       assert.match(result.stderr, /schema/);
       assert.match(result.stderr, field);

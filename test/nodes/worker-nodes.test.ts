@@ -34,7 +34,14 @@ import {
   deleteTenants,
   succeeded,
 } from "../tenants/admission/support.js";
-import { callWithToken, readWorkerNode, waitForGone, waitForPhase, workerNodeManifest } from "./support.js";
+import {
+  bootstrapTokensOf,
+  callWithToken,
+  readWorkerNode,
+  waitForGone,
+  waitForPhase,
+  workerNodeManifest,
+} from "./support.js";
 
 const kc = testKubeConfig("home");
 const suffix = randomBytes(3).toString("hex");
@@ -57,14 +64,7 @@ function denied(result: { code: number; stderr: string }, webhook: string, patte
   assert.match(result.stderr, pattern);
 }
 
-async function tokensOf(name: string) {
-  return (
-    await core.listNamespacedSecret({
-      namespace: BOOTSTRAP_NAMESPACE,
-      labelSelector: `${WORKER_NODE_LABEL}=${name}`,
-    })
-  ).items;
-}
+const tokensOf = (name: string) => bootstrapTokensOf(core, name);
 
 async function podOf(namespace: string, name: string): Promise<V1Pod> {
   return core.readNamespacedPod({ namespace, name });

@@ -12,10 +12,10 @@ import { readFileSync } from "node:fs";
 import { request } from "node:https";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
-import { BOOTSTRAP_NAMESPACE, WORKER_NODE_LABEL } from "../../src/nodes/index.js";
 import { createCertificateAuthority, issueCertificate, type KeyPairPem } from "../../src/pki/index.js";
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { WEBHOOK_TLS_SECRET } from "../../src/webhooks/index.js";
+import { bootstrapTokensOf } from "../nodes/support.js";
 import { testEnvironment, testKubeConfig, uniqueName, webhookClientOf } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { type TestUser, testUser } from "../support/users.js";
@@ -113,15 +113,6 @@ async function quotaStatus() {
   return { used: quota.status?.used ?? {}, reservations: quota.status?.reservations ?? [] };
 }
 
-async function bootstrapTokensOf(workerNode: string) {
-  return (
-    await core.listNamespacedSecret({
-      namespace: BOOTSTRAP_NAMESPACE,
-      labelSelector: `${WORKER_NODE_LABEL}=${workerNode}`,
-    })
-  ).items;
-}
-
 const workerNodeManifest = (name: string) =>
   JSON.stringify({
     apiVersion: TENANTS_API_VERSION,
@@ -178,7 +169,7 @@ describe("admission reviews from callers other than kube-apiserver", () => {
       const answer = await post("/validate/workernodes", workerNodeReview(name), client);
       assert.equal(answer.status, 401, JSON.stringify(answer.body));
     }
-    assert.deepEqual(await bootstrapTokensOf(name), [], "the forged review created a bootstrap token");
+    assert.deepEqual(await bootstrapTokensOf(core, name), [], "the forged review created a bootstrap token");
     // maxNodes is 1: the tenant's owner may still ask for its one node (here a server-side dry run).
     succeeded(
       await as(owner, ["create", "--dry-run=server", "-f", "-"], workerNodeManifest(`${name}-own`)),
@@ -217,7 +208,7 @@ describe("kube-apiserver, and dry runs", () => {
     );
     const name = `dry-${randomBytes(3).toString("hex")}`;
     succeeded(await as(owner, ["create", "--dry-run=server", "-f", "-"], workerNodeManifest(name)));
-    assert.deepEqual(await bootstrapTokensOf(name), [], "a dry run created a bootstrap token");
+    assert.deepEqual(await bootstrapTokensOf(core, name), [], "a dry run created a bootstrap token");
     // Nothing reserved: the tenant's one pod is still there to take.
     succeeded(await as(owner, ["-n", namespace, "run", "real", "--image=nginx"]));
   });
