@@ -269,22 +269,25 @@ const CLIENT_CA_FIX =
 async function probeAnonymousCaller(options: DoctorOptions, webhook: RegisteredWebhook): Promise<Finding> {
   const { url, service, caBundle } = webhook.clientConfig;
   const check = "webhooks/callers";
+  const where = url
+    ? new URL(url).origin
+    : `Service ${service?.namespace}/${service?.name}:${service?.port ?? 443}`;
   let answer: { status: number; text: string };
-  let where: string;
-  if (url) {
-    where = new URL(url).origin;
-    answer = await postWithCa(
-      url,
-      Buffer.from(caBundle ?? "", "base64").toString(),
-      options.timeoutMs ?? 5_000,
-    );
-  } else {
-    // kube-apiserver's Service proxy presents no client certificate: a caller like any other.
-    where = `Service ${service?.namespace}/${service?.name}:${service?.port ?? 443}`;
-    answer = await options.client.objects.postText(
-      `/api/v1/namespaces/${service?.namespace}/services/https:${service?.name}:${service?.port ?? 443}/proxy${service?.path ?? "/"}`,
-      "{}",
-    );
+  try {
+    answer = url
+      ? await postWithCa(url, Buffer.from(caBundle ?? "", "base64").toString(), options.timeoutMs ?? 5_000)
+      : // kube-apiserver's Service proxy presents no client certificate: a caller like any other.
+        await options.client.objects.postText(
+          `/api/v1/namespaces/${service?.namespace}/services/https:${service?.name}:${service?.port ?? 443}/proxy${service?.path ?? "/"}`,
+          "{}",
+        );
+  } catch (err) {
+    return {
+      check,
+      status: "warning",
+      detail: `${where}: could not send an admission review without a client certificate (${describeError(err)})`,
+      fix: "run `tenantry doctor` again; see tenantry's logs",
+    };
   }
   if (answer.status === 401 && answer.text.includes("client certificate")) {
     return {
