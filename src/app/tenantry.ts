@@ -94,6 +94,7 @@ import {
   ensureWebhookTls,
   WEBHOOK_CONFIGURATION,
   WEBHOOK_TLS_SECRET,
+  type WebhookCallers,
   type WebhookCertificateIssuer,
   WebhookCertificateKeeper,
   type WebhookEndpoint,
@@ -141,6 +142,15 @@ export interface TenantryOptions {
   identityApi?: { host?: string; port?: number } | false;
   /** Where every component's metrics go (default: a new registry), e.g. one a health server serves. */
   metricsRegistry?: Registry;
+  /**
+   * The CA bundle (PEM) that signed the client certificate kube-apiserver presents to tenantry's
+   * webhooks (admission: its `--admission-control-config-file`; token and authorization reviews
+   * too, unless `access` gives a CA of their own): every other caller gets a 401, so a forged
+   * AdmissionReview changes nothing. `false`: admission answers anyone, for a control plane that
+   * cannot present a certificate (a managed one), where only a NetworkPolicy keeps others out.
+   * Required while the webhooks are served.
+   */
+  webhookClientCa?: string | false;
   /** Address the webhook server listens on and the API server calls (embedded default: loopback). */
   webhookHost?: string;
   webhookPort?: number;
@@ -280,6 +290,17 @@ export interface RunningTenantry {
   stop(): Promise<void>;
 }
 
+/** Who the admission webhooks answer; refuses to start without a decision (see `webhookClientCa`). */
+function webhookCallers(clientCa: string | false | undefined): WebhookCallers {
+  if (clientCa === false) return "anyone";
+  if (!clientCa?.trim()) {
+    throw new UserError(
+      "webhookClientCa: the CA of kube-apiserver's webhook client certificate is required while admission webhooks are served (`tenantry run --webhook-client-ca FILE`, chart value apiServerClient.caBundle; see README, Install on your own cluster); without it anyone who reaches the webhook port could forge admission reviews",
+    );
+  }
+  return { clientCaPem: clientCa };
+}
+
 /**
  * The composition root: wires tenantry's components to one cluster. Webhooks serve on every
  * replica (admission must always answer); controllers run only on the replica holding the Lease.
@@ -288,6 +309,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const { logger } = options;
   const namespace = options.namespace ?? TENANTRY_NAMESPACE;
   if (options.storage) validateStorageOptions(options.storage);
+  const callers = options.webhooks === false ? undefined : webhookCallers(options.webhookClientCa);
   const client = clusterClient(options);
   await installCrds(client.kubeConfig, { crds: ALL_CRDS });
   const clusterIdentity = await ensureClusterIdentity(client, {
@@ -359,10 +381,12 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   ];
 
   const server =
-    options.webhooks === false
+    callers === undefined
       ? undefined
       : new WebhookServer({
           tls,
+          callers,
+          registry: metrics,
           host,
           ...(options.webhookPort ? { port: options.webhookPort } : {}),
           logger,
@@ -421,9 +445,11 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     createTenants: idp.createTenants ?? true,
     logger,
   });
+  const reviewClientCaPem = options.access?.reviewClientCaPem ?? (options.webhookClientCa || undefined);
   const accessServer = new AccessServer({
     tls: options.access?.tls ?? tls.serving,
-    ...(options.access?.reviewClientCaPem ? { reviewClientCaPem: options.access.reviewClientCaPem } : {}),
+    // kube-apiserver's webhook client certificate asks for reviews as it does for admission.
+    ...(reviewClientCaPem ? { reviewClientCaPem } : {}),
     host: options.access?.host ?? (options.identityApi ? options.identityApi.host : undefined) ?? host,
     port: options.access?.port ?? (options.identityApi ? options.identityApi.port : undefined) ?? 0,
     authenticator,

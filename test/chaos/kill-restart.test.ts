@@ -26,7 +26,7 @@ import {
   type V1Pod,
 } from "@kubernetes/client-node";
 import { loadClusterClient } from "../../src/kube/index.js";
-import { ClusterHarness, type ClusterState } from "../../src/localcluster/index.js";
+import { ClusterHarness, type ClusterState, webhookClientCaFile } from "../../src/localcluster/index.js";
 import type { Tenant, TenantResourceQuota } from "../../src/tenants/index.js";
 import { eventually } from "../support/eventually.js";
 import { seeded } from "../support/seeded.js";
@@ -180,6 +180,7 @@ describe(`tenantry killed ${KILLS} times while ${TENANTS} tenants come and go (s
     processOptions = {
       cluster: "chaos",
       kubeconfig: state.kubeconfig,
+      webhookClientCaFile: webhookClientCaFile(state),
       logFile: join(dir, "tenantry.log"),
       // A restarted container keeps its pod's name: the same identity takes the Lease back at once.
       identity: "tenantry-chaos",
