@@ -171,7 +171,7 @@ async function waitReady(dispatcher: Agent, url: string, child: ChildProcess, lo
 }
 
 function isConnectionCut(err: NodeJS.ErrnoException): boolean {
-  return err.code === "ECONNRESET" || err.code === "UND_ERR_SOCKET";
+  return err.code === "ECONNRESET" || err.code === "UND_ERR_SOCKET" || err.code === "ERR_HTTP2_STREAM_ERROR";
 }
 
 /** `call` again while Hydra cuts the connection or answers that it has no such thing yet, for up to 2 minutes. */
@@ -204,7 +204,9 @@ export async function startHydra(): Promise<RunningHydra> {
   closeSync(log);
   const entry = { child, dir };
   running.add(entry);
-  const dispatcher = new Agent({ connect: { ca: caPem } });
+  // HTTP/1.1 (undici 8 offers HTTP/2, which Hydra takes): a request Hydra cuts at its write timeout
+  // is then a reset connection, which `untilAnswered` waits out, and `reset` means a fresh one.
+  const dispatcher = new Agent({ connect: { ca: caPem }, allowH2: false });
   const stop = async () => {
     if (!running.delete(entry)) return;
     if (child.exitCode === null) {
