@@ -2,6 +2,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { Counter, type Registry } from "prom-client";
 import { type ClusterClient, Informer, isNotFound, silentLogger } from "../kube/index.js";
+import type { WorkerNode } from "../nodes/index.js";
 import {
   isClusterAdmin,
   type Requester,
@@ -12,6 +13,8 @@ import {
   userLabelValue,
 } from "../tenants/index.js";
 import type { AccessGrant, GrantRule } from "./api/access-grant.js";
+import type { SelectorAttributes } from "./selectors.js";
+import { isWorkerNodeKind, WorkerNodeAccess, type WorkerNodeOwnership } from "./worker-nodes.js";
 
 /** authorization.k8s.io/v1 SubjectAccessReview, as kube-apiserver sends it to a webhook. */
 export interface SubjectAccessReviewSpec {
@@ -27,6 +30,8 @@ export interface SubjectAccessReviewSpec {
     resource?: string;
     subresource?: string;
     name?: string;
+    labelSelector?: SelectorAttributes;
+    fieldSelector?: SelectorAttributes;
   };
   nonResourceAttributes?: { path?: string; verb?: string };
 }
@@ -46,6 +51,8 @@ export interface AuthorizerOptions {
   informers: TenantInformers;
   /** Usernames that are tenantry or other cluster components acting for everyone. */
   isSystem(requester: Requester): boolean;
+  /** The nodes capability's cache of WorkerNodes (who owns which). */
+  workerNodes?: Pick<Informer<WorkerNode>, "get">;
   logger?: Logger;
   registry?: Registry;
 }
@@ -64,9 +71,11 @@ export class Authorizer {
   readonly grants: Informer<AccessGrant>;
   private readonly logger: Logger;
   private readonly decisions?: Counter<"decision" | "reason">;
+  private readonly workerNodeAccess: WorkerNodeAccess;
 
   constructor(private readonly options: AuthorizerOptions) {
     this.logger = (options.logger ?? silentLogger).child({ component: "authorizer" });
+    this.workerNodeAccess = new WorkerNodeAccess({ workerNode: (name) => this.workerNodeOwnership(name) });
     this.grants = Informer.forResource<AccessGrant>(options.client, {
       apiVersion: TENANTS_API_VERSION,
       kind: "AccessGrant",
@@ -118,8 +127,14 @@ export class Authorizer {
     const none = (kind: string, reason = "") => ({ decision: { decision: "none" as const, reason }, kind });
     const attrs = spec.resourceAttributes;
     const requester: Requester = { username: spec.user ?? "", groups: spec.groups ?? [] };
-    if (!attrs?.namespace) return none("not-namespaced");
     if (isClusterAdmin(requester) || this.options.isSystem(requester)) return none("system");
+    if (!attrs?.namespace) {
+      if (!attrs || !isWorkerNodeKind(attrs)) return none("not-namespaced");
+      const tenants = this.options.informers.membershipsOf(requester);
+      if (tenants.length === 0) return none("outside-tenant");
+      const decision = await this.workerNodeAccess.decide(attrs, { requester, tenants });
+      return decision ? { decision, kind: "worker-nodes" } : none("worker-nodes");
+    }
     const tenant = this.options.informers.tenantOfNamespace(attrs.namespace);
     if (!tenant) return none("not-a-tenant-namespace");
     const tenantName = tenant.metadata!.name!;
@@ -166,6 +181,28 @@ export class Authorizer {
       };
     }
     return none("outside-tenant");
+  }
+
+  /**
+   * Who a WorkerNode belongs to: from the nodes capability's cache, else (created a moment ago, or
+   * none by that name) read once from the API server.
+   */
+  private async workerNodeOwnership(name: string): Promise<WorkerNodeOwnership | undefined> {
+    let node = this.options.workerNodes?.get(undefined, name);
+    if (!node) {
+      try {
+        node = (await this.options.client.objects.getJson(
+          `/apis/${TENANTS_API_VERSION}/workernodes/${encodeURIComponent(name)}`,
+        )) as WorkerNode;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    }
+    return {
+      ...(node.spec?.owner ? { owner: node.spec.owner } : {}),
+      ...(node.spec?.tenant ? { tenant: node.spec.tenant } : {}),
+    };
   }
 
   /** Whether the object the request targets exists, and its user label if it has one. */

@@ -254,6 +254,58 @@ describe("Multi-Tenancy Benchmarks, profile levels 1 and 2, against tenants crea
       );
     });
 
+    it("MTB-PL1-CC-CPI-1 block access to cluster resources, every verb, for the owner and a member of a default tenant", async () => {
+      // A default tenant has no spec.workerNodes: its users get nothing of WorkerNodes and
+      // NodeProviders either (only their own WorkerNodes, in tenants that may have some).
+      const member = await testUser(uniqueName("mtb-mem"));
+      const patched = await kubectl(adminKubeconfig, [
+        "patch",
+        "tenant",
+        tenantA,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { users: [{ name: member.name, role: "edit" }] } }),
+      ]);
+      assert.equal(patched.code, 0, patched.stderr);
+      await eventually(
+        async () =>
+          assert.deepEqual(
+            await allowed(member.kubeConfig, nsA, [{ group: "", resource: "pods" }], ["create"]),
+            ["create pods"],
+          ),
+        { timeoutMs: 60_000 },
+      );
+      const clusterScoped = await apiResources(false);
+      const selfService = [
+        "create namespaces",
+        "create selfsubjectaccessreviews.authorization.k8s.io",
+        "create selfsubjectreviews.authentication.k8s.io",
+        "create selfsubjectrulesreviews.authorization.k8s.io",
+      ];
+      for (const [who, user] of [
+        ["owner", ownerA],
+        ["member", member],
+      ] as const) {
+        const granted = await allowed(user.kubeConfig, undefined, clusterScoped, ALL_VERBS);
+        assert.deepEqual(
+          granted.filter((g) => !selfService.includes(g)),
+          [],
+          `the ${who} of a default tenant at cluster scope`,
+        );
+        const named = await allowed(
+          user.kubeConfig,
+          undefined,
+          [
+            { group: "tenantry.dev", resource: "workernodes" },
+            { group: "tenantry.dev", resource: "nodeproviders" },
+          ],
+          ALL_VERBS,
+          "simulated",
+        );
+        assert.deepEqual(named, [], `the ${who}, naming an object`);
+      }
+    });
+
     it("MTB-PL1-BC-CPI-2 block multi-tenant resources: what tenantry set up cannot be changed or deleted", async () => {
       const managed = await kubectl(adminKubeconfig, [
         "-n",
