@@ -76,6 +76,7 @@ import {
   QuotaAdmission,
   QuotaController,
   QuotaStore,
+  runtimeViewerClusterRole,
   TENANT_LABEL,
   TenantController,
   TenantInformers,
@@ -312,6 +313,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       : awaitWebhookTls(client.kubeConfig, tlsOptions, logger),
     ...[
       namespaceProvisionerClusterRole,
+      runtimeViewerClusterRole,
       ...accessGrantClusterRoles,
       gatewayClusterRole,
       runtimesDelegateClusterRole,
