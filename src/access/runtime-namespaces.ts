@@ -101,11 +101,11 @@ export class RuntimeNamespaceAccess {
     if (access === "None" || (access === "View" && isPrivate(attrs))) {
       const allowed =
         access === "None"
-          ? "nothing there"
-          : "to see what runs there, not its Secrets, ConfigMaps or logs, not to exec, attach, port-forward, proxy or change anything";
+          ? "get nothing there"
+          : "see what runs there, but not its Secrets, ConfigMaps or logs, and may not exec, attach, port-forward, proxy or change anything";
       return {
         decision: "deny",
-        reason: `${where}: ${policy}, which lets its owners ${allowed} (${describe(attrs)} refused)`,
+        reason: `${where}: ${policy}: its owners ${allowed} (${describe(attrs)} refused)`,
         kind: "runtime-owner-policy",
       };
     }

@@ -67,8 +67,12 @@ describe("a user's runtimes namespace is theirs", () => {
 
   const as = (user: string, args: string[], input?: string) =>
     kubectl(kubeconfigs[user]!, ["-n", namespace, ...args], input);
-  const canI = async (user: string, verb: string, resource: string, name?: string) =>
-    (await as(user, ["auth", "can-i", verb, resource, ...(name ? [name] : [])])).stdout.trim();
+  /** kubectl's answer, yes or no (without the reason it prints after a refusal). */
+  const canI = async (user: string, verb: string, resource: string) => {
+    const [kind, subresource] = resource.split("/");
+    const args = ["auth", "can-i", verb, kind!, ...(subresource ? [`--subresource=${subresource}`] : [])];
+    return (await as(user, args)).stdout.trim().split(" ")[0];
+  };
 
   before(async () => {
     await createTestUser({ name: olga, password, tenant, tenantAdmin: true });
@@ -84,7 +88,7 @@ describe("a user's runtimes namespace is theirs", () => {
     await clusterClient().objects.create(serviceObject);
     await eventually(
       async () => {
-        const started = await adminCall("POST", `/services/${alice}/${service}/lab`, tokens[alice]);
+        const started = await adminCall("POST", `/services/${alice}/${service}/lab`, tokens[alice], {});
         assert.ok([201, 202].includes(started.status), JSON.stringify(started.body));
       },
       { timeoutMs: 60_000, intervalMs: 1000 },
