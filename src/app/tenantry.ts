@@ -2,7 +2,12 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
-import { BackupControllers, type S3Settings, storeSettingsFromSecret } from "../backup/index.js";
+import {
+  BackupBroker,
+  BackupControllers,
+  type S3Settings,
+  storeSettingsFromSecret,
+} from "../backup/index.js";
 import {
   CloudInformers,
   LogicalCloudController,
@@ -90,6 +95,7 @@ import {
   ensureWebhookTls,
   WEBHOOK_CONFIGURATION,
   WEBHOOK_TLS_SECRET,
+  type WebhookCallers,
   type WebhookCertificateIssuer,
   WebhookCertificateKeeper,
   type WebhookEndpoint,
@@ -137,6 +143,15 @@ export interface TenantryOptions {
   identityApi?: { host?: string; port?: number } | false;
   /** Where every component's metrics go (default: a new registry), e.g. one a health server serves. */
   metricsRegistry?: Registry;
+  /**
+   * The CA bundle (PEM) that signed the client certificate kube-apiserver presents to tenantry's
+   * webhooks (admission: its `--admission-control-config-file`; token and authorization reviews
+   * too, unless `access` gives a CA of their own): every other caller gets a 401, so a forged
+   * AdmissionReview changes nothing. `false`: admission answers anyone, for a control plane that
+   * cannot present a certificate (a managed one), where only a NetworkPolicy keeps others out.
+   * Required while the webhooks are served.
+   */
+  webhookClientCa?: string | false;
   /** Address the webhook server listens on and the API server calls (embedded default: loopback). */
   webhookHost?: string;
   webhookPort?: number;
@@ -216,7 +231,7 @@ export interface TenantryOptions {
   storage?: StorageOptions | false;
   /**
    * The web dashboard (built client and JSON API, plain HTTP): on by default, on a free loopback
-   * port; `assetsDir` is where the built client is (default dist/dashboard).
+   * port; `assetsDir` is where the built client is (default dist/dashboard/client).
    */
   dashboard?: { host?: string; port?: number; assetsDir?: string } | false;
   /** Worker nodes on demand. */
@@ -276,6 +291,17 @@ export interface RunningTenantry {
   stop(): Promise<void>;
 }
 
+/** Who the admission webhooks answer; refuses to start without a decision (see `webhookClientCa`). */
+function webhookCallers(clientCa: string | false | undefined): WebhookCallers {
+  if (clientCa === false) return "anyone";
+  if (!clientCa?.trim()) {
+    throw new UserError(
+      "webhookClientCa: the CA of kube-apiserver's webhook client certificate is required while admission webhooks are served (`tenantry run --webhook-client-ca FILE`, chart value apiServerClient.caBundle; see README, Install on your own cluster); without it anyone who reaches the webhook port could forge admission reviews",
+    );
+  }
+  return { clientCaPem: clientCa };
+}
+
 /**
  * The composition root: wires tenantry's components to one cluster. Webhooks serve on every
  * replica (admission must always answer); controllers run only on the replica holding the Lease.
@@ -284,6 +310,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const { logger } = options;
   const namespace = options.namespace ?? TENANTRY_NAMESPACE;
   if (options.storage) validateStorageOptions(options.storage);
+  const callers = options.webhooks === false ? undefined : webhookCallers(options.webhookClientCa);
   const client = clusterClient(options);
   await installCrds(client.kubeConfig, { crds: ALL_CRDS });
   const clusterIdentity = await ensureClusterIdentity(client, {
@@ -356,10 +383,12 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   ];
 
   const server =
-    options.webhooks === false
+    callers === undefined
       ? undefined
       : new WebhookServer({
           tls,
+          callers,
+          registry: metrics,
           host,
           ...(options.webhookPort ? { port: options.webhookPort } : {}),
           logger,
@@ -419,9 +448,11 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     createTenants: idp.createTenants ?? true,
     logger,
   });
+  const reviewClientCaPem = options.access?.reviewClientCaPem ?? (options.webhookClientCa || undefined);
   const accessServer = new AccessServer({
     tls: options.access?.tls ?? tls.serving,
-    ...(options.access?.reviewClientCaPem ? { reviewClientCaPem: options.access.reviewClientCaPem } : {}),
+    // kube-apiserver's webhook client certificate asks for reviews as it does for admission.
+    ...(reviewClientCaPem ? { reviewClientCaPem } : {}),
     host: options.access?.host ?? (options.identityApi ? options.identityApi.host : undefined) ?? host,
     port: options.access?.port ?? (options.identityApi ? options.identityApi.port : undefined) ?? 0,
     authenticator,
@@ -457,6 +488,15 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         });
   if (gateway) logger.info({ url: gateway.url }, "tenant gateway serving");
+  const backupStore = options.backup?.store ?? (await storeSettingsFromSecret(client, namespace));
+  if (!backupStore)
+    logger.info("no backup store configured (Secret tenantry-backup-store): runtime backups are off");
+  // Served by the runtimes Admin API on every replica: the backup agents' only way to the store.
+  const backupBroker =
+    backupStore && options.runtimesAdmin !== false
+      ? new BackupBroker({ client, store: backupStore, logger })
+      : undefined;
+  await backupBroker?.start();
   const runtimesInformers = new RuntimesInformers(client);
   await runtimesInformers.start();
   const plugins = new PluginRegistry();
@@ -475,8 +515,13 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           host: options.runtimesAdmin?.host ?? "127.0.0.1",
           port: options.runtimesAdmin?.port ?? 0,
           publicUrl: options.runtimesAdmin?.publicUrl ?? (() => proxyOptions?.publicUrl ?? proxyUrl),
+          ...(backupBroker ? { routes: [backupBroker.routes] } : {}),
           logger,
         });
+  /** Where runtime pods and backup agents reach the Admin API. */
+  const adminUrl = () =>
+    (options.runtimesAdmin !== false ? options.runtimesAdmin?.publicUrl?.() : undefined) ??
+    runtimesAdmin?.url;
   const runtimesProxy = proxyOptions
     ? await startRuntimesProxy({
         source: new InformerRouteSource(client, { logger }),
@@ -497,9 +542,6 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   proxyUrl = runtimesProxy?.url;
 
   const monitorMetrics = options.monitor === false ? undefined : new MonitorMetrics(metrics);
-  const backupStore = options.backup?.store ?? (await storeSettingsFromSecret(client, namespace));
-  if (!backupStore)
-    logger.info("no backup store configured (Secret tenantry-backup-store): runtime backups are off");
   const clientCaPem = await readClientCa(client).catch(() => undefined);
   const logicalCloudsApi =
     options.logicalClouds === false
@@ -644,9 +686,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           plugins,
           tenantOf: (name) => informers.tenants.get(undefined, name),
           tenantryNamespace: namespace,
-          adminUrl: () =>
-            (options.runtimesAdmin !== false ? options.runtimesAdmin?.publicUrl?.() : undefined) ??
-            runtimesAdmin?.url,
+          adminUrl,
           logger,
         }),
         ...(monitorMetrics && options.monitor !== false
@@ -658,6 +698,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
                 client,
                 store: backupStore,
                 namespace,
+                brokerUrl: () => (backupBroker ? adminUrl() : undefined),
                 ...(options.backup?.agentImage ? { agentImage: options.backup.agentImage } : {}),
                 logger,
               }),
@@ -725,6 +766,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await dashboard?.stop();
       await runtimesProxy?.stop();
       await runtimesAdmin?.stop();
+      await backupBroker?.stop();
       await runtimesInformers.stop();
       await logicalCloudsApi?.stop();
       await gateway?.stop();

@@ -4,6 +4,8 @@ import { join } from "node:path";
 export interface TenantryProcessOptions {
   cluster: string;
   kubeconfig: string;
+  /** The CA of the client certificate the cluster's kube-apiserver presents to webhooks (webhookClientCaFile). */
+  webhookClientCaFile: string;
   /** Appended to, so that every run of a restarted tenantry is in one file. */
   logFile: string;
   /** Leader-election identity: the same one again after a restart, as a restarted container keeps its pod's. */
@@ -53,6 +55,8 @@ async function spawnTenantry(
       options.cluster,
       options.kubeconfig,
       options.logFile,
+      "--webhook-client-ca",
+      options.webhookClientCaFile,
       ...(options.identity ? ["--identity", options.identity] : []),
       ...(options.webhookPort ? ["--webhook-port", String(options.webhookPort)] : []),
       ...(standby ? ["--standby"] : []),

@@ -14,7 +14,7 @@ import Fastify, {
   type InjectOptions,
 } from "fastify";
 import type { Logger } from "pino";
-import { answerOversizedBodies } from "../../common/index.js";
+import { ProblemError, problemServerOptions, serveProblems } from "../../common/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
   type ClusterClient,
@@ -32,7 +32,13 @@ import { KubeconfigClients, type RuntimesCluster } from "../clusters.js";
 import { recordRuntimeEvent } from "../events.js";
 import { BY_KEY, BY_SERVICE, BY_USER, RuntimesInformers, runtimeKeyOf } from "../informers.js";
 import type { ServicePlugin } from "../plugins/spi.js";
-import { AdminCallers, type Caller, ON_BEHALF_OF_HEADER, type UserCaller } from "./callers.js";
+import {
+  AdminCallers,
+  type Caller,
+  ON_BEHALF_OF_HEADER,
+  type PodCaller,
+  type UserCaller,
+} from "./callers.js";
 import { checkStartLimits, isStarting } from "./limits.js";
 import {
   DEFAULT_PAGE,
@@ -69,24 +75,28 @@ export interface RuntimesAdminOptions {
   /** Retry-After of a 429 and of a 503 while starting, in seconds (default 2). */
   retryAfterSeconds?: number;
   logger?: Logger;
+  /** Other capabilities' routes served here too (e.g. the backup agents' broker). */
+  routes?: readonly AdminRoutes[];
 }
+
+/** What a route mounted on the Admin API gets besides its Fastify scope. */
+export interface AdminRouteContext {
+  /**
+   * The pod whose projected service-account token for `audience` the request bears, reviewed by
+   * the cluster the Admin API serves from; otherwise throws the 401 (or 503) problem.
+   */
+  podCaller(request: FastifyRequest, audience: string): Promise<PodCaller>;
+  /** An error the API answers as problem+json with `status`, `title`, `detail` and `extra`'s fields. */
+  problem(status: number, title: string, detail: string, extra?: Record<string, unknown>): Error;
+}
+
+/** Routes another capability serves on the Admin API (registered under the same error handling). */
+export type AdminRoutes = (api: FastifyInstance, context: AdminRouteContext) => void;
 
 interface Answer {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
-}
-
-class ProblemError extends Error {
-  constructor(
-    readonly status: number,
-    readonly title: string,
-    detail: string,
-    readonly extra: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(detail);
-  }
 }
 
 const keyOf = runtimeKeyOf;
@@ -183,7 +193,7 @@ export class RuntimesAdmin {
 
   private build(): FastifyInstance {
     const app = Fastify({
-      bodyLimit: MAX_BODY_BYTES,
+      ...problemServerOptions({ bodyLimit: MAX_BODY_BYTES }),
       forceCloseConnections: true,
       ajv: { customOptions: { allErrors: false, coerceTypes: true } },
     }) as unknown as FastifyInstance;
@@ -199,37 +209,12 @@ export class RuntimesAdmin {
         security: [{ bearer: [] }],
       },
     });
-    answerOversizedBodies(app, 8 * MAX_BODY_BYTES);
-    app.setErrorHandler(
-      (
-        err: Error & { validation?: ValidationIssue[]; validationContext?: string; statusCode?: number },
-        _request,
-        reply,
-      ) => {
-        if (err instanceof ProblemError) return this.problem(reply, err);
-        if (err.validation) return this.problem(reply, invalidRequest(err.validation, err.validationContext));
-        if (err.statusCode === 413) {
-          return this.problem(
-            reply,
-            new ProblemError(400, "invalid request", `the body is larger than ${MAX_BODY_BYTES} bytes`, {
-              field: "body",
-              limit: MAX_BODY_BYTES,
-            }),
-          );
-        }
-        if (err.statusCode && err.statusCode < 500) {
-          return this.problem(reply, new ProblemError(err.statusCode, "bad request", err.message));
-        }
-        this.logger.error({ err }, "runtimes Admin API request failed");
-        return this.problem(reply, new ProblemError(500, "internal error", describeError(err)));
-      },
-    );
-    app.setNotFoundHandler((request, reply) =>
-      this.problem(
-        reply,
-        new ProblemError(404, "not found", `no route ${request.method} ${request.url.split("?")[0]}`),
-      ),
-    );
+    serveProblems(app, {
+      bodyLimit: MAX_BODY_BYTES,
+      logger: this.logger,
+      what: "runtimes Admin API request",
+      describeInternal: describeError,
+    });
 
     const problems = {
       400: Problem,
@@ -372,6 +357,20 @@ export class RuntimesAdmin {
           return reply.code(202).send(this.statusOf(stopped, request));
         },
       );
+
+      const context: AdminRouteContext = {
+        podCaller: async (request, audience) => {
+          const result = await this.callers.authenticatePod(request.headers, audience);
+          if (result.ok) return result.pod;
+          throw new ProblemError(
+            result.status,
+            result.status === 401 ? "unauthorized" : "unavailable",
+            result.detail,
+          );
+        },
+        problem: (status, title, detail, extra) => new ProblemError(status, title, detail, extra),
+      };
+      for (const routes of this.options.routes ?? []) routes(api, context);
 
       api.delete(
         "/services/:user/:service/:instance",
@@ -941,14 +940,6 @@ export class RuntimesAdmin {
     for (const [k, v] of Object.entries(answer.headers ?? {})) reply.header(k, v);
     return reply.code(answer.status).send(answer.body);
   }
-
-  private problem(reply: FastifyReply, err: ProblemError) {
-    for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
-    return reply
-      .code(err.status)
-      .type("application/problem+json")
-      .send({ type: "about:blank", title: err.title, status: err.status, detail: err.message, ...err.extra });
-  }
 }
 
 interface Acting {
@@ -956,26 +947,6 @@ interface Acting {
   /** The caller acts for another user (a delegation, or a runtime's agent). */
   delegated: boolean;
   agent?: Extract<Caller, { kind: "agent" }>;
-}
-
-interface ValidationIssue {
-  instancePath: string;
-  keyword: string;
-  params: Record<string, unknown>;
-  message?: string;
-}
-
-/** Ajv's complaint as a problem naming the field and the limit it broke. */
-function invalidRequest(issues: ValidationIssue[], context = "request"): ProblemError {
-  const issue = issues[0]!;
-  const path = issue.instancePath.replace(/^\//, "").replaceAll("/", ".");
-  const field = path || (issue.params.missingProperty as string | undefined) || context;
-  const limitKey = ["limit", "pattern", "format", "allowedValues"].find((k) => k in issue.params);
-  const limit = limitKey ? (issue.params[limitKey] as string | number) : undefined;
-  return new ProblemError(400, "invalid request", `${context} ${field}: ${issue.message ?? issue.keyword}`, {
-    field,
-    ...(limit !== undefined ? { limit: Array.isArray(limit) ? limit.join(", ") : limit } : {}),
-  });
 }
 
 function decodeContinue(token: string): string {
