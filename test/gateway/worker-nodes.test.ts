@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
-import { NODE_OWNER_LABEL, type WorkerNode } from "../../src/nodes/index.js";
+import { NODE_OWNER_LABEL, NODE_OWNER_TAINT, type WorkerNode } from "../../src/nodes/index.js";
 import { USER_LABEL, userLabelValue } from "../../src/tenants/index.js";
 import { workerNodeManifest } from "../nodes/support.js";
 import { uniqueName } from "../support/clusters.js";
@@ -79,7 +79,7 @@ describe("worker nodes and private Nodes are their owner's", () => {
           labels: { [NODE_OWNER_LABEL]: userLabelValue(alice.name), "kubernetes.io/hostname": privateNode },
         },
         spec: {
-          taints: [{ key: NODE_OWNER_LABEL, value: userLabelValue(alice.name), effect: "NoSchedule" }],
+          taints: [{ key: NODE_OWNER_TAINT, value: userLabelValue(alice.name), effect: "NoSchedule" }],
         },
       },
     });
