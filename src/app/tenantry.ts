@@ -97,6 +97,7 @@ import {
   type WebhookTlsOptions,
   webhookConfigurations,
 } from "../webhooks/index.js";
+import { BackupPolicyCulling } from "./backup-culling.js";
 import { ALL_CRDS } from "./crds.js";
 
 export const TENANTRY_NAMESPACE = "tenantry-system";
@@ -456,10 +457,17 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   if (gateway) logger.info({ url: gateway.url }, "tenant gateway serving");
   const runtimesInformers = new RuntimesInformers(client);
   await runtimesInformers.start();
+  const backupStore = options.backup?.store ?? (await storeSettingsFromSecret(client, namespace));
+  if (!backupStore)
+    logger.info("no backup store configured (Secret tenantry-backup-store): runtime backups are off");
+  // With backups, a BackupPolicy's idle action culls its idle runtimes (backing them up first).
+  const backupCulling = backupStore ? new BackupPolicyCulling(client) : undefined;
+  await backupCulling?.start();
+  const activityLagMs = proxyOptionsOf(options)?.activityIntervalMs ?? 30_000;
   const plugins = new PluginRegistry();
   // Runtime URLs point at the proxy, which starts once the Admin API it serves is up.
   let proxyUrl: string | undefined;
-  const proxyOptions = options.runtimesProxy === false ? undefined : (options.runtimesProxy ?? {});
+  const proxyOptions = proxyOptionsOf(options);
   const runtimesAdmin =
     options.runtimesAdmin === false
       ? undefined
@@ -472,6 +480,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           host: options.runtimesAdmin?.host ?? "127.0.0.1",
           port: options.runtimesAdmin?.port ?? 0,
           publicUrl: options.runtimesAdmin?.publicUrl ?? (() => proxyOptions?.publicUrl ?? proxyUrl),
+          activityLagMs,
+          ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
           logger,
         });
   const runtimesProxy = proxyOptions
@@ -494,9 +504,6 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   proxyUrl = runtimesProxy?.url;
 
   const monitorMetrics = options.monitor === false ? undefined : new MonitorMetrics(metrics);
-  const backupStore = options.backup?.store ?? (await storeSettingsFromSecret(client, namespace));
-  if (!backupStore)
-    logger.info("no backup store configured (Secret tenantry-backup-store): runtime backups are off");
   const clientCaPem = await readClientCa(client).catch(() => undefined);
   const logicalCloudsApi =
     options.logicalClouds === false
@@ -644,6 +651,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           adminUrl: () =>
             (options.runtimesAdmin !== false ? options.runtimesAdmin?.publicUrl?.() : undefined) ??
             runtimesAdmin?.url,
+          activityLagMs,
+          ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
           logger,
         }),
         ...(monitorMetrics && options.monitor !== false
@@ -723,6 +732,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await runtimesProxy?.stop();
       await runtimesAdmin?.stop();
       await runtimesInformers.stop();
+      await backupCulling?.stop();
       await logicalCloudsApi?.stop();
       await gateway?.stop();
       if (accessUrl) await accessServer.stop();
@@ -737,6 +747,10 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await nodes.stop();
     },
   };
+}
+
+function proxyOptionsOf(options: TenantryOptions) {
+  return options.runtimesProxy === false ? undefined : (options.runtimesProxy ?? {});
 }
 
 function clusterClient(options: TenantryOptions): ClusterClient {

@@ -29,11 +29,20 @@ import { runtimeNamespaceLabels, runtimePlacement } from "../api/placement.js";
 import { RUNTIME_FINALIZER, type Runtime, START_STEPS } from "../api/runtime.js";
 import type { RuntimeService } from "../api/runtime-service.js";
 import { KubeconfigClients, type RuntimesCluster } from "../clusters.js";
+import { type CullingLimits, cullRuntime } from "../controller/culling.js";
 import { recordRuntimeEvent } from "../events.js";
 import { BY_KEY, BY_SERVICE, BY_USER, RuntimesInformers, runtimeKeyOf } from "../informers.js";
 import type { ServicePlugin } from "../plugins/spi.js";
-import { AdminCallers, type Caller, ON_BEHALF_OF_HEADER, type UserCaller } from "./callers.js";
+import { activityRoutes } from "./activity-routes.js";
+import {
+  AdminCallers,
+  type AgentCaller,
+  type Caller,
+  ON_BEHALF_OF_HEADER,
+  type UserCaller,
+} from "./callers.js";
 import { checkStartLimits, isStarting } from "./limits.js";
+import type { AdminRouteContext } from "./route-context.js";
 import {
   DEFAULT_PAGE,
   InstanceParams,
@@ -44,6 +53,7 @@ import {
   RuntimeStatusBody,
   StartBody,
   StartQuery,
+  StopQuery,
   UserParams,
 } from "./schemas.js";
 
@@ -68,6 +78,10 @@ export interface RuntimesAdminOptions {
   pluginOf?: (service: RuntimeService) => ServicePlugin | undefined;
   /** Retry-After of a 429 and of a 503 while starting, in seconds (default 2). */
   retryAfterSeconds?: number;
+  /** What else culls a runtime when idle (a BackupPolicy), as the runtimes controller is told. */
+  idleCulledBy?: (runtime: Runtime) => string | undefined;
+  /** How late the proxy's activity may reach a Runtime (its write interval; default 30 s). */
+  activityLagMs?: number;
   logger?: Logger;
 }
 
@@ -240,6 +254,7 @@ export class RuntimesAdmin {
       429: Problem,
       503: Problem,
     };
+    app.register(async (api) => activityRoutes(api, this.routeContext(), problems));
     app.register(async (api) => {
       api.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
 
@@ -347,6 +362,7 @@ export class RuntimesAdmin {
           schema: {
             summary: "Stop: deployment and service go, volumes and secrets stay; the next POST resumes.",
             params: InstanceParams,
+            querystring: StopQuery,
             response: { 202: RuntimeStatusBody, 204: { type: "null" }, ...problems },
           },
         },
@@ -354,18 +370,21 @@ export class RuntimesAdmin {
           const params = request.params as InstanceParams;
           const acting = await this.actingFor(request, params.user, { agentMayStop: true });
           const runtime = await this.find(params, acting);
-          if (
-            acting.agent &&
-            (acting.agent.runtime !== runtime.metadata?.name ||
-              acting.agent.namespace !== runtime.metadata?.namespace ||
-              acting.agent.cluster !== this.services.get(undefined, runtime.spec.service)?.spec.cluster?.name)
-          ) {
-            throw forbidden(
-              `the agent of runtime ${acting.agent.namespace}/${acting.agent.runtime} may stop only its own runtime`,
-            );
-          }
+          if (acting.agent) this.checkOwnRuntime(acting.agent, runtime, "stop");
           if (runtime.status?.phase === "Stopped" && runtime.spec.desiredState === "Stopped") {
             return reply.code(204).send();
+          }
+          const idle = (request.query as StopQuery).idleSeconds;
+          if (acting.agent && idle !== undefined && runtime.spec.desiredState === "Running") {
+            // The agent stops its runtime for idleness: a cull, recorded as one.
+            await cullRuntime(
+              this.options.client,
+              runtime,
+              `idle for ${idle} s, as its agent found (pod ${acting.agent.pod})`,
+              this.logger,
+              "tenantry-runtime-agent",
+            );
+            return reply.code(202).send(this.statusOf(runtime, request));
           }
           const stopped = await this.patchSpec(runtime, { desiredState: "Stopped" });
           await this.recordDelegation(acting, stopped, "stop");
@@ -480,6 +499,39 @@ export class RuntimesAdmin {
     return { caller, delegated: true };
   }
 
+  /** A runtime's agent acts only on its own runtime (same pod label, namespace and cluster). */
+  private checkOwnRuntime(agent: AgentCaller, runtime: Runtime, action: string): void {
+    if (
+      agent.runtime !== runtime.metadata?.name ||
+      agent.namespace !== runtime.metadata?.namespace ||
+      agent.cluster !== this.services.get(undefined, runtime.spec.service)?.spec.cluster?.name
+    ) {
+      throw forbidden(
+        `the agent of runtime ${agent.namespace}/${agent.runtime} may ${action} only its own runtime`,
+      );
+    }
+  }
+
+  /** What route files registered beside the Admin API's own routes use of it. */
+  private routeContext(): AdminRouteContext {
+    return {
+      client: this.options.client,
+      services: this.services,
+      logger: this.logger,
+      ...(this.options.idleCulledBy ? { idleCulledBy: this.options.idleCulledBy } : {}),
+      activityLagMs: this.options.activityLagMs ?? 30_000,
+      problem: (status, title, detail, extra) => new ProblemError(status, title, detail, extra),
+      agentsRuntime: async (request) => {
+        const params = request.params as InstanceParams;
+        const acting = await this.actingFor(request, params.user, { agentMayStop: true });
+        if (!acting.agent) throw forbidden("only a runtime's agent reports its activity");
+        const runtime = await this.find(params, acting);
+        this.checkOwnRuntime(acting.agent, runtime, "report the activity of");
+        return runtime;
+      },
+    };
+  }
+
   /** A delegated call is recorded as an Event on the Runtime and an audit log line naming both. */
   private async recordDelegation(acting: Acting, runtime: Runtime, action: string): Promise<void> {
     if (!acting.delegated) return;
@@ -514,6 +566,31 @@ export class RuntimesAdmin {
   private async startRuntime(request: FastifyRequest): Promise<Answer> {
     const params = request.params as InstanceParams;
     const acting = await this.actingFor(request, params.user);
+    const runtime = await this.startFor(
+      acting,
+      params,
+      request.body as Record<string, unknown>,
+      request.query as StartQuery,
+    );
+    const status = this.statusOf(runtime, request);
+    if (status.ready) return { status: 201, body: status };
+    return {
+      status: 202,
+      body: status,
+      headers: { location: status.progressUrl, "retry-after": String(this.retryAfter) },
+    };
+  }
+
+  /**
+   * Starts, resumes or retries `params`' runtime for whom `acting` acts; the runtime as written (or
+   * found running). Shared by the Admin API's POST and the JupyterHub API's.
+   */
+  private async startFor(
+    acting: Acting,
+    params: InstanceParams,
+    body: Record<string, unknown>,
+    query: StartQuery,
+  ): Promise<Runtime> {
     const service = this.services.get(undefined, params.service);
     if (!service) throw notFound(`no service ${params.service}`, "service");
     if (service.metadata?.deletionTimestamp) {
@@ -530,7 +607,7 @@ export class RuntimesAdmin {
       );
     }
     const tenant = acting.delegated
-      ? ((request.query as { tenant?: string }).tenant ?? this.existing(params)?.spec.tenant)
+      ? (query.tenant ?? this.existing(params)?.spec.tenant)
       : acting.caller.tenant;
     if (!tenant) {
       throw new ProblemError(
@@ -544,7 +621,7 @@ export class RuntimesAdmin {
     }
     const config = {
       ...((service.spec.defaults as Record<string, unknown>) ?? {}),
-      ...(request.body as object),
+      ...body,
     };
     const violation = this.options.pluginOf?.(service)?.validateConfig?.(config)[0];
     if (violation) {
@@ -553,6 +630,7 @@ export class RuntimesAdmin {
         ...(violation.limit !== undefined ? { limit: violation.limit } : {}),
       });
     }
+    const culling = cullingRequest(service, query);
     const placement = runtimePlacement(
       { ...params, tenant },
       service.spec.namespaceMode ?? "Segregated",
@@ -582,7 +660,7 @@ export class RuntimesAdmin {
         throw notFound(`no runtime ${params.service}/${params.instance} of ${params.user}`);
       if (!runtime) {
         admit(true);
-        runtime = await this.create(placement, { ...params, tenant, config });
+        runtime = await this.create(placement, { ...params, tenant, config, ...culling });
         this.written(key, runtime);
         await this.recordDelegation(acting, runtime, "start");
         return runtime;
@@ -597,6 +675,7 @@ export class RuntimesAdmin {
         );
       }
       await this.checkCompatible(service, runtime, config);
+      checkCullingUnchanged(runtime, culling);
       // A stopped runtime resumes; a failed start is tried again (with the parameters now asked for).
       const stopped = runtime.spec.desiredState === "Stopped";
       if (stopped || runtime.status?.phase === "Failed") {
@@ -604,8 +683,8 @@ export class RuntimesAdmin {
         runtime = await this.patchSpec(
           runtime,
           stopped
-            ? { desiredState: "Running", config }
-            : { config, startRequestedAt: new Date().toISOString() },
+            ? { desiredState: "Running", config, ...culling }
+            : { config, ...culling, startRequestedAt: new Date().toISOString() },
         );
         this.written(key, runtime);
         await this.recordDelegation(acting, runtime, stopped ? "resume" : "retry");
@@ -614,14 +693,7 @@ export class RuntimesAdmin {
     })();
     this.starting.set(key, work);
     try {
-      const runtime = await work;
-      const status = this.statusOf(runtime, request);
-      if (status.ready) return { status: 201, body: status };
-      return {
-        status: 202,
-        body: status,
-        headers: { location: status.progressUrl, "retry-after": String(this.retryAfter) },
-      };
+      return await work;
     } finally {
       if (this.starting.get(key) === work) this.starting.delete(key);
     }
@@ -665,7 +737,7 @@ export class RuntimesAdmin {
 
   private async create(
     placement: { namespace: string; name: string },
-    spec: InstanceParams & { tenant: string; config: Record<string, unknown> },
+    spec: InstanceParams & { tenant: string; config: Record<string, unknown> } & CullingLimits,
   ): Promise<Runtime> {
     await this.ensureNamespace(placement.namespace, spec.tenant);
     const body: Runtime = {
@@ -867,7 +939,12 @@ export class RuntimesAdmin {
   }
 
   /** Server-sent events from the informer: one event per change of the runtime's steps or phase. */
-  private streamProgress(runtime: Runtime, request: FastifyRequest, reply: FastifyReply): void {
+  private streamProgress(
+    runtime: Runtime,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    format: ProgressFormat = adminProgressEvent,
+  ): void {
     const ns = runtime.metadata!.namespace!;
     const name = runtime.metadata!.name!;
     reply.hijack();
@@ -900,16 +977,11 @@ export class RuntimesAdmin {
       }
       const status = this.statusOf(current, request);
       const doneSteps = status.steps.filter((s) => s.state === "Done").length;
-      const event = {
+      const event = format(status, {
         progress: Math.round((doneSteps / START_STEPS.length) * 100),
-        phase: status.phase,
         message:
           status.steps.findLast((s) => s.state !== "Pending")?.message ?? status.message ?? `${status.phase}`,
-        steps: status.steps,
-        ready: status.ready,
-        failed: status.phase === "Failed",
-        ...(status.ready && status.url ? { url: status.url } : {}),
-      };
+      });
       const text = JSON.stringify(event);
       if (text !== last) {
         last = text;
@@ -995,6 +1067,56 @@ const notFound = (detail: string, field?: string) =>
   new ProblemError(404, "not found", detail, field ? { field } : {});
 const conflict = (field: string, detail: string) =>
   new ProblemError(409, "incompatible with the running runtime", detail, { field });
+
+/** One progress event from a runtime's state, its progress (percent of steps done) and message. */
+export type ProgressFormat = (
+  status: RuntimeStatusBody,
+  progress: { progress: number; message: string },
+) => Record<string, unknown>;
+
+const adminProgressEvent: ProgressFormat = (status, { progress, message }) => ({
+  progress,
+  phase: status.phase,
+  message,
+  steps: status.steps,
+  ready: status.ready,
+  failed: status.phase === "Failed",
+  ...(status.ready && status.url ? { url: status.url } : {}),
+});
+
+/** A start's own culling limits (query `idleTimeoutSeconds`, `maxAgeSeconds`): within the service's bounds. */
+function cullingRequest(service: RuntimeService, query: StartQuery): CullingLimits {
+  const limits: CullingLimits = {};
+  for (const field of ["idleTimeoutSeconds", "maxAgeSeconds"] as const) {
+    const asked = query[field];
+    if (asked === undefined) continue;
+    const bound = service.spec[field];
+    if (bound !== undefined && asked > bound) {
+      throw new ProblemError(
+        400,
+        "invalid request",
+        `${field} ${asked} is more than service ${service.metadata?.name} allows (${bound})`,
+        { field, limit: bound },
+      );
+    }
+    limits[field] = asked;
+  }
+  return limits;
+}
+
+/** A running runtime keeps the culling limits it started with (changing them is a new start). */
+function checkCullingUnchanged(runtime: Runtime, asked: CullingLimits): void {
+  const running = runtime.spec.desiredState !== "Stopped" && runtime.status?.phase !== "Failed";
+  if (!running) return;
+  for (const field of ["idleTimeoutSeconds", "maxAgeSeconds"] as const) {
+    if (asked[field] !== undefined && asked[field] !== runtime.spec[field]) {
+      throw conflict(
+        field,
+        `${field} is ${asked[field]} in the request but ${runtime.spec[field] ?? "unset"} for the running runtime; stop it first to change it`,
+      );
+    }
+  }
+}
 
 /** Starts a runtimes Admin API; its informers are synced when it resolves. */
 export async function startRuntimesAdmin(options: RuntimesAdminOptions): Promise<RuntimesAdmin> {
