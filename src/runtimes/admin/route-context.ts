@@ -4,6 +4,15 @@ import type { Logger } from "pino";
 import type { ClusterClient, Informer } from "../../kube/index.js";
 import type { Runtime } from "../api/runtime.js";
 import type { RuntimeService } from "../api/runtime-service.js";
+import type { AgentCaller, UserCaller } from "./callers.js";
+
+/** Who a call acts for, and how. */
+export interface Acting {
+  caller: UserCaller;
+  /** The caller acts for another user (a delegation, or a runtime's agent). */
+  delegated: boolean;
+  agent?: AgentCaller;
+}
 
 export interface AdminRouteContext {
   client: ClusterClient;

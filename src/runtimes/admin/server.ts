@@ -13,12 +13,14 @@ import Fastify, {
   type FastifyRequest,
   type InjectOptions,
 } from "fastify";
+import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
 import { answerOversizedBodies } from "../../common/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
   type ClusterClient,
   describeError,
+  formatKubeTime,
   type Informer,
   isAlreadyExists,
   isNotFound,
@@ -28,21 +30,24 @@ import { TENANTS_API_VERSION } from "../../tenants/index.js";
 import { runtimeNamespaceLabels, runtimePlacement } from "../api/placement.js";
 import { RUNTIME_FINALIZER, type Runtime, START_STEPS } from "../api/runtime.js";
 import type { RuntimeService } from "../api/runtime-service.js";
-import { KubeconfigClients, type RuntimesCluster } from "../clusters.js";
-import { type CullingLimits, cullRuntime } from "../controller/culling.js";
+import { KubeconfigClients, type RuntimesCluster, SECRETS_NAMESPACE } from "../clusters.js";
+import { type CullingLimits, cullRuntime, lastUsed } from "../controller/culling.js";
 import { recordRuntimeEvent } from "../events.js";
+import type { HubBackend } from "../hub/backend.js";
+import { HUB_API_PREFIX, type HubRouteOptions, hubRoutes } from "../hub/routes.js";
+import { HubTokens } from "../hub/tokens.js";
 import { BY_KEY, BY_SERVICE, BY_USER, RuntimesInformers, runtimeKeyOf } from "../informers.js";
 import type { ServicePlugin } from "../plugins/spi.js";
+import { KubeActivityWriter } from "../proxy/activity.js";
 import { activityRoutes } from "./activity-routes.js";
 import {
   AdminCallers,
   type AgentCaller,
   type Caller,
   ON_BEHALF_OF_HEADER,
-  type UserCaller,
 } from "./callers.js";
 import { checkStartLimits, isStarting } from "./limits.js";
-import type { AdminRouteContext } from "./route-context.js";
+import type { Acting, AdminRouteContext } from "./route-context.js";
 import {
   DEFAULT_PAGE,
   InstanceParams,
@@ -82,6 +87,10 @@ export interface RuntimesAdminOptions {
   idleCulledBy?: (runtime: Runtime) => string | undefined;
   /** How late the proxy's activity may reach a Runtime (its write interval; default 30 s). */
   activityLagMs?: number;
+  /** tenantry's namespace: where the JupyterHub API's tokens are kept (default tenantry-system). */
+  namespace?: string;
+  /** The JupyterHub REST API served at /hub/api. */
+  hub?: HubRouteOptions;
   logger?: Logger;
 }
 
@@ -129,6 +138,11 @@ export class RuntimesAdmin {
   /** Clients of the runtimes clusters services name. */
   private readonly clusterClients: KubeconfigClients;
   private address?: AddressInfo;
+  /** API tokens of the JupyterHub REST API served beside this one. */
+  private readonly hubTokens: HubTokens;
+  private readonly activityWriter: KubeActivityWriter;
+  /** Whether a user holds the delegation permission, for a few seconds (JupyterHub API callers' admin role). */
+  private readonly admins = new LRUCache<string, boolean>({ max: 10_000, ttl: 10_000 });
 
   constructor(private readonly options: RuntimesAdminOptions) {
     const { client } = options;
@@ -159,6 +173,8 @@ export class RuntimesAdmin {
       onUpdate: (_old, runtime) => seen(runtime),
       onDelete: (runtime) => this.unseenStarts.delete(keyOfRuntime(runtime)),
     });
+    this.hubTokens = new HubTokens(client, options.namespace ?? SECRETS_NAMESPACE);
+    this.activityWriter = new KubeActivityWriter(client);
     this.app = this.build();
   }
 
@@ -170,6 +186,7 @@ export class RuntimesAdmin {
 
   async start(): Promise<string> {
     if (this.ownInformers) await this.informers.start();
+    await this.hubTokens.start();
     await this.app.listen({ host: this.options.host ?? "127.0.0.1", port: this.options.port ?? 0 });
     this.address = this.app.server.address() as AddressInfo;
     this.logger.info({ url: this.url }, "runtimes Admin API serving");
@@ -178,6 +195,7 @@ export class RuntimesAdmin {
 
   async stop(): Promise<void> {
     await this.app.close();
+    await this.hubTokens.stop();
     this.removeUnseenHandler?.();
     if (this.ownInformers) await this.informers.stop();
   }
@@ -255,6 +273,16 @@ export class RuntimesAdmin {
       503: Problem,
     };
     app.register(async (api) => activityRoutes(api, this.routeContext(), problems));
+    app.register(
+      async (api) => {
+        // JupyterHub's API is documented by JupyterHub: not in this API's OpenAPI document.
+        api.addHook("onRoute", (route) => {
+          route.schema = { ...route.schema, hide: true };
+        });
+        hubRoutes(api, this.hubBackend(), this.options.hub ?? {});
+      },
+      { prefix: HUB_API_PREFIX },
+    );
     app.register(async (api) => {
       api.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
 
@@ -529,6 +557,46 @@ export class RuntimesAdmin {
         this.checkOwnRuntime(acting.agent, runtime, "report the activity of");
         return runtime;
       },
+    };
+  }
+
+  /** What the JupyterHub REST API uses of this one. */
+  private hubBackend(): HubBackend {
+    return {
+      runtimes: this.runtimes,
+      services: this.services,
+      tokens: this.hubTokens,
+      authenticate: (token) => this.callers.authenticate({ authorization: `Bearer ${token}` }),
+      isAdmin: async (caller) => {
+        const key = `${caller.username}\n${caller.groups.join(",")}`;
+        const known = this.admins.get(key);
+        if (known !== undefined) return known;
+        const admin = await this.callers.mayDelegate(caller);
+        this.admins.set(key, admin);
+        return admin;
+      },
+      start: (acting, params, body, query) => this.startFor(acting, params, body, query),
+      stop: async (acting, runtime) => {
+        const stopped = await this.patchSpec(runtime, { desiredState: "Stopped" });
+        await this.recordDelegation(acting, stopped, "stop");
+        return stopped;
+      },
+      remove: async (acting, runtime) => {
+        await this.recordDelegation(acting, runtime, "delete");
+        try {
+          await this.options.client.objects.delete(runtime as never);
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+      },
+      writeActivity: async (runtime, time) => {
+        if (Math.floor(time.getTime() / 1000) * 1000 <= (lastUsed(runtime) ?? 0)) return;
+        await this.activityWriter.write(runtime, formatKubeTime(time));
+      },
+      statusOf: (runtime, request) => this.statusOf(runtime, request),
+      publicBase: (request) => this.publicBase(request),
+      streamProgress: (runtime, request, reply, format) =>
+        this.streamProgress(runtime, request, reply, format),
     };
   }
 
@@ -1017,13 +1085,6 @@ export class RuntimesAdmin {
       .type("application/problem+json")
       .send({ type: "about:blank", title: err.title, status: err.status, detail: err.message, ...err.extra });
   }
-}
-
-interface Acting {
-  caller: UserCaller;
-  /** The caller acts for another user (a delegation, or a runtime's agent). */
-  delegated: boolean;
-  agent?: Extract<Caller, { kind: "agent" }>;
 }
 
 interface ValidationIssue {
