@@ -481,6 +481,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           port: options.runtimesAdmin?.port ?? 0,
           publicUrl: options.runtimesAdmin?.publicUrl ?? (() => proxyOptions?.publicUrl ?? proxyUrl),
           activityLagMs,
+          namespace,
           ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
           logger,
         });

@@ -8,6 +8,8 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import { after, before, describe, test } from "node:test";
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { RUNTIMES_DELEGATE_CLUSTER_ROLE } from "../../src/runtimes/index.js";
 import { testEnvironment } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { hubClients } from "../support/hub-clients.js";
@@ -77,17 +79,17 @@ describe("the JupyterHub REST API", () => {
     ]);
     echo = await runtimes.service("hub-echo", echoServiceSpec(), { "tenantry.dev/default-profile": "true" });
     // ops is JupyterHub's admin here: the delegation permission.
-    await runtimes.home.rbac.createClusterRoleBinding({
-      body: {
-        metadata: { name: binding },
-        roleRef: {
-          apiGroup: "rbac.authorization.k8s.io",
-          kind: "ClusterRole",
-          name: "tenantry:runtimes-delegate",
-        },
-        subjects: [{ kind: "User", name: ops.name, apiGroup: "rbac.authorization.k8s.io" }],
+    await runtimes.home.objects.create({
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: binding },
+      roleRef: {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: RUNTIMES_DELEGATE_CLUSTER_ROLE,
       },
-    });
+      subjects: [{ kind: "User", name: ops.name, apiGroup: "rbac.authorization.k8s.io" }],
+    } as KubernetesObject);
   });
   after(async () => {
     await removeObject(runtimes.home, {

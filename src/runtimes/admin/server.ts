@@ -40,12 +40,7 @@ import { BY_KEY, BY_SERVICE, BY_USER, RuntimesInformers, runtimeKeyOf } from "..
 import type { ServicePlugin } from "../plugins/spi.js";
 import { KubeActivityWriter } from "../proxy/activity.js";
 import { activityRoutes } from "./activity-routes.js";
-import {
-  AdminCallers,
-  type AgentCaller,
-  type Caller,
-  ON_BEHALF_OF_HEADER,
-} from "./callers.js";
+import { AdminCallers, type AgentCaller, type Caller, ON_BEHALF_OF_HEADER } from "./callers.js";
 import { checkStartLimits, isStarting } from "./limits.js";
 import type { Acting, AdminRouteContext } from "./route-context.js";
 import {

@@ -247,7 +247,7 @@ export function hubRoutes(api: FastifyInstance, backend: HubBackend, options: Hu
     const tenant = acting.delegated ? tenantOf(request, backend, name) : undefined;
     const query: StartQuery = tenant ? { tenant } : {};
     const runtime = await backend.start(acting, { user: name, service, instance }, config, query);
-    const ready = await waitFor(backend, runtime, (r) => backend.statusOf(r, request).ready, waitMs);
+    const ready = await waitFor(backend, runtime, (r) => !!r && backend.statusOf(r, request).ready, waitMs);
     return reply
       .code(ready ? 201 : 202)
       .type("text/plain")
