@@ -58,7 +58,7 @@ session = example.make_session(token)
 url = example.start_server(session, hub_url, user, server)
 r = session.get(f"{url}hello-from-the-example")
 r.raise_for_status()
-print("SERVED", r.status_code, r.text.splitlines()[0])
+print("SERVED", r.status_code, next(l for l in r.text.splitlines() if "hello-from-the-example" in l))
 example.stop_server(session, hub_url, user, server)
 print("STOPPED")
 `;
@@ -128,7 +128,7 @@ describe("the JupyterHub REST API", () => {
     ]);
     assert.equal(run.code, 0, run.output);
     assert.match(run.output, /Progress \d+%/);
-    assert.match(run.output, /SERVED 200 GET \/r\/[\w-]+\/hello-from-the-example/);
+    assert.match(run.output, /SERVED 200 .*hello-from-the-example/);
     assert.match(run.output, /STOPPED/);
     const runtime = await runtimes.read(alice, echo, "lab");
     assert.equal(runtime.spec.desiredState, "Stopped");
@@ -234,6 +234,25 @@ describe("the JupyterHub REST API", () => {
     assert.equal((await hub("POST", `/users/${bob.name}/servers/lab`, alice.token)).status, 403);
     assert.equal((await hub("GET", `/users/${bob.name}`, alice.token)).status, 403);
     assert.equal((await hub("GET", "/users", alice.token)).status, 403);
+    // Nor are alice's bob's, with the URL of her server in hand: not stopped, not read, not followed.
+    for (const [method, path] of [
+      ["DELETE", `/users/${alice.name}/servers/idle`],
+      ["GET", `/users/${alice.name}/servers/idle`],
+      ["GET", `/users/${alice.name}/servers/idle/progress`],
+      ["POST", `/users/${alice.name}/activity`],
+      ["GET", `/users/${alice.name}/tokens`],
+    ] as const) {
+      const res = await hub(method, path, bob.token);
+      assert.equal(res.status, 403, `${method} ${path}`);
+      assert.deepEqual(Object.keys(res.body).sort(), ["message", "status"]);
+    }
+    const broken = await fetch(`${proxy()}/hub/api/users/${alice.name}/servers/x`, {
+      method: "POST",
+      headers: { authorization: `token ${alice.token}`, "content-type": "application/json" },
+      body: "{not json",
+    });
+    assert.equal(broken.status, 400);
+    assert.deepEqual(await broken.json(), { status: 400, message: "Body must be valid JSON" });
     const greedy = await hub("POST", `/users/${alice.name}/tokens`, alice.token, {
       scopes: ["admin:servers"],
     });
