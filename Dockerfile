@@ -1,20 +1,24 @@
 # syntax=docker/dockerfile:1
 # tenantry's image: compiled once with the dev toolchain, run from distroless Node.js as non-root.
 
-FROM node:20-slim AS build
+FROM node:24-trixie-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-RUN npm ci
+# No install scripts: the image has Node.js 24 already (the node package would fetch it again).
+RUN npm ci --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build.mjs ./scripts/
 COPY src ./src
+# The commit the image is built from (no .git in the build context's copy): tenantry version names it.
+ARG TENANTRY_COMMIT
 RUN npm run build
 
-FROM node:20-slim AS runtime-deps
+FROM node:24-trixie-slim AS runtime-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts
 
-FROM gcr.io/distroless/nodejs20-debian12:nonroot
+FROM gcr.io/distroless/nodejs24-debian13:nonroot
 WORKDIR /app
 ENV NODE_ENV=production
 COPY --from=runtime-deps /app/node_modules ./node_modules

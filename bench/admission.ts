@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CoreV1Api, type KubernetesObject } from "@kubernetes/client-node";
 import { applyObject, type ClusterClient, loadClusterClient } from "../src/kube/index.js";
-import { ClusterHarness } from "../src/localcluster/index.js";
+import { ClusterHarness, webhookClientCaFile } from "../src/localcluster/index.js";
 import type { TenantResourceQuota } from "../src/tenants/index.js";
 import { startTenantryProcess, type TenantryProcess } from "../test/support/tenantry-process.js";
 import { type Cell, ms, percentile, printTable } from "./support/report.js";
@@ -154,6 +154,7 @@ async function main(): Promise<void> {
     tenantry = await startTenantryProcess({
       cluster: state!.name,
       kubeconfig: state!.kubeconfig,
+      webhookClientCaFile: webhookClientCaFile(state!),
       logFile: join(dir, "tenantry.log"),
       without: ["gateway", "runtimes-admin", "runtimes-proxy", "logical-clouds"],
     });

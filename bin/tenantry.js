@@ -1,7 +1,4 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI directly; tsx compiles it on the fly.
-import { register } from "tsx/esm/api";
+import { run } from "./run.js";
 
-register();
-const { main } = await import("../src/cli/main.ts");
-process.exitCode = await main();
+await run("tenantry");

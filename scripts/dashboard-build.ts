@@ -1,4 +1,4 @@
-/** Builds the dashboard's client (Vite) into dist/dashboard when missing or stale; `--force` always. */
+/** Builds the dashboard's client (Vite) into dist/dashboard/client when missing or stale; `--force` always. */
 import { buildDashboardAssets, ensureDashboardAssets } from "../src/dashboard/index.js";
 
 const log = (line: string) => process.stderr.write(line);

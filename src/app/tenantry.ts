@@ -2,7 +2,12 @@ import { hostname } from "node:os";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
-import { BackupControllers, type S3Settings, storeSettingsFromSecret } from "../backup/index.js";
+import {
+  BackupBroker,
+  BackupControllers,
+  type S3Settings,
+  storeSettingsFromSecret,
+} from "../backup/index.js";
 import {
   CloudInformers,
   LogicalCloudController,
@@ -38,6 +43,7 @@ import {
   loadClusterClient,
   loadInClusterClient,
   readNamespaceIfExists,
+  registerControllerMetrics,
 } from "../kube/index.js";
 import { Monitor, MonitorMetrics, type MonitorOptions } from "../monitor/index.js";
 import {
@@ -76,7 +82,6 @@ import {
   QuotaAdmission,
   QuotaController,
   QuotaStore,
-  TENANT_LABEL,
   TenantController,
   TenantInformers,
   tenantryIdentity,
@@ -89,6 +94,7 @@ import {
   ensureWebhookTls,
   WEBHOOK_CONFIGURATION,
   WEBHOOK_TLS_SECRET,
+  type WebhookCallers,
   type WebhookCertificateIssuer,
   WebhookCertificateKeeper,
   type WebhookEndpoint,
@@ -137,6 +143,15 @@ export interface TenantryOptions {
   identityApi?: { host?: string; port?: number } | false;
   /** Where every component's metrics go (default: a new registry), e.g. one a health server serves. */
   metricsRegistry?: Registry;
+  /**
+   * The CA bundle (PEM) that signed the client certificate kube-apiserver presents to tenantry's
+   * webhooks (admission: its `--admission-control-config-file`; token and authorization reviews
+   * too, unless `access` gives a CA of their own): every other caller gets a 401, so a forged
+   * AdmissionReview changes nothing. `false`: admission answers anyone, for a control plane that
+   * cannot present a certificate (a managed one), where only a NetworkPolicy keeps others out.
+   * Required while the webhooks are served.
+   */
+  webhookClientCa?: string | false;
   /** Address the webhook server listens on and the API server calls (embedded default: loopback). */
   webhookHost?: string;
   webhookPort?: number;
@@ -216,7 +231,7 @@ export interface TenantryOptions {
   storage?: StorageOptions | false;
   /**
    * The web dashboard (built client and JSON API, plain HTTP): on by default, on a free loopback
-   * port; `assetsDir` is where the built client is (default dist/dashboard).
+   * port; `assetsDir` is where the built client is (default dist/dashboard/client).
    */
   dashboard?: { host?: string; port?: number; assetsDir?: string } | false;
   /** Worker nodes on demand. */
@@ -276,6 +291,17 @@ export interface RunningTenantry {
   stop(): Promise<void>;
 }
 
+/** Who the admission webhooks answer; refuses to start without a decision (see `webhookClientCa`). */
+function webhookCallers(clientCa: string | false | undefined): WebhookCallers {
+  if (clientCa === false) return "anyone";
+  if (!clientCa?.trim()) {
+    throw new UserError(
+      "webhookClientCa: the CA of kube-apiserver's webhook client certificate is required while admission webhooks are served (`tenantry run --webhook-client-ca FILE`, chart value apiServerClient.caBundle; see README, Install on your own cluster); without it anyone who reaches the webhook port could forge admission reviews",
+    );
+  }
+  return { clientCaPem: clientCa };
+}
+
 /**
  * The composition root: wires tenantry's components to one cluster. Webhooks serve on every
  * replica (admission must always answer); controllers run only on the replica holding the Lease.
@@ -284,6 +310,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const { logger } = options;
   const namespace = options.namespace ?? TENANTRY_NAMESPACE;
   if (options.storage) validateStorageOptions(options.storage);
+  const callers = options.webhooks === false ? undefined : webhookCallers(options.webhookClientCa);
   const client = clusterClient(options);
   await installCrds(client.kubeConfig, { crds: ALL_CRDS });
   const clusterIdentity = await ensureClusterIdentity(client, {
@@ -293,6 +320,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   });
   logger.info(clusterIdentity, "cluster identity");
   const metrics = options.metricsRegistry ?? new Registry();
+  registerControllerMetrics(metrics);
   const informers = new TenantInformers(client);
   const offloading = new MulticlusterInformers(client, namespace);
   const host = options.webhookHost ?? "127.0.0.1";
@@ -355,10 +383,12 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   ];
 
   const server =
-    options.webhooks === false
+    callers === undefined
       ? undefined
       : new WebhookServer({
           tls,
+          callers,
+          registry: metrics,
           host,
           ...(options.webhookPort ? { port: options.webhookPort } : {}),
           logger,
@@ -417,9 +447,11 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     createTenants: idp.createTenants ?? true,
     logger,
   });
+  const reviewClientCaPem = options.access?.reviewClientCaPem ?? (options.webhookClientCa || undefined);
   const accessServer = new AccessServer({
     tls: options.access?.tls ?? tls.serving,
-    ...(options.access?.reviewClientCaPem ? { reviewClientCaPem: options.access.reviewClientCaPem } : {}),
+    // kube-apiserver's webhook client certificate asks for reviews as it does for admission.
+    ...(reviewClientCaPem ? { reviewClientCaPem } : {}),
     host: options.access?.host ?? (options.identityApi ? options.identityApi.host : undefined) ?? host,
     port: options.access?.port ?? (options.identityApi ? options.identityApi.port : undefined) ?? 0,
     authenticator,
@@ -455,11 +487,17 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         });
   if (gateway) logger.info({ url: gateway.url }, "tenant gateway serving");
-  const runtimesInformers = new RuntimesInformers(client);
-  await runtimesInformers.start();
   const backupStore = options.backup?.store ?? (await storeSettingsFromSecret(client, namespace));
   if (!backupStore)
     logger.info("no backup store configured (Secret tenantry-backup-store): runtime backups are off");
+  // Served by the runtimes Admin API on every replica: the backup agents' only way to the store.
+  const backupBroker =
+    backupStore && options.runtimesAdmin !== false
+      ? new BackupBroker({ client, store: backupStore, logger })
+      : undefined;
+  await backupBroker?.start();
+  const runtimesInformers = new RuntimesInformers(client);
+  await runtimesInformers.start();
   // With backups, a BackupPolicy's idle action culls its idle runtimes (backing them up first).
   const backupCulling = backupStore ? new BackupPolicyCulling(client) : undefined;
   await backupCulling?.start();
@@ -483,8 +521,13 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           activityLagMs,
           namespace,
           ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
+          ...(backupBroker ? { routes: [backupBroker.routes] } : {}),
           logger,
         });
+  /** Where runtime pods and backup agents reach the Admin API. */
+  const adminUrl = () =>
+    (options.runtimesAdmin !== false ? options.runtimesAdmin?.publicUrl?.() : undefined) ??
+    runtimesAdmin?.url;
   const runtimesProxy = proxyOptions
     ? await startRuntimesProxy({
         source: new InformerRouteSource(client, { logger }),
@@ -649,9 +692,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           plugins,
           tenantOf: (name) => informers.tenants.get(undefined, name),
           tenantryNamespace: namespace,
-          adminUrl: () =>
-            (options.runtimesAdmin !== false ? options.runtimesAdmin?.publicUrl?.() : undefined) ??
-            runtimesAdmin?.url,
+          adminUrl,
           activityLagMs,
           ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
           logger,
@@ -665,6 +706,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
                 client,
                 store: backupStore,
                 namespace,
+                brokerUrl: () => (backupBroker ? adminUrl() : undefined),
                 ...(options.backup?.agentImage ? { agentImage: options.backup.agentImage } : {}),
                 logger,
               }),
@@ -732,6 +774,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await dashboard?.stop();
       await runtimesProxy?.stop();
       await runtimesAdmin?.stop();
+      await backupBroker?.stop();
       await runtimesInformers.stop();
       await backupCulling?.stop();
       await logicalCloudsApi?.stop();
@@ -767,9 +810,8 @@ function clusterClient(options: TenantryOptions): ClusterClient {
 async function tenantNamespaces(informers: TenantInformers, tenant: string): Promise<string[]> {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const names = informers.tenantNamespaces
-      .list()
-      .filter((ns) => ns.metadata?.labels?.[TENANT_LABEL] === tenant)
+    const names = informers
+      .namespacesOf(tenant)
       .map((ns) => ns.metadata!.name!)
       .sort();
     if (names.length || Date.now() > deadline) return names;

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { describe, test } from "node:test";
-import { decryptor, encryptor, HashingStream, newTenantKey } from "./crypto.js";
+import { backupKey, decryptor, encryptor, HashingStream, newTenantKey } from "./crypto.js";
 
 async function collect(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
@@ -53,5 +53,23 @@ describe("backup encryption", () => {
     await collect(Readable.from([Buffer.from("ab"), Buffer.from("c")]).pipe(hashing));
     assert.equal(hashing.bytes, 3);
     assert.equal(hashing.digest(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  });
+
+  test("each backup has its own key, derived from the tenant's: the same location gives the same key", async () => {
+    const tenant = newTenantKey();
+    const one = backupKey(tenant, "acme/bob/echo/one/first");
+    assert.equal(one.length, 32);
+    assert.ok(one.equals(backupKey(tenant, "acme/bob/echo/one/first")));
+    assert.ok(!one.equals(backupKey(tenant, "acme/bob/echo/one/second")));
+    assert.ok(!one.equals(backupKey(newTenantKey(), "acme/bob/echo/one/first")));
+    assert.ok(!one.equals(tenant));
+    const enc = encryptor(one);
+    const cipher = await collect(Readable.from([plain]).pipe(enc.stream));
+    await assert.rejects(
+      collect(
+        Readable.from([cipher]).pipe(decryptor(backupKey(tenant, "acme/bob/echo/one/second"), enc.sealed())),
+      ),
+      /authenticate/,
+    );
   });
 });

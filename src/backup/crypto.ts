@@ -5,6 +5,7 @@ import {
   createHash,
   type DecipherGCM,
   type Hash,
+  hkdfSync,
   randomBytes,
 } from "node:crypto";
 import { Transform, type TransformCallback } from "node:stream";
@@ -13,12 +14,23 @@ import { Transform, type TransformCallback } from "node:stream";
  * Backups are encrypted at rest on the client side with AES-256-GCM under a key per tenant (kept in
  * a Secret of tenantry's namespace); the store only ever sees ciphertext. The IV is fresh per object;
  * the IV and the GCM tag travel in the object's sidecar record, so a changed byte fails the restore.
+ * Each backup is encrypted under its own key, derived from the tenant's (HKDF-SHA256 over the
+ * backup's location): only that key leaves tenantry's namespace, in the Secret of the agents of
+ * that one backup, and it opens nothing else.
  */
 export const TENANT_KEY_BYTES = 32;
 const IV_BYTES = 12;
 
 export function newTenantKey(): Buffer {
   return randomBytes(TENANT_KEY_BYTES);
+}
+
+/** The key of one backup: HKDF-SHA256 of the tenant's key, salted with nothing, over its location. */
+export function backupKey(tenantKey: Buffer, location: string): Buffer {
+  checkTenantKey(tenantKey);
+  return Buffer.from(
+    hkdfSync("sha256", tenantKey, Buffer.alloc(0), `tenantry backup ${location}`, TENANT_KEY_BYTES),
+  );
 }
 
 export function checkTenantKey(key: Buffer): void {

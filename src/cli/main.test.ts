@@ -1,39 +1,75 @@
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { describe, test } from "node:test";
-import { ApiException } from "@kubernetes/client-node";
-import { UserError } from "../common/index.js";
-import { errorReport } from "./main.js";
+import { promisify } from "node:util";
+import { Command } from "commander";
+import { buildProgram, COMMAND_MODULES, commandNamed } from "./main.js";
 
-function refusal(code: number, reason: string, message: string): ApiException<string> {
-  const body = JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", code, reason, message });
-  return new ApiException(code, "Unsuccessful HTTP Request", body, {
-    "content-type": "application/json",
-    "audit-id": "0c4e0f0e-9d1f-4a5c-8f8e-7d3a2b1c0d9e",
-  });
+const run = promisify(execFile);
+const MAIN = new URL("./main.ts", import.meta.url).pathname;
+
+/** The CLI as a process, from its sources. */
+async function cli(...args: string[]): Promise<string> {
+  const { stdout } = await run(process.execPath, ["--import", "tsx", MAIN, ...args], { encoding: "utf8" });
+  return stdout;
 }
 
-describe("CLI error report", () => {
-  test("an API refusal prints the server's message with the field, not the HTTP body or headers", () => {
-    const message =
-      'User.tenantry.dev "eve" is invalid: spec.groups[0]: Invalid value: "system:masters": groups starting with system: are reserved';
-    const report = errorReport(refusal(422, "Invalid", message));
-    assert.deepEqual(report, { exitCode: 2, message });
-    assert.doesNotMatch(report.message, /audit-id|Unsuccessful HTTP Request|"kind"/);
+describe("the CLI's program", () => {
+  test("each command module registers exactly the commands, and summaries, the program lists for it", async () => {
+    for (const module of COMMAND_MODULES) {
+      const program = new Command("tenantry");
+      (await module.load())(program);
+      const registered = Object.fromEntries(program.commands.map((c) => [c.name(), c.description()]));
+      assert.deepEqual(registered, module.commands);
+    }
   });
 
-  test("exit codes follow the CLI's convention", () => {
-    assert.equal(errorReport(refusal(404, "NotFound", 'tenants "x" not found')).exitCode, 3);
-    assert.equal(errorReport(refusal(409, "AlreadyExists", 'tenants "x" already exists')).exitCode, 4);
-    assert.equal(errorReport(refusal(409, "Conflict", "the object has been modified")).exitCode, 1);
-    assert.equal(errorReport(refusal(403, "Forbidden", "forbidden")).exitCode, 2);
-    assert.deepEqual(errorReport(refusal(500, "InternalError", "etcd is down")), {
-      exitCode: 1,
-      message: "etcd is down (HTTP 500)",
-    });
-    assert.deepEqual(errorReport(new UserError("bad flag", 2)), { exitCode: 2, message: "bad flag" });
-    assert.deepEqual(errorReport(new Error("connect ECONNREFUSED 127.0.0.1:6443")), {
-      exitCode: 1,
-      message: "connect ECONNREFUSED 127.0.0.1:6443",
-    });
+  test("only the command that runs is loaded; the others are their name and summary", async () => {
+    const program = await buildProgram(["tenant", "list", "-o", "json"]);
+    const tenant = program.commands.find((c) => c.name() === "tenant")!;
+    assert.ok(
+      tenant.commands.some((c) => c.name() === "list"),
+      "tenant's own subcommands are there",
+    );
+    const user = program.commands.find((c) => c.name() === "user")!;
+    assert.equal(user.commands.length, 0, "user is a summary only");
+    const all = COMMAND_MODULES.flatMap((m) => Object.keys(m.commands));
+    for (const name of [...all, "version", "completion"]) {
+      assert.ok(
+        program.commands.some((c) => c.name() === name),
+        `${name} is listed`,
+      );
+    }
+  });
+
+  test("the command named is found behind help, completion requests and options", () => {
+    assert.equal(commandNamed([]), undefined);
+    assert.equal(commandNamed(["--help"]), undefined);
+    assert.equal(commandNamed(["tenant", "list"]), "tenant");
+    assert.equal(commandNamed(["help", "cloud"]), "cloud");
+    assert.equal(commandNamed(["complete", "--", "runtime", "st"]), "runtime");
+    assert.equal(commandNamed(["complete", "--", ""]), "");
+    assert.equal(commandNamed(["completion", "bash"]), "completion");
+  });
+
+  test("shell completion: scripts for bash and zsh, and the words that can come next", async () => {
+    assert.match(await cli("completion", "bash"), /complete .*tenantry/);
+    assert.match(await cli("completion", "zsh"), /#compdef tenantry/);
+    const commands = await cli("complete", "--", "");
+    for (const name of ["tenant", "runtime", "cloud", "version", "completion"]) {
+      assert.match(commands, new RegExp(`^${name}\\t`, "m"));
+    }
+    const tenant = await cli("complete", "--", "tenant", "");
+    for (const name of ["create", "list", "describe", "usage", "delete"]) {
+      assert.match(tenant, new RegExp(`^${name}\\t`, "m"));
+    }
+    assert.match(await cli("complete", "--", "tenant", "list", "--out"), /^--output\t/m);
+  });
+
+  test("version names the version and, running from the sources, says so", async () => {
+    const { version } = JSON.parse(await cli("version", "-o", "json")) as { version: string };
+    assert.match(version, /^\d+\.\d+\.\d+/);
+    assert.equal((await cli("version")).trim(), `tenantry ${version} (from the TypeScript sources)`);
+    assert.equal((await cli("--version")).trim(), `tenantry ${version} (from the TypeScript sources)`);
   });
 });

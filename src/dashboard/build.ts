@@ -1,11 +1,14 @@
-import { readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 
 const root = join(import.meta.dirname, "..", "..");
 /** The client's sources (a Vite project). */
 export const DASHBOARD_SOURCE_DIR = join(root, "src", "dashboard", "web");
-/** Where the built client goes and the server serves it from. */
-export const DASHBOARD_ASSETS_DIR = join(root, "dist", "dashboard");
+/**
+ * Where the built client goes and the server serves it from: a folder of its own, beside the
+ * compiled server code in dist/dashboard (Vite empties it at every build; the server serves only it).
+ */
+export const DASHBOARD_ASSETS_DIR = join(root, "dist", "dashboard", "client");
 
 function newest(path: string): number {
   const stat = statSync(path);
@@ -15,8 +18,12 @@ function newest(path: string): number {
   return latest;
 }
 
-/** Whether the built client is missing or older than its sources or the locked dependencies. */
+/**
+ * Whether the built client is missing or older than its sources or the locked dependencies. An
+ * installed tenantry ships the built client without its sources: never stale.
+ */
 export function dashboardAssetsStale(): boolean {
+  if (!existsSync(DASHBOARD_SOURCE_DIR)) return false;
   let built: number;
   try {
     built = statSync(join(DASHBOARD_ASSETS_DIR, "index.html")).mtimeMs;

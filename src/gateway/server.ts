@@ -6,6 +6,7 @@ import type { Duplex } from "node:stream";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
+import { answerClientError } from "../common/index.js";
 import type { Authenticator, Identity } from "../identity/index.js";
 import { type ClusterClient, isConflict, isNotFound, silentLogger, statusCode } from "../kube/index.js";
 import { TENANT_LABEL, type TenantInformers } from "../tenants/index.js";
@@ -15,7 +16,7 @@ import { GatewayMetrics } from "./metrics.js";
 import { GatewayProxy } from "./proxy.js";
 import { KeyedTokenBuckets, type RateLimit } from "./rate-limit.js";
 import { Memberships } from "./scope.js";
-import { badRequest, sendStatus } from "./status.js";
+import { badRequest, sendStatus, statusOfProblem, writeStatusToSocket } from "./status.js";
 import { UpgradeHandler } from "./upgrade.js";
 import { Upstream } from "./upstream.js";
 import { FilteredWatches } from "./watches.js";
@@ -165,6 +166,12 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       reply.hijack();
       sendStatus(reply.raw as ServerResponse, badRequest(error.message));
     },
+    // What node's parser refused (malformed, headers too large): a Status too, never Fastify's own JSON.
+    clientErrorHandler: (err: Error & { code?: string }, socket: Duplex) =>
+      answerClientError(err, socket, undefined, (refused, problem) => {
+        writeStatusToSocket(refused, statusOfProblem(problem));
+        setTimeout(() => refused.destroy(), 1000).unref();
+      }),
   }) as unknown as FastifyInstance;
   // Bodies go to the API server as they arrive: nothing is parsed or buffered here.
   app.removeAllContentTypeParsers();

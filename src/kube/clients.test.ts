@@ -65,6 +65,13 @@ describe("ClusterClient", () => {
     assert.throws(() => new ClusterClient("home", new KubeConfig()), /no current context/);
   });
 
+  test("its watches outlast the longest watch an informer asks the server for", () => {
+    const client = loadClusterClient("home", writeKubeconfig("watch.yaml", "https://10.0.0.4:6443", "t4"));
+    // Informers ask for up to twice their 300 s, and end a stuck watch 30 s after that themselves.
+    const { requestTimeoutMs } = client.watch as unknown as { requestTimeoutMs: number };
+    assert.ok(requestTimeoutMs > (2 * 300 + 30) * 1000);
+  });
+
   test("creates each API client lazily and only once", () => {
     const client = loadClusterClient("home", writeKubeconfig("lazy.yaml", "https://10.0.0.3:6443", "t3"));
     assert.ok(client.core instanceof CoreV1Api);

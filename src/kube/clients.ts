@@ -9,7 +9,7 @@ import {
   Watch,
 } from "@kubernetes/client-node";
 import { UserError } from "../common/index.js";
-import { withConnectionPool } from "./connection-pool.js";
+import { PooledKubeConfig } from "./connection-pool.js";
 import { DynamicObjectApi } from "./object-api.js";
 
 /**
@@ -21,12 +21,13 @@ import { DynamicObjectApi } from "./object-api.js";
  * often reuse a user name such as `admin`; as soon as two of them end up in one KubeConfig
  * (e.g. via `mergeConfig`) or share authenticators, one cluster would be sent the other's
  * token. Qualifying the name with the cluster makes every cached credential belong to
- * exactly one cluster.
+ * exactly one cluster. The copy shares keep-alive connections between its requests (see
+ * connection-pool.ts).
  */
-export function qualifyUserNames(source: KubeConfig, cluster: string): KubeConfig {
+export function qualifyUserNames(source: KubeConfig, cluster: string): PooledKubeConfig {
   const prefix = `${cluster}/`;
   const qualify = (user: string) => (user.startsWith(prefix) ? user : `${prefix}${user}`);
-  const qualified = new KubeConfig();
+  const qualified = new PooledKubeConfig();
   qualified.loadFromOptions({
     clusters: source.getClusters().map((entry) => ({ ...entry })),
     users: source.getUsers().map((user): User => ({ ...user, name: qualify(user.name) })),
@@ -37,13 +38,21 @@ export function qualifyUserNames(source: KubeConfig, cluster: string): KubeConfi
 }
 
 /**
+ * How long a watch may go without a byte before client-node cuts it. Its default, 30 s (new in 2.x),
+ * cut every quiet watch long before the server ends it: informers ask for 300–600 s, and the
+ * server's bookmarks come about once a minute at most. Informers end a stuck watch themselves (30 s
+ * after its timeoutSeconds), so this only has to outlast any watch they open.
+ */
+export const WATCH_IDLE_LIMIT_MS = 15 * 60_000;
+
+/**
  * One named Kubernetes cluster: its kubeconfig and lazily created API clients. Each
  * instance owns its own KubeConfig copy, so any number of clusters can be used from one
  * process without sharing credentials.
  */
 export class ClusterClient {
   readonly name: string;
-  readonly kubeConfig: KubeConfig;
+  readonly kubeConfig: PooledKubeConfig;
   private coreApi?: CoreV1Api;
   private appsApi?: AppsV1Api;
   private coordinationApi?: CoordinationV1Api;
@@ -54,7 +63,7 @@ export class ClusterClient {
   constructor(name: string, kubeConfig: KubeConfig) {
     if (!name || name.includes("/")) throw new Error(`invalid cluster name "${name}"`);
     this.name = name;
-    this.kubeConfig = withConnectionPool(qualifyUserNames(kubeConfig, name));
+    this.kubeConfig = qualifyUserNames(kubeConfig, name);
     if (!this.kubeConfig.getCurrentCluster()) {
       throw new Error(`kubeconfig for cluster "${name}" has no current context with a cluster`);
     }
@@ -92,8 +101,18 @@ export class ClusterClient {
   }
 
   get watch(): Watch {
-    this.watcher ??= new Watch(this.kubeConfig);
+    if (!this.watcher) {
+      this.watcher = new Watch(this.kubeConfig);
+      // client-node 2.0 has no option for it: the field is private, set in the constructor and read
+      // at every watch.
+      (this.watcher as unknown as { requestTimeoutMs: number }).requestTimeoutMs = WATCH_IDLE_LIMIT_MS;
+    }
     return this.watcher;
+  }
+
+  /** Closes its pooled connections: idle ones at once, those of running watches when they end. */
+  close(): Promise<void> {
+    return this.kubeConfig.close();
   }
 }
 

@@ -1,4 +1,4 @@
-export { ACCESS_CACHE_TTL_SECONDS, type AccessWebhooks } from "./access-webhooks.js";
+export { ACCESS_CACHE_TTL_SECONDS, type AccessWebhooks, type WebhookClient } from "./access-webhooks.js";
 export {
   type BuildOptions,
   type ComponentBinaries,
@@ -7,7 +7,7 @@ export {
   ensureObjectStoreBinary,
 } from "./build.js";
 export type { ClusterPorts, ClusterState, ClusterStatus } from "./cluster.js";
-export { COMPONENT_ORDER, LocalCluster } from "./cluster.js";
+export { COMPONENT_ORDER, LocalCluster, webhookClientCaFile } from "./cluster.js";
 export { components, pinnedVersion } from "./components.js";
 export { ClusterHarness, type HarnessOptions } from "./harness.js";
 export { renderKubeconfig } from "./kubeconfig.js";
@@ -33,6 +33,7 @@ export {
   PROCESS_NODE_TAINT,
 } from "./process-node/constants.js";
 export { ensureJupyterServer, type JupyterServerInstall } from "./process-node/jupyter-venv.js";
+export { hurryStopping } from "./processes.js";
 export {
   type ClusterSpec,
   defaultClusters,

@@ -52,7 +52,21 @@ export function isRunning(pid: number, binary?: string): boolean {
   }
 }
 
-/** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
+let hurried = false;
+
+/**
+ * From now on every stop in this process kills at once instead of waiting out its grace period
+ * (`tenantry up` after a second Ctrl-C, or when stopping takes too long).
+ */
+export function hurryStopping(): void {
+  hurried = true;
+}
+
+export function stoppingHurried(): boolean {
+  return hurried;
+}
+
+/** SIGTERM, then SIGKILL after `graceMs` (at once when stopping hurries); resolves once the process is gone. */
 export async function stopProcess(
   proc: Pick<RunningProcess, "pid" | "binary">,
   graceMs = 5000,
@@ -64,7 +78,7 @@ export async function stopProcess(
     return;
   }
   const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !hurried) {
     if (!isRunning(proc.pid, proc.binary)) return;
     await sleep(50);
   }

@@ -38,7 +38,13 @@ import { DEFAULT_JOIN_TIMEOUT_SECONDS, type NodeProvider } from "./api/node-prov
 import type { WorkerNode } from "./api/worker-node.js";
 import type { NodeInformers } from "./informers.js";
 import { bootstrapTokenSecret, bootstrapTokenSecretName, newBootstrapToken, tokenIdOfUser } from "./join.js";
-import { BOOTSTRAP_NAMESPACE, KUBELET_CLIENT_SIGNER, NODE_OWNER_LABEL, WORKER_NODE_LABEL } from "./labels.js";
+import {
+  BOOTSTRAP_NAMESPACE,
+  KUBELET_CLIENT_SIGNER,
+  NODE_OWNER_LABEL,
+  NODE_OWNER_TAINT,
+  WORKER_NODE_LABEL,
+} from "./labels.js";
 import { type PodScheduling, placementViolation, placePod } from "./placement.js";
 
 export interface NodeAdmissionOptions {
@@ -128,7 +134,7 @@ const workerNodeRule = (operations: string[]) => ({
   scope: "Cluster",
 });
 
-const podRule = (operations: string[]) => ({
+export const podRule = (operations: string[]) => ({
   apiGroups: [""],
   apiVersions: ["v1"],
   operations,
@@ -137,7 +143,7 @@ const podRule = (operations: string[]) => ({
 });
 
 /** CEL: the pod has a toleration that could reach private nodes (the handler decides whose). */
-const TOLERATES_PRIVATE = `has(object.spec.tolerations) && object.spec.tolerations.exists(t, (has(t.key) && t.key == '${NODE_OWNER_LABEL}') || ((!has(t.key) || t.key == '') && has(t.operator) && t.operator == 'Exists'))`;
+const TOLERATES_PRIVATE = `has(object.spec.tolerations) && object.spec.tolerations.exists(t, (has(t.key) && t.key == '${NODE_OWNER_TAINT}') || ((!has(t.key) || t.key == '') && has(t.operator) && t.operator == 'Exists'))`;
 
 export class NodeAdmission {
   private readonly reservations: QuotaReservations;

@@ -5,6 +5,7 @@ export {
   type Caller,
   DELEGATE_PERMISSION,
   ON_BEHALF_OF_HEADER,
+  type PodCaller,
   RUNTIMES_AUDIENCE,
   RUNTIMES_DELEGATE_CLUSTER_ROLE,
   runtimesDelegateClusterRole,
@@ -12,6 +13,8 @@ export {
 export { checkStartLimits, DEFAULT_LIMITS, isStarting } from "./admin/limits.js";
 export type { RuntimeStatusBody } from "./admin/schemas.js";
 export {
+  type AdminRouteContext,
+  type AdminRoutes,
   OPENAPI_PATH,
   RuntimesAdmin,
   type RuntimesAdminOptions,

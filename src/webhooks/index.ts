@@ -26,6 +26,7 @@ export {
 export {
   type AdmissionWebhook,
   OPENAPI_PATH as WEBHOOKS_OPENAPI_PATH,
+  type WebhookCallers,
   WebhookServer,
   type WebhookServerOptions,
 } from "./server.js";

@@ -111,7 +111,7 @@ describe("tenant gateway: bearer tokens", () => {
       namespace,
       body: { spec: { audiences: [], expirationSeconds: 600 } },
     });
-    const config = gatewayTokenKubeconfig(gw.gateway, issued.status!.token);
+    const config = gatewayTokenKubeconfig(gw.gateway, issued.status!.token!);
     const whoami = await kubectl(config, ["auth", "whoami", "-o", "json"]);
     assert.equal(whoami.code, 0, whoami.stderr);
     const user = (JSON.parse(whoami.stdout) as WhoAmI).status.userInfo;

@@ -13,6 +13,7 @@ import {
   BOOTSTRAP_NAMESPACE,
   bootstrapTokenSecret,
   NODE_OWNER_LABEL,
+  NODE_OWNER_TAINT,
   NODE_POLICY_LABEL,
   newBootstrapToken,
   WORKER_NODE_LABEL,
@@ -33,7 +34,14 @@ import {
   deleteTenants,
   succeeded,
 } from "../tenants/admission/support.js";
-import { callWithToken, readWorkerNode, waitForGone, waitForPhase, workerNodeManifest } from "./support.js";
+import {
+  bootstrapTokensOf,
+  callWithToken,
+  readWorkerNode,
+  waitForGone,
+  waitForPhase,
+  workerNodeManifest,
+} from "./support.js";
 
 const kc = testKubeConfig("home");
 const suffix = randomBytes(3).toString("hex");
@@ -56,14 +64,7 @@ function denied(result: { code: number; stderr: string }, webhook: string, patte
   assert.match(result.stderr, pattern);
 }
 
-async function tokensOf(name: string) {
-  return (
-    await core.listNamespacedSecret({
-      namespace: BOOTSTRAP_NAMESPACE,
-      labelSelector: `${WORKER_NODE_LABEL}=${name}`,
-    })
-  ).items;
-}
+const tokensOf = (name: string) => bootstrapTokensOf(core, name);
 
 async function podOf(namespace: string, name: string): Promise<V1Pod> {
   return core.readNamespacedPod({ namespace, name });
@@ -178,7 +179,7 @@ describe("a private worker node", () => {
     assert.equal(node.metadata?.labels?.[NODE_OWNER_LABEL], alice.name);
     assert.ok(
       node.spec?.taints?.some(
-        (t) => t.key === NODE_OWNER_LABEL && t.value === alice.name && t.effect === "NoSchedule",
+        (t) => t.key === NODE_OWNER_TAINT && t.value === alice.name && t.effect === "NoSchedule",
       ),
       "tainted for its owner",
     );
@@ -237,14 +238,17 @@ describe("a private worker node", () => {
     const greedy = await podOf(`${tenantB}-dev`, "greedy");
     const terms =
       greedy.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+    // Each term of its own: no worker node, a shared one, or carol's.
     assert.deepEqual(
-      terms?.map((t) => {
-        const e = t.matchExpressions?.find((r) => r.key === NODE_OWNER_LABEL);
-        return e && { key: e.key, operator: e.operator, ...(e.values ? { values: e.values } : {}) };
-      }),
+      terms?.map((t) =>
+        (t.matchExpressions ?? []).map(
+          (r) => `${r.key} ${r.operator}${r.values ? ` ${r.values.join(",")}` : ""}`,
+        ),
+      ),
       [
-        { key: NODE_OWNER_LABEL, operator: "DoesNotExist" },
-        { key: NODE_OWNER_LABEL, operator: "In", values: [carol.name] },
+        [`${NODE_OWNER_LABEL} DoesNotExist`, `${WORKER_NODE_LABEL} DoesNotExist`],
+        [`${NODE_OWNER_LABEL} DoesNotExist`, `${NODE_POLICY_LABEL} In shared`],
+        [`${NODE_OWNER_LABEL} In ${carol.name}`],
       ],
     );
     assert.match(

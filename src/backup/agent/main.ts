@@ -1,13 +1,16 @@
 /**
  * The backup agent: the program of the backup agent image, run by a Job in the tenant's namespace
- * with the runtime's claim mounted. `backup|restore --dir <mounted claim> --key <object key>`;
- * the store and the tenant's key come from the environment (a Secret the backup controller made).
+ * with the runtime's claim mounted. `backup|restore --dir <mounted claim> --key <object key>
+ * --token-file <projected token> [--sha256 <archive's, for a restore>]`; the broker's URL and the
+ * backup's key come from the environment (a Secret the backup controller made). Every request to
+ * the store is presigned by tenantry's broker, which the agent shows its pod's token.
  * It prints progress lines, then `done <json>`; on failure `error: <reason>` as its last line
  * (the controller reads it from the pod's log) and exit code 1.
  */
 import { parseArgs } from "node:util";
+import { HttpStoreBroker } from "../broker/client.js";
 import { S3ObjectStore } from "../store/s3.js";
-import { AGENT_ENV } from "./env.js";
+import { AGENT_ENV, AGENT_TOKEN_PATH } from "./env.js";
 import { backupVolume, restoreVolume } from "./volume.js";
 
 function setting(name: string): string {
@@ -19,19 +22,20 @@ function setting(name: string): string {
 async function main(): Promise<void> {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: { dir: { type: "string" }, key: { type: "string" } },
+    options: {
+      dir: { type: "string" },
+      key: { type: "string" },
+      "token-file": { type: "string", default: AGENT_TOKEN_PATH },
+      sha256: { type: "string" },
+    },
   });
   const [mode] = positionals;
   if (mode !== "backup" && mode !== "restore")
     throw new Error(`mode must be backup or restore, not "${mode ?? ""}"`);
   if (!values.dir || !values.key) throw new Error("--dir and --key are required");
-  const tenantKey = Buffer.from(setting(AGENT_ENV.tenantKey), "base64");
+  const tenantKey = Buffer.from(setting(AGENT_ENV.backupKey), "base64");
   const store = new S3ObjectStore({
-    endpoint: setting(AGENT_ENV.endpoint),
-    bucket: setting(AGENT_ENV.bucket),
-    region: process.env[AGENT_ENV.region] ?? "us-east-1",
-    accessKeyId: setting(AGENT_ENV.accessKeyId),
-    secretAccessKey: setting(AGENT_ENV.secretAccessKey),
+    broker: new HttpStoreBroker(setting(AGENT_ENV.brokerUrl), values["token-file"]),
   });
   let lastReported = 0;
   const onProgress = (bytes: number) => {
@@ -42,7 +46,9 @@ async function main(): Promise<void> {
   try {
     const options = { dir: values.dir, key: values.key, tenantKey, onProgress };
     const record =
-      mode === "backup" ? await backupVolume(store, options) : await restoreVolume(store, options);
+      mode === "backup"
+        ? await backupVolume(store, options)
+        : await restoreVolume(store, { ...options, ...(values.sha256 ? { sha256: values.sha256 } : {}) });
     process.stdout.write(
       `done ${JSON.stringify({ size: record.size, files: record.files, sha256: record.sha256 })}\n`,
     );

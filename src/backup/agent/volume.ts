@@ -5,6 +5,9 @@ import { pipeline } from "node:stream/promises";
 import { decryptor, encryptor, HashingStream } from "../crypto.js";
 import type { ObjectStore } from "../store/spi.js";
 
+/** What an agent does with the store: put and get its own objects (a brokered store does no more). */
+export type ArchiveStore = Pick<ObjectStore, "put" | "get">;
+
 /**
  * What the backup agent does inside the tenant's namespace with one claim mounted: archive the
  * folder (tar), encrypt it with the tenant's key and stream it to the store in checksummed parts
@@ -53,7 +56,7 @@ async function countFiles(dir: string): Promise<number> {
 }
 
 export async function backupVolume(
-  store: ObjectStore,
+  store: ArchiveStore,
   options: { dir: string; key: string; tenantKey: Buffer; onProgress?: (bytes: number) => void },
 ): Promise<ArchiveRecord> {
   const files = await countFiles(options.dir);
@@ -84,7 +87,7 @@ export async function backupVolume(
  * SHA-256); throws naming what differs. The same ciphertext under the same key, IV and tag decrypts
  * to what was archived, so the plaintext is not decrypted again here: a restore checks both.
  */
-export async function verifyArchive(store: ObjectStore, key: string, record: ArchiveRecord): Promise<void> {
+export async function verifyArchive(store: ArchiveStore, key: string, record: ArchiveRecord): Promise<void> {
   const stored = new HashingStream();
   await pipeline(await store.get(key), stored, async (source) => {
     for await (const _ of source);
@@ -93,17 +96,28 @@ export async function verifyArchive(store: ObjectStore, key: string, record: Arc
     throw new Error(`the stored object ${key} does not match what was written (SHA-256 differs)`);
 }
 
-export async function readRecord(store: ObjectStore, key: string): Promise<ArchiveRecord> {
+export async function readRecord(store: ArchiveStore, key: string): Promise<ArchiveRecord> {
   const chunks: Buffer[] = [];
   for await (const chunk of await store.get(recordKey(key))) chunks.push(chunk as Buffer);
   return JSON.parse(Buffer.concat(chunks).toString()) as ArchiveRecord;
 }
 
 export async function restoreVolume(
-  store: ObjectStore,
-  options: { dir: string; key: string; tenantKey: Buffer; onProgress?: (bytes: number) => void },
+  store: ArchiveStore,
+  options: {
+    dir: string;
+    key: string;
+    tenantKey: Buffer;
+    /** The archive's SHA-256 as tenantry recorded it when the backup ended (the stored record must agree). */
+    sha256?: string;
+    onProgress?: (bytes: number) => void;
+  },
 ): Promise<ArchiveRecord> {
   const record = await readRecord(store, options.key);
+  if (options.sha256 && record.sha256 !== options.sha256)
+    throw new Error(
+      `the record of ${options.key} names another archive than the backup recorded (SHA-256 ${record.sha256}, not ${options.sha256}): it changed since the backup ended`,
+    );
   const staging = join(options.dir, STAGING_DIR);
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { recursive: true });

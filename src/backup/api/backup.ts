@@ -19,6 +19,7 @@ export const BACKUP_PHASES = ["Pending", "Running", "Completed", "Failed"] as co
 export type BackupPhase = (typeof BACKUP_PHASES)[number];
 export const BACKUP_TRIGGERS = ["Manual", "Scheduled", "Idle"] as const;
 export const IDLE_ACTIONS = ["None", "Stop", "Delete"] as const;
+export const KEY_SCOPES = ["Tenant", "Backup"] as const;
 export type IdleAction = (typeof IDLE_ACTIONS)[number];
 
 /** On a RuntimeBackup and its Jobs: the Runtime it is of. */
@@ -89,6 +90,12 @@ export const RuntimeBackupSchema = ResourceSchema({
         }),
       ),
       tenant: Type.Optional(Type.String({ description: "The runtime's tenant.", maxLength: 63 })),
+      keyScope: Type.Optional(
+        StringEnum(KEY_SCOPES, {
+          description:
+            "The key it is encrypted under: `Backup`, its own (derived from the tenant's with HKDF-SHA256 over its location); absent or `Tenant`, the tenant's (backups taken before keys per backup).",
+        }),
+      ),
       startTime: Type.Optional(Type.String({ format: "date-time", description: "When it began." })),
       completionTime: Type.Optional(Type.String({ format: "date-time", description: "When it ended." })),
       metadataObjects: Type.Optional(

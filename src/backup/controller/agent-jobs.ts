@@ -1,9 +1,9 @@
+import { basename, dirname } from "node:path";
 import type { KubernetesObject, V1Job, V1PersistentVolumeClaim, V1Pod } from "@kubernetes/client-node";
 import type { ClusterClient } from "../../kube/index.js";
 import { isNotFound } from "../../kube/index.js";
 import { fitLabel, type RuntimeService } from "../../runtimes/index.js";
-import { AGENT_ENV, AGENT_MOUNT_PATH } from "../agent/env.js";
-import type { S3Settings } from "../store/s3.js";
+import { AGENT_ENV, AGENT_MOUNT_PATH, AGENT_TOKEN_PATH, BACKUP_AGENT_AUDIENCE } from "../agent/env.js";
 
 /** On every agent Job (and so its pods): watched by the backup controllers. */
 export const AGENT_JOB_LABEL = "tenantry.dev/backup-agent";
@@ -14,6 +14,8 @@ export interface AgentJobOptions {
   namespace: string;
   claim: string;
   key: string;
+  /** A restore: the archive's SHA-256 as the backup recorded it. */
+  sha256?: string;
   image: string;
   secret: string;
   /** The backup or restore it runs for (owner and label). */
@@ -23,12 +25,18 @@ export interface AgentJobOptions {
   pods?: RuntimeService["spec"]["pods"];
 }
 
-/** The agent Secret: the store's endpoint and credentials and the tenant's key, for envFrom. */
+/** How long the agent's token lives (the kubelet renews it at 80 %; the agent reads it each time). */
+const AGENT_TOKEN_SECONDS = 3600;
+
+/**
+ * The agent Secret, for envFrom: the broker's URL and the key of this one backup — nothing of the
+ * store (the broker presigns each request for the agent's pod).
+ */
 export function agentSecret(
   name: string,
   namespace: string,
-  store: S3Settings,
-  tenantKey: Buffer,
+  brokerUrl: string,
+  backupKey: Buffer,
   owner: KubernetesObject,
 ): KubernetesObject & { stringData: Record<string, string> } {
   return {
@@ -37,12 +45,8 @@ export function agentSecret(
     metadata: { name, namespace, labels: { [AGENT_JOB_LABEL]: "true" }, ownerReferences: [ownerRef(owner)] },
     type: "Opaque",
     stringData: {
-      [AGENT_ENV.endpoint]: store.endpoint,
-      [AGENT_ENV.bucket]: store.bucket,
-      [AGENT_ENV.region]: store.region ?? "us-east-1",
-      [AGENT_ENV.accessKeyId]: store.accessKeyId,
-      [AGENT_ENV.secretAccessKey]: store.secretAccessKey,
-      [AGENT_ENV.tenantKey]: tenantKey.toString("base64"),
+      [AGENT_ENV.brokerUrl]: brokerUrl,
+      [AGENT_ENV.backupKey]: backupKey.toString("base64"),
     },
   } as KubernetesObject & { stringData: Record<string, string> };
 }
@@ -81,6 +85,7 @@ export function agentJob(options: AgentJobOptions): V1Job {
         },
         spec: {
           restartPolicy: "Never",
+          // No token for the API server; one for the broker alone, bound to this pod.
           automountServiceAccountToken: false,
           ...(options.pods?.nodeSelector ? { nodeSelector: options.pods.nodeSelector } : {}),
           ...(options.pods?.tolerations ? { tolerations: options.pods.tolerations as never } : {}),
@@ -90,9 +95,21 @@ export function agentJob(options: AgentJobOptions): V1Job {
             {
               name: "agent",
               image: options.image,
-              args: [options.mode, "--dir", AGENT_MOUNT_PATH, "--key", options.key],
+              args: [
+                options.mode,
+                "--dir",
+                AGENT_MOUNT_PATH,
+                "--key",
+                options.key,
+                "--token-file",
+                AGENT_TOKEN_PATH,
+                ...(options.sha256 ? ["--sha256", options.sha256] : []),
+              ],
               envFrom: [{ secretRef: { name: options.secret } }],
-              volumeMounts: [{ name: "data", mountPath: AGENT_MOUNT_PATH }],
+              volumeMounts: [
+                { name: "data", mountPath: AGENT_MOUNT_PATH },
+                { name: "broker-token", mountPath: dirname(AGENT_TOKEN_PATH), readOnly: true },
+              ],
               resources: {
                 requests: { cpu: "50m", memory: "64Mi" },
                 limits: { cpu: "1", memory: "512Mi" },
@@ -100,7 +117,23 @@ export function agentJob(options: AgentJobOptions): V1Job {
               securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
             },
           ],
-          volumes: [{ name: "data", persistentVolumeClaim: { claimName: options.claim } }],
+          volumes: [
+            { name: "data", persistentVolumeClaim: { claimName: options.claim } },
+            {
+              name: "broker-token",
+              projected: {
+                sources: [
+                  {
+                    serviceAccountToken: {
+                      audience: BACKUP_AGENT_AUDIENCE,
+                      expirationSeconds: AGENT_TOKEN_SECONDS,
+                      path: basename(AGENT_TOKEN_PATH),
+                    },
+                  },
+                ],
+              },
+            },
+          ],
         },
       },
     },

@@ -37,7 +37,7 @@ import {
   type RuntimeBackup,
   type RuntimeRestore,
 } from "../api/backup.js";
-import { newTenantKey } from "../crypto.js";
+import { backupKey, newTenantKey } from "../crypto.js";
 import { S3ObjectStore, type S3Settings } from "../store/s3.js";
 import { AGENT_JOB_LABEL, agentJob, agentSecret, jobOutcome } from "./agent-jobs.js";
 import {
@@ -60,6 +60,8 @@ export interface BackupControllerOptions {
   store: S3Settings;
   /** tenantry's namespace: the tenants' keys are kept there. */
   namespace: string;
+  /** The backup agents' broker (the runtimes Admin API, which serves it): undefined while there is none. */
+  brokerUrl: () => string | undefined;
   /** The agent image (default ghcr.io/tenantry/backup-agent). */
   agentImage?: string;
   /** How often schedules, idle runtimes and retention are looked at (default 15 s). */
@@ -259,7 +261,30 @@ export class BackupControllers {
       ),
     );
     await this.writeStatus(obj, kind, { ...status, phase, reason, message, completionTime: now() });
+    await this.abortOpenUploads(obj, kind);
     return reconcileDone();
+  }
+
+  /**
+   * Once a backup has ended its agents get no more URLs, and the uploads they left open go: the
+   * URLs they still hold for them (parts, completion) then change nothing.
+   */
+  private async abortOpenUploads(obj: Tracked, kind: TrackedKind): Promise<void> {
+    const location = kind === "RuntimeBackup" ? (obj as RuntimeBackup).status?.location : undefined;
+    if (!location) return;
+    try {
+      const aborted = await this.store.abortUploads(`${location}/`);
+      if (aborted)
+        this.options.logger.info(
+          { RuntimeBackup: `${obj.metadata?.namespace}/${obj.metadata?.name}`, aborted },
+          "aborted the uploads its agents left open",
+        );
+    } catch (err) {
+      this.options.logger.warn(
+        { RuntimeBackup: `${obj.metadata?.namespace}/${obj.metadata?.name}`, error: describeError(err) },
+        "could not abort the uploads its agents left open",
+      );
+    }
   }
 
   private async writeStatus<T extends Tracked>(obj: T, kind: TrackedKind, status: Status<T>): Promise<void> {
@@ -272,22 +297,21 @@ export class BackupControllers {
     } as KubernetesObject & { status: unknown });
   }
 
-  private async ensureAgentSecret(owner: KubernetesObject, tenant: string): Promise<string> {
+  /** The agents' Secret: the broker's URL and the key of this backup (the agents need no more). */
+  private async ensureAgentSecret(owner: KubernetesObject, key: Buffer): Promise<string> {
+    const brokerUrl = this.options.brokerUrl();
+    if (!brokerUrl)
+      throw new Error(
+        "the runtimes Admin API, which brokers the agents' requests to the store, is not serving",
+      );
     const name = agentSecretName(owner.metadata!.name!);
-    const secret = agentSecret(
-      name,
-      owner.metadata!.namespace!,
-      this.options.store,
-      await this.tenantKey(tenant, false),
-      owner,
-    );
-    await applyObject(this.client, secret);
+    await applyObject(this.client, agentSecret(name, owner.metadata!.namespace!, brokerUrl, key, owner));
     return name;
   }
 
   /**
-   * Removes the agent Jobs (and their pods, which hold the claims) and the agent Secret once the
-   * outcome is recorded: the store's credentials stay in the namespace no longer than that.
+   * Removes the agent Jobs (and their pods, which hold the claims and the tokens the broker takes)
+   * and the agent Secret (the backup's key) when the outcome is about to be recorded.
    */
   private async removeAgentSecret(owner: Tracked, kind: TrackedKind): Promise<void> {
     for (const job of this.jobs.inNamespace(owner.metadata!.namespace!)) {
@@ -357,12 +381,13 @@ export class BackupControllers {
         message: "backing up",
         tenant: runtime.spec.tenant,
         location: backupLocation(runtime, name),
+        keyScope: "Backup",
       });
     }
     const location = status.location!;
-    let tenantKey: Buffer;
+    let key: Buffer;
     try {
-      tenantKey = await this.tenantKey(runtime.spec.tenant, true);
+      key = keyOf(status, await this.tenantKey(runtime.spec.tenant, true));
     } catch (err) {
       return fail("KeyUnavailable", `the tenant's key could not be read or made: ${describeError(err)}`);
     }
@@ -373,7 +398,7 @@ export class BackupControllers {
           this.store,
           metadataKey(location),
           await collectMetadata(this.client, runtime),
-          tenantKey,
+          key,
         );
       } catch (err) {
         return fail(
@@ -400,7 +425,7 @@ export class BackupControllers {
       const service = await this.readService(runtime.spec.service);
       let secret: string;
       try {
-        secret = await this.ensureAgentSecret(backup, runtime.spec.tenant);
+        secret = await this.ensureAgentSecret(backup, key);
       } catch (err) {
         return fail("AgentSecret", describeError(err));
       }
@@ -520,9 +545,9 @@ export class BackupControllers {
     const location = backup.status.location!;
     if (!status.phase || status.phase === "Pending")
       await this.begin(restore, "RuntimeRestore", status, { message: "restoring" });
-    let tenantKey: Buffer;
+    let key: Buffer;
     try {
-      tenantKey = await this.tenantKey(tenant, false);
+      key = keyOf(backup.status, await this.tenantKey(tenant, false));
     } catch (err) {
       return fail("KeyUnavailable", `the key of tenant ${tenant} cannot be read: ${describeError(err)}`);
     }
@@ -546,7 +571,7 @@ export class BackupControllers {
     if (backup.status.metadataObjects !== undefined) {
       let archive: Awaited<ReturnType<typeof getMetadata>>;
       try {
-        archive = await getMetadata(this.store, metadataKey(location), tenantKey);
+        archive = await getMetadata(this.store, metadataKey(location), key);
       } catch (err) {
         return fail(
           "StoreUnavailable",
@@ -582,7 +607,7 @@ export class BackupControllers {
       const service = await this.readService(runtime.spec.service);
       let secret: string;
       try {
-        secret = await this.ensureAgentSecret(restore, tenant);
+        secret = await this.ensureAgentSecret(restore, key);
       } catch (err) {
         return fail("AgentSecret", describeError(err));
       }
@@ -595,6 +620,7 @@ export class BackupControllers {
             namespace: namespace!,
             claim: volume.claim,
             key: volume.key,
+            ...(volume.sha256 ? { sha256: volume.sha256 } : {}),
             image: this.options.agentImage ?? DEFAULT_AGENT_IMAGE,
             secret,
             owner: restore,
@@ -633,4 +659,9 @@ export class BackupControllers {
     }
     return reconcileDone();
   }
+}
+
+/** The key a backup is encrypted under: its own (derived), or the tenant's for backups from before. */
+function keyOf(status: Status<RuntimeBackup>, tenantKey: Buffer): Buffer {
+  return status.keyScope === "Backup" ? backupKey(tenantKey, status.location!) : tenantKey;
 }

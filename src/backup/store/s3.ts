@@ -11,11 +11,21 @@ import {
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import {
+  commandFor,
+  type PresignedRequest,
+  type StoreBroker,
+  type StoreRequest,
+  sendThroughBroker,
+  signedHeadersOf,
+} from "./presigned.js";
 import {
   ObjectNotFound,
   type ObjectStore,
@@ -37,6 +47,16 @@ export interface S3Settings {
   /** Parts uploaded at once (default 4): an upload holds about (concurrency + 1) parts in memory. */
   concurrency?: number;
 }
+
+/** A backup agent's way to the store: every request presigned by tenantry's broker, no key of its own. */
+export interface BrokeredS3Settings {
+  broker: StoreBroker;
+  partSize?: number;
+  concurrency?: number;
+}
+
+/** How long a presigned URL works: it is made just before its request is sent; longer covers clock skew. */
+export const PRESIGNED_URL_SECONDS = 300;
 
 export const DEFAULT_PART_SIZE = 8 * 1024 * 1024;
 export const DEFAULT_CONCURRENCY = 4;
@@ -85,20 +105,31 @@ export class S3ObjectStore implements ObjectStore {
   private readonly partSize: number;
   private readonly concurrency: number;
 
-  constructor(settings: S3Settings) {
+  /** Set for a brokered store: even one part goes as a multipart upload (see {@link put}). */
+  private readonly multipartOnly: boolean;
+
+  constructor(settings: S3Settings | BrokeredS3Settings) {
     if (settings.partSize !== undefined && settings.partSize < MIN_PART_SIZE)
       throw new RangeError(`partSize must be at least ${MIN_PART_SIZE} bytes (S3's smallest part)`);
     const concurrency = settings.concurrency ?? DEFAULT_CONCURRENCY;
     if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY)
       throw new RangeError(`concurrency must be an integer from 1 to ${MAX_CONCURRENCY}, not ${concurrency}`);
     this.concurrency = concurrency;
-    this.bucket = settings.bucket;
     this.partSize = settings.partSize ?? DEFAULT_PART_SIZE;
-    this.description = `s3://${settings.bucket} at ${settings.endpoint}`;
+    const brokered = "broker" in settings;
+    this.multipartOnly = brokered;
+    // Brokered, the bucket and the credentials are placeholders: each request's URL and signature
+    // are replaced by the broker's before it is sent.
+    this.bucket = brokered ? "brokered" : settings.bucket;
+    this.description = brokered
+      ? `the backup store through ${settings.broker.url}`
+      : `s3://${settings.bucket} at ${settings.endpoint}`;
     this.client = new S3Client({
-      endpoint: settings.endpoint,
-      region: settings.region ?? "us-east-1",
-      credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
+      endpoint: brokered ? settings.broker.url : settings.endpoint,
+      region: (brokered ? undefined : settings.region) ?? "us-east-1",
+      credentials: brokered
+        ? { accessKeyId: "brokered", secretAccessKey: "brokered" }
+        : { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
       // Any S3-compatible endpoint: bucket in the path, and only the checksums we ask for.
       forcePathStyle: true,
       requestChecksumCalculation: "WHEN_REQUIRED",
@@ -117,6 +148,56 @@ export class S3ObjectStore implements ObjectStore {
       },
       { step: "build", name: "unsignedChecksummedPayload" },
     );
+    if (brokered) sendThroughBroker(this.client, settings.broker);
+  }
+
+  /**
+   * A URL for exactly `request`, signed with this store's key and working for `expiresIn` seconds,
+   * and the headers to send with it (a part's checksum among them: the store takes no other bytes).
+   */
+  async presign(request: StoreRequest, expiresIn = PRESIGNED_URL_SECONDS): Promise<PresignedRequest> {
+    const headers = signedHeadersOf(request);
+    const signedAt = Date.now();
+    // The presigner's parameter is one command type; each of the union is one.
+    const url = await getSignedUrl(this.client, commandFor(this.bucket, request) as never, {
+      expiresIn,
+      unhoistableHeaders: new Set(Object.keys(headers)),
+    });
+    return { url, headers, expiresAt: new Date(signedAt + expiresIn * 1000).toISOString() };
+  }
+
+  /**
+   * Aborts every multipart upload still open under `prefix` (the URLs an agent was given for one
+   * can then complete nothing), and answers how many there were.
+   */
+  async abortUploads(prefix: string): Promise<number> {
+    let aborted = 0;
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListMultipartUploadsCommand({
+          Bucket: this.bucket,
+          Prefix: prefix,
+          KeyMarker: keyMarker,
+          UploadIdMarker: uploadIdMarker,
+        }),
+      );
+      for (const upload of page.Uploads ?? []) {
+        if (!upload.Key || !upload.UploadId) continue;
+        await this.client.send(
+          new AbortMultipartUploadCommand({
+            Bucket: this.bucket,
+            Key: upload.Key,
+            UploadId: upload.UploadId,
+          }),
+        );
+        aborted++;
+      }
+      keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
+      uploadIdMarker = page.IsTruncated ? page.NextUploadIdMarker : undefined;
+    } while (keyMarker);
+    return aborted;
   }
 
   async ensureBucket(): Promise<void> {
@@ -134,8 +215,9 @@ export class S3ObjectStore implements ObjectStore {
     const first = await iterator.next();
     const firstPart = first.done ? Buffer.alloc(0) : first.value;
     const second = first.done ? { done: true as const, value: undefined } : await iterator.next();
-    if (second.done) {
-      // One part: one PUT, still checksummed.
+    // One part: one PUT, still checksummed. Not through a broker: a presigned PUT would work again
+    // for as long as its URL lives, while a multipart upload's URLs die with the upload.
+    if (second.done && !this.multipartOnly) {
       whole.update(firstPart);
       await this.client.send(
         new PutObjectCommand({
@@ -210,7 +292,7 @@ export class S3ObjectStore implements ObjectStore {
     };
     try {
       let index = 0;
-      for (const part of [firstPart, second.value]) upload(part, index++);
+      for (const part of second.done ? [firstPart] : [firstPart, second.value]) upload(part, index++);
       for await (const part of iterator) {
         while (pending.size >= this.concurrency && !failure) await Promise.race(pending);
         if (failure) throw failure.error;

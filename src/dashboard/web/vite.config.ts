@@ -8,7 +8,7 @@ export default defineConfig({
   base: "/",
   logLevel: "warn",
   build: {
-    outDir: join(here, "..", "..", "..", "dist", "dashboard"),
+    outDir: join(here, "..", "..", "..", "dist", "dashboard", "client"),
     emptyOutDir: true,
     target: "es2022",
     sourcemap: false,

@@ -10,6 +10,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { nodeProgram } from "../../common/index.js";
 import { isRunning, startProcess, stopProcess } from "../processes.js";
 import type { MachineSpec, MachineStatusFile } from "./machine.js";
 
@@ -71,7 +72,8 @@ interface Record extends HostedMachine {
 }
 
 const STATE_FILE = "host.json";
-const ENTRY = join(import.meta.dirname, "machine.ts");
+/** A machine's program, run by this Node.js as tenantry itself runs (compiled, or through tsx). */
+const MACHINE_PROGRAM = nodeProgram("./machine.ts", import.meta.url);
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 
 export class MachineHost {
@@ -162,7 +164,7 @@ export class MachineHost {
     const proc = startProcess(
       `machine-${spec.name}`,
       process.execPath,
-      ["--import", "tsx", ENTRY, folder],
+      [...MACHINE_PROGRAM, folder],
       join(folder, "machine.log"),
       ROOT,
     );

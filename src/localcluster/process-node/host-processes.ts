@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
+import { stoppingHurried } from "../processes.js";
 
 /**
  * A container's process as recorded on disk: its pid and the kernel's start time of that pid, so a
@@ -80,7 +81,7 @@ export async function stopTree(root: ProcessIdentity, graceMs: number): Promise<
   if (!isAlive(root)) return false;
   signalTree(root, "SIGTERM");
   const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !stoppingHurried()) {
     if (!isAlive(root)) return false;
     await sleep(Math.min(50, Math.max(1, deadline - Date.now())));
   }

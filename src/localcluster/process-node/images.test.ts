@@ -130,7 +130,7 @@ describe("images the process node runs", () => {
     assert.ok(!unmapped.some((a) => a.includes("allow_root")));
   });
 
-  test("the backup agent runs with its arguments, its --dir mapped to the mounted claim's folder", () => {
+  test("the backup agent runs with its arguments, its --dir and --token-file mapped through the mounts", () => {
     assert.deepEqual(containerProgram("backupAgent", undefined, ["backup", "--dir", "/data", "--key", "k"]), {
       program: "backup-agent",
       args: ["backup", "--dir", "/data", "--key", "k"],
@@ -144,6 +144,11 @@ describe("images the process node runs", () => {
       "/data",
     ]);
     assert.deepEqual(backupAgentArgs(["backup", "--dir=/data"], mounts), ["backup", "--dir=/volumes/pvc-1"]);
+    const withToken = new Map([...mounts, ["/var/run/secrets/agent", "/pods/u1/volumes/token"]]);
+    assert.deepEqual(
+      backupAgentArgs(["backup", "--token-file", "/var/run/secrets/agent/token", "--key", "k"], withToken),
+      ["backup", "--token-file", "/pods/u1/volumes/token/token", "--key", "k"],
+    );
   });
 
   test("busybox runs a shell: its script path is mapped through the mounts, options and inline scripts are not", () => {

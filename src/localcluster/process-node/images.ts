@@ -265,17 +265,19 @@ export function shellArgs(containerArgs: string[], mounts: ReadonlyMap<string, s
   return containerArgs.map((arg) => (arg.startsWith("/") ? (hostPathOf(arg, mounts) ?? arg) : arg));
 }
 
-/** The backup agent's arguments on the process node: its `--dir` (a path in the container) mapped through the mounts. */
+/** The backup agent's arguments on the process node: its `--dir` and `--token-file` (paths in the container) mapped through the mounts. */
 export function backupAgentArgs(containerArgs: string[], mounts: ReadonlyMap<string, string>): string[] {
+  const paths = ["--dir", "--token-file"];
   const mapped: string[] = [];
   for (let i = 0; i < containerArgs.length; i++) {
     const arg = containerArgs[i]!;
-    if (arg === "--dir" && i + 1 < containerArgs.length) {
+    const option = paths.find((p) => arg === p || arg.startsWith(`${p}=`));
+    if (option && arg === option && i + 1 < containerArgs.length) {
       const value = containerArgs[++i]!;
       mapped.push(arg, hostPathOf(value, mounts) ?? value);
-    } else if (arg.startsWith("--dir=")) {
-      const value = arg.slice("--dir=".length);
-      mapped.push(`--dir=${hostPathOf(value, mounts) ?? value}`);
+    } else if (option && arg !== option) {
+      const value = arg.slice(option.length + 1);
+      mapped.push(`${option}=${hostPathOf(value, mounts) ?? value}`);
     } else mapped.push(arg);
   }
   return mapped;

@@ -281,8 +281,11 @@ function volumeSources(client: ClusterClient): VolumeSources {
           },
         },
       });
+      // client-node 2.x types the token as optional; the API server always answers one.
+      const token = answer.status?.token;
+      if (!token) throw new Error(`the TokenRequest for pod ${pod.metadata!.name} came back without a token`);
       return {
-        token: answer.status!.token,
+        token,
         expiresAt: new Date(answer.status!.expirationTimestamp ?? Date.now() + expirationSeconds * 1000),
       };
     },

@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { V1Container, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
+import { nodeProgram } from "../../common/index.js";
 import { describeError } from "../../kube/index.js";
 import { ContainerConfigError, containerEnv, expandReferences } from "./env.js";
 import type { EventRecorder } from "./events.js";
@@ -27,8 +28,12 @@ import { type ContainerRecord, type PodRecord, podDir, writeRecord } from "./rec
 import { containerMounts, prepareVolumes, type VolumeSources } from "./volumes.js";
 
 export const ECHO_SERVER = join(dirname(fileURLToPath(import.meta.url)), "images", "echo-server.mjs");
-/** The product's backup agent, which a real cluster runs from its image; here node runs its source. */
-export const BACKUP_AGENT = fileURLToPath(new URL("../../backup/agent/main.ts", import.meta.url));
+/**
+ * The product's backup agent, which a real cluster runs from its image; here this Node.js runs it
+ * as tenantry runs (compiled, or its source through tsx). BACKUP_AGENT is its file.
+ */
+const BACKUP_AGENT_PROGRAM = nodeProgram("../../backup/agent/main.ts", import.meta.url);
+export const BACKUP_AGENT = BACKUP_AGENT_PROGRAM.at(-1)!;
 
 /** What every pod of the node shares: the API, events, images, addresses and the node's facts. */
 export interface NodeContext {
@@ -550,13 +555,7 @@ export class PodRuntime {
         ];
         break;
       case "backup-agent":
-        argv = [
-          process.execPath,
-          "--import",
-          import.meta.resolve("tsx"),
-          BACKUP_AGENT,
-          ...backupAgentArgs(program.args, mounts),
-        ];
+        argv = [process.execPath, ...BACKUP_AGENT_PROGRAM, ...backupAgentArgs(program.args, mounts)];
         break;
       case "shell":
         argv = ["/bin/sh", ...shellArgs(program.args, mounts)];

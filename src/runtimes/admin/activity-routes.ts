@@ -9,12 +9,12 @@ import type { FastifyInstance } from "fastify";
 import { formatKubeTime } from "../../kube/index.js";
 import { cullingLimits, lastUsed } from "../controller/culling.js";
 import { KubeActivityWriter } from "../proxy/activity.js";
-import type { AdminRouteContext } from "./route-context.js";
+import type { ActivityRouteContext } from "./route-context.js";
 import { ActivityAnswer, ActivityBody, InstanceParams } from "./schemas.js";
 
 export function activityRoutes(
   api: FastifyInstance,
-  context: AdminRouteContext,
+  context: ActivityRouteContext,
   problems: Record<number, unknown>,
 ): void {
   const writer = new KubeActivityWriter(context.client);

@@ -6,7 +6,12 @@
  */
 import { createHash } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
-import { AuthenticationV1Api, AuthorizationV1Api, type V1ClusterRole } from "@kubernetes/client-node";
+import {
+  AuthenticationV1Api,
+  AuthorizationV1Api,
+  type V1ClusterRole,
+  type V1Pod,
+} from "@kubernetes/client-node";
 import { LRUCache } from "lru-cache";
 import {
   type Authenticator,
@@ -63,7 +68,19 @@ export interface AgentCaller {
 }
 
 export type Caller = UserCaller | AgentCaller;
-export type CallerResult = { ok: true; caller: Caller } | { ok: false; status: 401 | 503; detail: string };
+export type Refusal = { ok: false; status: 401 | 503; detail: string };
+export type CallerResult = { ok: true; caller: Caller } | Refusal;
+
+/** A pod that presented its projected service-account token for an audience, as its cluster saw it. */
+export interface PodCaller {
+  username: string;
+  namespace: string;
+  /** The pod as read when its token was reviewed (up to the review cache's age). */
+  pod: V1Pod;
+  /** The runtimes cluster it runs in; absent: the cluster the Admin API serves from. */
+  cluster?: string;
+}
+export type PodResult = { ok: true; pod: PodCaller } | Refusal;
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 const POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name";
@@ -87,6 +104,7 @@ export interface AdminCallersOptions {
 
 export class AdminCallers {
   private readonly reviews = new LRUCache<string, CallerResult>({ max: CACHE_SIZE, ttl: CACHE_TTL_MS });
+  private readonly podReviews = new LRUCache<string, PodResult>({ max: CACHE_SIZE, ttl: CACHE_TTL_MS });
   private readonly authn: AuthenticationV1Api;
   private readonly authz: AuthorizationV1Api;
   readonly audience: string;
@@ -133,6 +151,35 @@ export class AdminCallers {
   }
 
   /**
+   * The pod whose projected token for `audience` the request bears, in the cluster the Admin API
+   * serves from (another route's callers: e.g. backup agents, with an audience of their own).
+   */
+  async authenticatePod(headers: IncomingHttpHeaders, audience: string): Promise<PodResult> {
+    const token = bearerOf(headers);
+    if (!token) return { ok: false, status: 401, detail: "no bearer token was presented" };
+    const key = `${audience}\n${createHash("sha256").update(token).digest("base64url")}`;
+    const cached = this.podReviews.get(key);
+    if (cached) return cached;
+    let result: PodResult;
+    try {
+      result = (await this.reviewPod(
+        token,
+        { name: "", client: this.options.client },
+        audience,
+        this.authn,
+      )) ?? {
+        ok: false,
+        status: 401,
+        detail: `the bearer token is no pod's service-account token for the audience ${audience}`,
+      };
+    } catch (err) {
+      return { ok: false, status: 503, detail: `the token could not be reviewed: ${describeError(err)}` };
+    }
+    this.podReviews.set(key, result);
+    return result;
+  }
+
+  /**
    * A token tenantry's providers do not know: first as a runtime pod's token for our audience,
    * then as any token the API server accepts (an administrator's, for delegation).
    */
@@ -170,66 +217,68 @@ export class AdminCallers {
   private async agentReview(
     token: string,
     cluster: RuntimesCluster,
-    api = cluster.client.kubeConfig.makeApiClient(AuthenticationV1Api),
+    api?: AuthenticationV1Api,
   ): Promise<CallerResult | undefined> {
-    const review = await api.createTokenReview({ body: { spec: { token, audiences: [this.audience] } } });
-    const podName = review.status?.user?.extra?.[POD_NAME_EXTRA]?.[0];
-    if (!review.status?.authenticated || !review.status.audiences?.includes(this.audience) || !podName) {
-      return undefined;
+    const result = await this.reviewPod(token, cluster, this.audience, api);
+    if (!result?.ok) return result;
+    const { pod, namespace, username } = result.pod;
+    const podName = pod.metadata!.name!;
+    // A runtime pod's service account: its Runtime is the pod's runtime label in the pod's namespace.
+    const runtime = pod.metadata?.labels?.[RUNTIME_LABEL];
+    if (!runtime) {
+      return {
+        ok: false,
+        status: 401,
+        detail: `pod ${namespace}/${podName} carries no ${RUNTIME_LABEL} label: it is no runtime's agent`,
+      };
     }
-    return this.agentOf(
-      cluster,
-      review.status.user?.username ?? "",
-      podName,
-      review.status.user?.extra?.[POD_UID_EXTRA]?.[0],
-    );
+    return {
+      ok: true,
+      caller: {
+        kind: "agent",
+        username,
+        namespace,
+        runtime,
+        pod: podName,
+        ...(cluster.name ? { cluster: cluster.name } : {}),
+      },
+    };
   }
 
-  /** A pod's service account: its Runtime is the pod's runtime label in the pod's namespace. */
-  private async agentOf(
+  /**
+   * The token as a pod's projected service-account token for `audience`, in one cluster: the pod
+   * it was issued for, still there (same UID); undefined when it is no such token.
+   */
+  private async reviewPod(
+    token: string,
     cluster: RuntimesCluster,
-    username: string,
-    podName: string,
-    podUid: string | undefined,
-  ): Promise<CallerResult> {
+    audience: string,
+    api = cluster.client.kubeConfig.makeApiClient(AuthenticationV1Api),
+  ): Promise<PodResult | undefined> {
+    const review = await api.createTokenReview({ body: { spec: { token, audiences: [audience] } } });
+    const user = review.status?.user;
+    const podName = user?.extra?.[POD_NAME_EXTRA]?.[0];
+    if (!review.status?.authenticated || !review.status.audiences?.includes(audience) || !podName) {
+      return undefined;
+    }
+    const username = user?.username ?? "";
+    const podUid = user?.extra?.[POD_UID_EXTRA]?.[0];
     const namespace = /^system:serviceaccount:([^:]+):/.exec(username)?.[1];
     if (!namespace) return { ok: false, status: 401, detail: `${username} is not a service account` };
+    const gone: Refusal = {
+      ok: false,
+      status: 401,
+      detail: `pod ${namespace}/${podName} the token was issued for is gone`,
+    };
     try {
       const pod = await cluster.client.core.readNamespacedPod({ name: podName, namespace });
-      if (podUid && pod.metadata?.uid !== podUid) {
-        return {
-          ok: false,
-          status: 401,
-          detail: `pod ${namespace}/${podName} the token was issued for is gone`,
-        };
-      }
-      const runtime = pod.metadata?.labels?.[RUNTIME_LABEL];
-      if (!runtime) {
-        return {
-          ok: false,
-          status: 401,
-          detail: `pod ${namespace}/${podName} carries no ${RUNTIME_LABEL} label: it is no runtime's agent`,
-        };
-      }
+      if (podUid && pod.metadata?.uid !== podUid) return gone;
       return {
         ok: true,
-        caller: {
-          kind: "agent",
-          username,
-          namespace,
-          runtime,
-          pod: podName,
-          ...(cluster.name ? { cluster: cluster.name } : {}),
-        },
+        pod: { username, namespace, pod, ...(cluster.name ? { cluster: cluster.name } : {}) },
       };
     } catch (err) {
-      if (isNotFound(err)) {
-        return {
-          ok: false,
-          status: 401,
-          detail: `pod ${namespace}/${podName} the token was issued for is gone`,
-        };
-      }
+      if (isNotFound(err)) return gone;
       throw err;
     }
   }

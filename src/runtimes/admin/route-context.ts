@@ -14,7 +14,7 @@ export interface Acting {
   agent?: AgentCaller;
 }
 
-export interface AdminRouteContext {
+export interface ActivityRouteContext {
   client: ClusterClient;
   services: Informer<RuntimeService>;
   logger: Logger;

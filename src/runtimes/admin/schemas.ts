@@ -1,6 +1,7 @@
 /** The Admin REST API's wire shapes (document 000, Table 2), published in its OpenAPI document. */
 import { type Static, Type } from "@sinclair/typebox";
 import { DNS1123_LABEL } from "../../apis/index.js";
+import { ProblemSchema } from "../../common/index.js";
 import { MAX_USER_NAME, RUNTIME_PHASES } from "../api/runtime.js";
 import { MAX_CULL_SECONDS, MIN_CULL_SECONDS } from "../api/runtime-service.js";
 
@@ -153,15 +154,10 @@ export const RuntimeListBody = Type.Object({
 
 export const Problem = Type.Object(
   {
-    type: Type.String(),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    field: Type.Optional(Type.String({ description: "The request field at fault." })),
-    limit: Type.Optional(Type.Union([Type.String(), Type.Number()], { description: "The limit it broke." })),
+    ...ProblemSchema.properties,
     phase: Type.Optional(Type.String()),
     reason: Type.Optional(Type.String()),
     runtime: Type.Optional(Type.Unknown({ description: "503: the runtime's state." })),
   },
-  { description: "An RFC 9457 problem." },
+  { description: "An RFC 9457 problem.", additionalProperties: true },
 );

@@ -15,7 +15,7 @@ import Fastify, {
 } from "fastify";
 import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
-import { answerOversizedBodies } from "../../common/index.js";
+import { ProblemError, problemServerOptions, serveProblems } from "../../common/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
   type ClusterClient,
@@ -40,9 +40,15 @@ import { BY_KEY, BY_SERVICE, BY_USER, RuntimesInformers, runtimeKeyOf } from "..
 import type { ServicePlugin } from "../plugins/spi.js";
 import { KubeActivityWriter } from "../proxy/activity.js";
 import { activityRoutes } from "./activity-routes.js";
-import { AdminCallers, type AgentCaller, type Caller, ON_BEHALF_OF_HEADER } from "./callers.js";
+import {
+  AdminCallers,
+  type AgentCaller,
+  type Caller,
+  ON_BEHALF_OF_HEADER,
+  type PodCaller,
+} from "./callers.js";
 import { checkStartLimits, isStarting } from "./limits.js";
-import type { Acting, AdminRouteContext } from "./route-context.js";
+import type { Acting, ActivityRouteContext } from "./route-context.js";
 import {
   DEFAULT_PAGE,
   InstanceParams,
@@ -87,24 +93,28 @@ export interface RuntimesAdminOptions {
   /** The JupyterHub REST API served at /hub/api. */
   hub?: HubRouteOptions;
   logger?: Logger;
+  /** Other capabilities' routes served here too (e.g. the backup agents' broker). */
+  routes?: readonly AdminRoutes[];
 }
+
+/** What a route mounted on the Admin API gets besides its Fastify scope. */
+export interface AdminRouteContext {
+  /**
+   * The pod whose projected service-account token for `audience` the request bears, reviewed by
+   * the cluster the Admin API serves from; otherwise throws the 401 (or 503) problem.
+   */
+  podCaller(request: FastifyRequest, audience: string): Promise<PodCaller>;
+  /** An error the API answers as problem+json with `status`, `title`, `detail` and `extra`'s fields. */
+  problem(status: number, title: string, detail: string, extra?: Record<string, unknown>): Error;
+}
+
+/** Routes another capability serves on the Admin API (registered under the same error handling). */
+export type AdminRoutes = (api: FastifyInstance, context: AdminRouteContext) => void;
 
 interface Answer {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
-}
-
-class ProblemError extends Error {
-  constructor(
-    readonly status: number,
-    readonly title: string,
-    detail: string,
-    readonly extra: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(detail);
-  }
 }
 
 const keyOf = runtimeKeyOf;
@@ -210,7 +220,7 @@ export class RuntimesAdmin {
 
   private build(): FastifyInstance {
     const app = Fastify({
-      bodyLimit: MAX_BODY_BYTES,
+      ...problemServerOptions({ bodyLimit: MAX_BODY_BYTES }),
       forceCloseConnections: true,
       ajv: { customOptions: { allErrors: false, coerceTypes: true } },
     }) as unknown as FastifyInstance;
@@ -226,37 +236,12 @@ export class RuntimesAdmin {
         security: [{ bearer: [] }],
       },
     });
-    answerOversizedBodies(app, 8 * MAX_BODY_BYTES);
-    app.setErrorHandler(
-      (
-        err: Error & { validation?: ValidationIssue[]; validationContext?: string; statusCode?: number },
-        _request,
-        reply,
-      ) => {
-        if (err instanceof ProblemError) return this.problem(reply, err);
-        if (err.validation) return this.problem(reply, invalidRequest(err.validation, err.validationContext));
-        if (err.statusCode === 413) {
-          return this.problem(
-            reply,
-            new ProblemError(400, "invalid request", `the body is larger than ${MAX_BODY_BYTES} bytes`, {
-              field: "body",
-              limit: MAX_BODY_BYTES,
-            }),
-          );
-        }
-        if (err.statusCode && err.statusCode < 500) {
-          return this.problem(reply, new ProblemError(err.statusCode, "bad request", err.message));
-        }
-        this.logger.error({ err }, "runtimes Admin API request failed");
-        return this.problem(reply, new ProblemError(500, "internal error", describeError(err)));
-      },
-    );
-    app.setNotFoundHandler((request, reply) =>
-      this.problem(
-        reply,
-        new ProblemError(404, "not found", `no route ${request.method} ${request.url.split("?")[0]}`),
-      ),
-    );
+    serveProblems(app, {
+      bodyLimit: MAX_BODY_BYTES,
+      logger: this.logger,
+      what: "runtimes Admin API request",
+      describeInternal: describeError,
+    });
 
     const problems = {
       400: Problem,
@@ -267,7 +252,7 @@ export class RuntimesAdmin {
       429: Problem,
       503: Problem,
     };
-    app.register(async (api) => activityRoutes(api, this.routeContext(), problems));
+    app.register(async (api) => activityRoutes(api, this.activityContext(), problems));
     app.register(
       async (api) => {
         // JupyterHub's API is documented by JupyterHub: not in this API's OpenAPI document.
@@ -415,6 +400,20 @@ export class RuntimesAdmin {
         },
       );
 
+      const context: AdminRouteContext = {
+        podCaller: async (request, audience) => {
+          const result = await this.callers.authenticatePod(request.headers, audience);
+          if (result.ok) return result.pod;
+          throw new ProblemError(
+            result.status,
+            result.status === 401 ? "unauthorized" : "unavailable",
+            result.detail,
+          );
+        },
+        problem: (status, title, detail, extra) => new ProblemError(status, title, detail, extra),
+      };
+      for (const routes of this.options.routes ?? []) routes(api, context);
+
       api.delete(
         "/services/:user/:service/:instance",
         {
@@ -536,7 +535,7 @@ export class RuntimesAdmin {
   }
 
   /** What route files registered beside the Admin API's own routes use of it. */
-  private routeContext(): AdminRouteContext {
+  private activityContext(): ActivityRouteContext {
     return {
       client: this.options.client,
       services: this.services,
@@ -1072,34 +1071,6 @@ export class RuntimesAdmin {
     for (const [k, v] of Object.entries(answer.headers ?? {})) reply.header(k, v);
     return reply.code(answer.status).send(answer.body);
   }
-
-  private problem(reply: FastifyReply, err: ProblemError) {
-    for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
-    return reply
-      .code(err.status)
-      .type("application/problem+json")
-      .send({ type: "about:blank", title: err.title, status: err.status, detail: err.message, ...err.extra });
-  }
-}
-
-interface ValidationIssue {
-  instancePath: string;
-  keyword: string;
-  params: Record<string, unknown>;
-  message?: string;
-}
-
-/** Ajv's complaint as a problem naming the field and the limit it broke. */
-function invalidRequest(issues: ValidationIssue[], context = "request"): ProblemError {
-  const issue = issues[0]!;
-  const path = issue.instancePath.replace(/^\//, "").replaceAll("/", ".");
-  const field = path || (issue.params.missingProperty as string | undefined) || context;
-  const limitKey = ["limit", "pattern", "format", "allowedValues"].find((k) => k in issue.params);
-  const limit = limitKey ? (issue.params[limitKey] as string | number) : undefined;
-  return new ProblemError(400, "invalid request", `${context} ${field}: ${issue.message ?? issue.keyword}`, {
-    field,
-    ...(limit !== undefined ? { limit: Array.isArray(limit) ? limit.join(", ") : limit } : {}),
-  });
 }
 
 function decodeContinue(token: string): string {
