@@ -68,7 +68,14 @@ describe("JupyterHub's models of runtimes", () => {
 
   it("show a ready server with its URL path, options and activity, and a user without stopped servers", () => {
     const running = runtime("jupyter", "lab", {
-      spec: { user: "alice", tenant: "t", service: "jupyter", instance: "lab", config: { cpu: "1" } },
+      spec: {
+        user: "alice",
+        tenant: "t",
+        service: "jupyter",
+        instance: "lab",
+        desiredState: "Running",
+        config: { cpu: "1" },
+      },
       status: { phase: "Running" },
     } as Partial<Runtime>);
     const status = {
