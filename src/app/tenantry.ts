@@ -104,6 +104,7 @@ import {
   type WebhookTlsOptions,
   webhookConfigurations,
 } from "../webhooks/index.js";
+import { BackupPolicyCulling } from "./backup-culling.js";
 import { ALL_CRDS } from "./crds.js";
 
 export const TENANTRY_NAMESPACE = "tenantry-system";
@@ -500,10 +501,14 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   await backupBroker?.start();
   const runtimesInformers = new RuntimesInformers(client);
   await runtimesInformers.start();
+  // With backups, a BackupPolicy's idle action culls its idle runtimes (backing them up first).
+  const backupCulling = backupStore ? new BackupPolicyCulling(client) : undefined;
+  await backupCulling?.start();
+  const activityLagMs = proxyOptionsOf(options)?.activityIntervalMs ?? 30_000;
   const plugins = new PluginRegistry();
   // Runtime URLs point at the proxy, which starts once the Admin API it serves is up.
   let proxyUrl: string | undefined;
-  const proxyOptions = options.runtimesProxy === false ? undefined : (options.runtimesProxy ?? {});
+  const proxyOptions = proxyOptionsOf(options);
   const runtimesAdmin =
     options.runtimesAdmin === false
       ? undefined
@@ -516,6 +521,9 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           host: options.runtimesAdmin?.host ?? "127.0.0.1",
           port: options.runtimesAdmin?.port ?? 0,
           publicUrl: options.runtimesAdmin?.publicUrl ?? (() => proxyOptions?.publicUrl ?? proxyUrl),
+          activityLagMs,
+          namespace,
+          ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
           ...(backupBroker ? { routes: [backupBroker.routes] } : {}),
           logger,
         });
@@ -688,6 +696,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           tenantOf: (name) => informers.tenants.get(undefined, name),
           tenantryNamespace: namespace,
           adminUrl,
+          activityLagMs,
+          ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
           logger,
         }),
         ...(monitorMetrics && options.monitor !== false
@@ -769,6 +779,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await runtimesAdmin?.stop();
       await backupBroker?.stop();
       await runtimesInformers.stop();
+      await backupCulling?.stop();
       await logicalCloudsApi?.stop();
       await gateway?.stop();
       if (accessUrl) await accessServer.stop();
@@ -783,6 +794,10 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await nodes.stop();
     },
   };
+}
+
+function proxyOptionsOf(options: TenantryOptions) {
+  return options.runtimesProxy === false ? undefined : (options.runtimesProxy ?? {});
 }
 
 function clusterClient(options: TenantryOptions): ClusterClient {
