@@ -82,6 +82,7 @@ import {
   QuotaAdmission,
   QuotaController,
   QuotaStore,
+  runtimeViewerClusterRole,
   TenantController,
   TenantInformers,
   tenantryIdentity,
@@ -341,6 +342,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       : awaitWebhookTls(client.kubeConfig, tlsOptions, logger),
     ...[
       namespaceProvisionerClusterRole,
+      runtimeViewerClusterRole,
       ...accessGrantClusterRoles,
       gatewayClusterRole,
       runtimesDelegateClusterRole,
@@ -437,6 +439,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     client,
     informers,
     isSystem: (requester) => isSystemComponent(requester, systemIdentity),
+    workerNodes: nodes.informers.workerNodes,
     logger,
     registry: metrics,
   });
