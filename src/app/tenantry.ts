@@ -83,6 +83,7 @@ import {
   QuotaAdmission,
   QuotaController,
   QuotaStore,
+  runtimeViewerClusterRole,
   TenantController,
   TenantInformers,
   tenantryIdentity,
@@ -104,6 +105,7 @@ import {
   type WebhookTlsOptions,
   webhookConfigurations,
 } from "../webhooks/index.js";
+import { BackupPolicyCulling } from "./backup-culling.js";
 import { ALL_CRDS } from "./crds.js";
 
 export const TENANTRY_NAMESPACE = "tenantry-system";
@@ -341,6 +343,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       : awaitWebhookTls(client.kubeConfig, tlsOptions, logger),
     ...[
       namespaceProvisionerClusterRole,
+      runtimeViewerClusterRole,
       ...accessGrantClusterRoles,
       gatewayClusterRole,
       runtimesDelegateClusterRole,
@@ -437,6 +440,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     client,
     informers,
     isSystem: (requester) => isSystemComponent(requester, systemIdentity),
+    workerNodes: nodes.informers.workerNodes,
     logger,
     registry: metrics,
   });
@@ -498,10 +502,14 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   await backupBroker?.start();
   const runtimesInformers = new RuntimesInformers(client);
   await runtimesInformers.start();
+  // With backups, a BackupPolicy's idle action culls its idle runtimes (backing them up first).
+  const backupCulling = backupStore ? new BackupPolicyCulling(client) : undefined;
+  await backupCulling?.start();
+  const activityLagMs = proxyOptionsOf(options)?.activityIntervalMs ?? 30_000;
   const plugins = new PluginRegistry();
   // Runtime URLs point at the proxy, which starts once the Admin API it serves is up.
   let proxyUrl: string | undefined;
-  const proxyOptions = options.runtimesProxy === false ? undefined : (options.runtimesProxy ?? {});
+  const proxyOptions = proxyOptionsOf(options);
   const runtimesAdmin =
     options.runtimesAdmin === false
       ? undefined
@@ -514,6 +522,9 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           host: options.runtimesAdmin?.host ?? "127.0.0.1",
           port: options.runtimesAdmin?.port ?? 0,
           publicUrl: options.runtimesAdmin?.publicUrl ?? (() => proxyOptions?.publicUrl ?? proxyUrl),
+          activityLagMs,
+          namespace,
+          ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
           ...(backupBroker ? { routes: [backupBroker.routes] } : {}),
           logger,
         });
@@ -686,6 +697,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           tenantOf: (name) => informers.tenants.get(undefined, name),
           tenantryNamespace: namespace,
           adminUrl,
+          activityLagMs,
+          ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
           logger,
         }),
         ...(monitorMetrics && options.monitor !== false
@@ -767,6 +780,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await runtimesAdmin?.stop();
       await backupBroker?.stop();
       await runtimesInformers.stop();
+      await backupCulling?.stop();
       await logicalCloudsApi?.stop();
       await gateway?.stop();
       if (accessUrl) await accessServer.stop();
@@ -781,6 +795,10 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await nodes.stop();
     },
   };
+}
+
+function proxyOptionsOf(options: TenantryOptions) {
+  return options.runtimesProxy === false ? undefined : (options.runtimesProxy ?? {});
 }
 
 function clusterClient(options: TenantryOptions): ClusterClient {
