@@ -22,8 +22,6 @@ let hydra: RunningHydra;
 let client: HydraClient;
 /** Another client of the same Hydra: its tokens are for someone else. */
 let otherClient: HydraClient;
-/** ID tokens that live 2 seconds. */
-let shortClient: HydraClient;
 /** A second Hydra: a foreign issuer. */
 let foreign: RunningHydra;
 let foreignClient: HydraClient;
@@ -58,8 +56,21 @@ async function idToken(user: ConformanceUser, via = client, from = hydra): Promi
   return (await from.login(via, { subject: `sub-${user.username}`, claims: claimsOf(user) })).idToken;
 }
 
+/**
+ * A token of `client` (so its audience is right) that lives 2 s: the client's ID-token lifespan is
+ * shortened for this one login (tests run one at a time).
+ */
+async function shortLivedToken(user: ConformanceUser): Promise<string> {
+  await hydra.setIdTokenLifespan(client, "2s");
+  try {
+    return await idToken(user);
+  } finally {
+    await hydra.setIdTokenLifespan(client, "1h");
+  }
+}
+
 async function expiredToken(user: ConformanceUser): Promise<string> {
-  const token = await idToken(user, shortClient);
+  const token = await shortLivedToken(user);
   const { exp } = decodeJwt(token);
   await sleep(Math.max(0, exp! * 1000 - Date.now()) + 1100);
   return token;
@@ -85,10 +96,9 @@ function provider(overrides: Partial<ConstructorParameters<typeof OidcIdentityPr
 
 before(async () => {
   [hydra, foreign] = await Promise.all([startHydra(), startHydra()]);
-  [client, otherClient, shortClient, foreignClient] = await Promise.all([
+  [client, otherClient, foreignClient] = await Promise.all([
     hydra.createClient(),
     hydra.createClient(),
-    hydra.createClient({ idTokenLifespan: "2s" }),
     foreign.createClient(),
   ]);
 });
@@ -156,7 +166,7 @@ describe("tenantry's OIDC provider with Ory Hydra", () => {
   });
 
   it("accepts a short-lived token until it expires, then refuses it", async () => {
-    const token = await idToken(member, shortClient);
+    const token = await shortLivedToken(member);
     const oidc = provider();
     assert.ok((await oidc.authenticate(token)).authenticated);
     await sleep(Math.max(0, decodeJwt(token).exp! * 1000 - Date.now()) + 1100);

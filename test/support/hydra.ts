@@ -53,6 +53,8 @@ export interface RunningHydra {
   admin<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<T>;
   /** An OAuth2 client allowed the authorization-code flow; `idTokenLifespan` e.g. `"4s"`. */
   createClient(options?: { idTokenLifespan?: string }): Promise<HydraClient>;
+  /** How long the ID tokens Hydra issues to `client` from now on live, e.g. `"2s"` (Hydra's default is 1h). */
+  setIdTokenLifespan(client: HydraClient, lifespan: string): Promise<void>;
   /** The authorization-code flow for `user` with login and consent accepted through the admin API. */
   login(client: HydraClient, user: HydraUser): Promise<HydraTokens>;
   /** A new signing key for ID tokens (Hydra signs with the newest); its key id. */
@@ -246,6 +248,12 @@ export async function startHydra(): Promise<RunningHydra> {
     throw new Error(`hydra did not start: ${(err as Error).message}\n${tail}`);
   }
 
+  const setIdTokenLifespan = async (client: HydraClient, lifespan: string) => {
+    await admin("PUT", `/admin/clients/${client.clientId}/lifespans`, {
+      authorization_code_grant_id_token_lifespan: lifespan,
+    });
+  };
+
   /** Follows Hydra's redirects (with the flow's cookies) until they leave Hydra's public origin. */
   const browse = async (jar: CookieJar, url: string): Promise<URL> => {
     for (let hops = 0; hops < 10; hops++) {
@@ -279,13 +287,11 @@ export async function startHydra(): Promise<RunningHydra> {
         redirect_uris: [redirectUri],
         token_endpoint_auth_method: "client_secret_post",
       });
-      if (options.idTokenLifespan) {
-        await admin("PUT", `/admin/clients/${created.client_id}/lifespans`, {
-          authorization_code_grant_id_token_lifespan: options.idTokenLifespan,
-        });
-      }
-      return { clientId: created.client_id, clientSecret: created.client_secret, redirectUri };
+      const client = { clientId: created.client_id, clientSecret: created.client_secret, redirectUri };
+      if (options.idTokenLifespan) await setIdTokenLifespan(client, options.idTokenLifespan);
+      return client;
     },
+    setIdTokenLifespan,
     async login(client, user) {
       const jar = new CookieJar();
       const state = randomBytes(16).toString("hex");
