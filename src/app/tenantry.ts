@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
@@ -818,6 +819,6 @@ async function tenantNamespaces(informers: TenantInformers, tenant: string): Pro
       .map((ns) => ns.metadata!.name!)
       .sort();
     if (names.length || Date.now() > deadline) return names;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
 }

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { AuthenticationV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { createProgress, UserError } from "../common/index.js";
-import { describeError, statusCode, statusOf, statusReason } from "../kube/index.js";
+import { statusCode } from "../kube/index.js";
 import { NODE_POLICIES, validateWorkerNode, type WorkerNode, type WorkerNodePhase } from "../nodes/index.js";
 import {
   TENANTRY_GROUP,
@@ -17,8 +17,8 @@ import {
   userLabelValue,
 } from "../tenants/index.js";
 import { loadKubeConfig } from "./kube-context.js";
+import { age, apiFailure, collect, EXIT } from "./objects.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
-import { EXIT } from "./tenant.js";
 
 const coordinates = { group: TENANTRY_GROUP, version: TENANTS_VERSION, plural: "workernodes" };
 
@@ -34,27 +34,11 @@ function clients(command: Command) {
   };
 }
 
-function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, value];
-}
-
 function seconds(text: string, flag: string): number {
   const value = Number(text);
   if (!Number.isInteger(value) || value < 0)
     throw new UserError(`${flag} must be a whole number of seconds, got "${text}"`);
   return value;
-}
-
-/** An API server refusal as the CLI reports it: its message (which names the field) and an exit code. */
-function apiFailure(err: unknown, what: string): never {
-  const code = statusCode(err);
-  const message = statusOf(err)?.message ?? describeError(err);
-  if (code === 404) throw new UserError(`${what} not found`, EXIT.notFound);
-  if (code === 409 && statusReason(err) === "AlreadyExists")
-    throw new UserError(`${what} already exists`, EXIT.exists);
-  if (code === 400 || code === 403 || code === 409 || code === 422)
-    throw new UserError(message, EXIT.badInput);
-  throw new UserError(`${what}: ${message}`, EXIT.failure);
 }
 
 async function read(command: Command, name: string): Promise<WorkerNode> {
@@ -90,15 +74,6 @@ async function listVisible(command: Command): Promise<{ items: WorkerNode[] }> {
   return (await custom
     .listClusterCustomObject({ ...coordinates, labelSelector: `${USER_LABEL}=${me}` })
     .catch((err) => apiFailure(err, "worker nodes"))) as { items: WorkerNode[] };
-}
-
-function age(node: WorkerNode, now = Date.now()): string {
-  const created = Date.parse(String(node.metadata?.creationTimestamp));
-  if (Number.isNaN(created)) return "";
-  const s = Math.max(0, Math.round((now - created) / 1000));
-  if (s < 120) return `${s}s`;
-  if (s < 7200) return `${Math.floor(s / 60)}m${s % 60}s`;
-  return `${Math.floor(s / 3600)}h`;
 }
 
 function row(node: WorkerNode): string[] {

@@ -5,11 +5,8 @@ import { UserError } from "../common/index.js";
 import { BuiltinIdentity } from "../identity/index.js";
 import { loadClusterClient } from "../kube/index.js";
 import { resolveKubeconfig } from "./kube-context.js";
+import { collect } from "./objects.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
-
-function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, value];
-}
 
 /** The built-in identity service's users, managed as the cluster admin (no running tenantry needed). */
 function identityFor(command: Command): BuiltinIdentity {

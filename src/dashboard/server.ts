@@ -278,6 +278,9 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
   const app = Fastify({
     loggerInstance: logger.child({ component: "dashboard" }),
     ...problemServerOptions({ bodyLimit: BODY_LIMIT }),
+    // @fastify/static walks the built assets when registered: on a busy machine that outlasted
+    // Fastify's default 10 s and tenantry exited at start.
+    pluginTimeout: 120_000,
   });
   await app.register(cookie);
 

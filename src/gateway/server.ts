@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
 import Fastify, { type FastifyInstance } from "fastify";
+import pRetry from "p-retry";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { answerClientError } from "../common/index.js";
@@ -71,14 +72,13 @@ export const GATEWAY_TLS_SECRET = "tenantry-gateway-tls";
 const DEFAULT_RATE_LIMIT: RateLimit = { qps: 50, burst: 100 };
 
 /** ensureWebhookTls, retried when another replica (or test) creates or rotates the Secret at the same moment. */
-async function ensureTls(client: ClusterClient, options: WebhookTlsOptions): Promise<WebhookTls> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await ensureWebhookTls(client.kubeConfig, options);
-    } catch (err) {
-      if (attempt >= 5 || !(isConflict(err) || statusCode(err) === 409)) throw err;
-    }
-  }
+function ensureTls(client: ClusterClient, options: WebhookTlsOptions): Promise<WebhookTls> {
+  // At once: the next attempt reads the Secret the other writer left.
+  return pRetry(() => ensureWebhookTls(client.kubeConfig, options), {
+    retries: 4,
+    minTimeout: 0,
+    shouldRetry: ({ error }) => isConflict(error) || statusCode(error) === 409,
+  });
 }
 
 function urlHost(address: string): string {

@@ -4,6 +4,7 @@ export {
   type ComponentBinaries,
   ensureComponents,
   ensureHelm,
+  ensureHydra,
   ensureObjectStoreBinary,
 } from "./build.js";
 export type { ClusterPorts, ClusterState, ClusterStatus } from "./cluster.js";

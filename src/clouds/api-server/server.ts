@@ -4,8 +4,10 @@
  * object), with tenantry's additions: cluster references by label selector, more users,
  * `onFailure` on instantiate, status per cluster with reasons, one kubeconfig for every cluster.
  */
+
 import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { TLSSocket } from "node:tls";
 import swagger from "@fastify/swagger";
 import Fastify, {
@@ -1029,7 +1031,7 @@ export class LogicalCloudsApi {
     for (;;) {
       if (!(await this.liveProject(name))) return true;
       if (Date.now() >= deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, 250));
+      await sleep(250);
     }
   }
 

@@ -559,7 +559,8 @@ export const TenantStatusSchema = Type.Object(
           ),
           summary: Type.Optional(
             Type.String({
-              description: "Used/hard on one line, e.g. `cpu: 1/4, pods: 3/20`.",
+              description:
+                "The most used resources on one short line, e.g. `pods 95% (19/20), requests.cpu 40%, +13 more`.",
               maxLength: 1024,
             }),
           ),
