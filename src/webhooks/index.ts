@@ -15,6 +15,13 @@ export {
   webhookConfigurations,
 } from "./configuration.js";
 export {
+  type AdmissionCheck,
+  type AdmissionEntriesOptions,
+  admissionEntries,
+  checkLabel,
+  SHARED_ENTRIES,
+} from "./dispatcher.js";
+export {
   type AdmissionDecision,
   type AdmissionRequest,
   allow,
