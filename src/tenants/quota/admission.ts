@@ -2,9 +2,9 @@ import type { V1Namespace } from "@kubernetes/client-node";
 import { type ResourceAmounts, toAmounts, toResourceList } from "../../common/index.js";
 import type { Informer } from "../../kube/index.js";
 import {
+  type AdmissionCheck,
   type AdmissionDecision,
   type AdmissionRequest,
-  type AdmissionWebhook,
   allow,
   deny,
   NOT_NAMESPACE_BOOTSTRAP,
@@ -43,7 +43,7 @@ export class QuotaAdmission {
     this.committer = new GroupCommitter((name, requests) => this.commit(name, requests));
   }
 
-  webhook(): AdmissionWebhook {
+  webhook(): AdmissionCheck {
     return {
       name: "quota.tenants.tenantry.dev",
       kind: "validating",
@@ -53,6 +53,8 @@ export class QuotaAdmission {
       timeoutSeconds: 10,
       // Reservations are written on real requests only; dry runs decide without writing.
       sideEffects: "NoneOnDryRun",
+      // Last, and only for a request every other check allowed: a refused one reserves nothing.
+      reserves: true,
       namespaceSelector: IN_TENANT_NAMESPACES,
       // The quota controller counts those from the objects; admission must not block a new namespace.
       matchConditions: [NOT_NAMESPACE_BOOTSTRAP],
