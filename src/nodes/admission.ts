@@ -8,7 +8,7 @@
  * Decisions read the informers' caches only (the tenant of a just-created namespace excepted).
  */
 import { CustomObjectsApi, type V1CertificateSigningRequest } from "@kubernetes/client-node";
-import { type ClusterClient, isAlreadyExists, isNotFound, readNamespaceIfExists } from "../kube/index.js";
+import { type ClusterClient, isAlreadyExists, isNotFound } from "../kube/index.js";
 import { certificateRequestSubject } from "../pki/index.js";
 import {
   isClusterAdmin,
@@ -20,6 +20,7 @@ import {
   TENANTS_VERSION,
   type Tenant,
   type TenantInformers,
+  tenantNameOfNamespace,
   tenantRole,
   tenantryIdentity,
   USER_LABEL,
@@ -473,10 +474,7 @@ export class NodeAdmission {
   // --- pods ------------------------------------------------------------------------------------
 
   private async isTenantNamespace(namespace: string): Promise<boolean> {
-    const cached = this.options.tenants.tenantNamespaces.get(undefined, namespace);
-    if (cached) return true;
-    const fresh = await readNamespaceIfExists(this.options.client.core, namespace);
-    return fresh?.metadata?.labels?.[TENANT_LABEL] !== undefined;
+    return (await tenantNameOfNamespace(this.options.tenants, namespace)) !== undefined;
   }
 
   /**

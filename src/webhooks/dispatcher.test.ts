@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { webhookConfigurations } from "./configuration.js";
-import { type AdmissionCheck, admissionEntries, labelsMatch, ruleMatches } from "./dispatcher.js";
+import {
+  type AdmissionCheck,
+  admissionEntries,
+  labelsMatch,
+  oncePerRequest,
+  ruleMatches,
+} from "./dispatcher.js";
 import { type AdmissionRequest, allow, deny } from "./review.js";
 
 const TENANT = "tenantry.dev/tenant";
@@ -186,6 +192,24 @@ describe("admission dispatcher", () => {
         [["tenantry-privileged", "tenant-namespaces.admission.tenantry.dev", "Ignore", "Never"]],
       ],
     );
+  });
+
+  test("what the checks of one request look up is looked up once for that request", async () => {
+    let lookups = 0;
+    const tenantOf = () =>
+      oncePerRequest("namespace/team-a/tenant", async () => {
+        lookups += 1;
+        return "a";
+      });
+    const asking = (name: string) =>
+      check(name, "validating", { handle: async () => ((await tenantOf()) === "a" ? allow() : deny("no")) });
+    const entry = entryOf([asking("one"), asking("two"), asking("three")], "validating");
+    await entry.handle(podCreate());
+    assert.equal(lookups, 1);
+    await entry.handle(podCreate());
+    assert.equal(lookups, 2, "a new request looks up again");
+    await tenantOf();
+    assert.equal(lookups, 3, "outside a request, every call looks up");
   });
 
   test("a check with matchConditions in a shared entry must say how it matches in process", () => {

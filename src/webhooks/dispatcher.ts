@@ -4,6 +4,7 @@
  * namespaces, cluster-scoped objects), decodes each request once, runs the matching checks in their
  * declared order, and answers once. Adding a check never adds an HTTPS call from kube-apiserver.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import type { V1LabelSelector, V1RuleWithOperations } from "@kubernetes/client-node";
 import jsonPatch, { type Operation } from "fast-json-patch";
 import type { Logger } from "pino";
@@ -39,6 +40,32 @@ export interface AdmissionEntriesOptions {
   tenantLabel: string;
   logger?: Logger;
 }
+
+/** What the checks of the request being dispatched looked up, by key. */
+const requestScope = new AsyncLocalStorage<Map<string, Promise<unknown>>>();
+
+/**
+ * Looks something up once for every check of the request being dispatched (its namespace's tenant,
+ * the tenant): the first check's lookup, cache miss and API read included, is every later one's.
+ * Outside a dispatched request it simply looks up. Keys name what is looked up, e.g.
+ * {@link tenantOfNamespaceKey}.
+ */
+export function oncePerRequest<T>(key: string, lookup: () => Promise<T>): Promise<T> {
+  const memo = requestScope.getStore();
+  if (!memo) return lookup();
+  let found = memo.get(key) as Promise<T> | undefined;
+  if (!found) {
+    found = lookup();
+    memo.set(key, found);
+  }
+  return found;
+}
+
+/** The key of a namespace's tenant name (its tenant label), shared by every capability's checks. */
+export const tenantOfNamespaceKey = (namespace: string) => `namespace/${namespace}/tenant`;
+
+/** The key of a tenant by name. */
+export const tenantKey = (name: string) => `tenant/${name}`;
 
 /** Names and paths of the shared entries. */
 export const SHARED_ENTRIES = {
@@ -142,10 +169,12 @@ function sharedEntry(
     // The mutators ran in turn on one object: nothing is left for a second call to do.
     reinvocationPolicy: "Never",
     handle: (request) =>
-      run(
-        members.filter((m) => checkMatches(m, request)),
-        request,
-        options.logger,
+      requestScope.run(new Map(), () =>
+        run(
+          members.filter((m) => checkMatches(m, request)),
+          request,
+          options.logger,
+        ),
       ),
   };
 }

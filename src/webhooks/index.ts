@@ -19,7 +19,10 @@ export {
   type AdmissionEntriesOptions,
   admissionEntries,
   checkLabel,
+  oncePerRequest,
   SHARED_ENTRIES,
+  tenantKey,
+  tenantOfNamespaceKey,
 } from "./dispatcher.js";
 export {
   type AdmissionDecision,

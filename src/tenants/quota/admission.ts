@@ -8,6 +8,8 @@ import {
   allow,
   deny,
   NOT_NAMESPACE_BOOTSTRAP,
+  oncePerRequest,
+  tenantOfNamespaceKey,
 } from "../../webhooks/index.js";
 import { userLabelValue } from "../admission/identity.js";
 import type { TenantResourceQuota } from "../api/tenant-resource-quota.js";
@@ -157,10 +159,13 @@ export class QuotaAdmission {
     return allow();
   }
 
-  private async tenantOf(namespace: string): Promise<string | undefined> {
-    const cached = this.options.namespaces.get(undefined, namespace);
-    const found = cached ?? (await this.options.readNamespace(namespace));
-    return found?.metadata?.labels?.[TENANT_LABEL];
+  /** Shared with the request's other checks (see oncePerRequest). */
+  private tenantOf(namespace: string): Promise<string | undefined> {
+    return oncePerRequest(tenantOfNamespaceKey(namespace), async () => {
+      const cached = this.options.namespaces.get(undefined, namespace);
+      const found = cached ?? (await this.options.readNamespace(namespace));
+      return found?.metadata?.labels?.[TENANT_LABEL];
+    });
   }
 
   private async decideDryRun(
