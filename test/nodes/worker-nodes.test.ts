@@ -61,7 +61,7 @@ function denied(result: { code: number; stderr: string }, webhook: string, patte
   assert.notEqual(result.code, 0, "refused");
   assert.match(
     result.stderr,
-    new RegExp(refusalPattern(webhook, webhook.startsWith("pod-") ? "tenant-namespaces" : "cluster")),
+    new RegExp(refusalPattern(webhook, webhook.startsWith("pod-") ? "namespaced" : "cluster")),
   );
   assert.match(result.stderr, pattern);
 }

@@ -145,7 +145,7 @@ const SERVED_BY: Record<string, ServedBy> = {
 
 /** The start of kube-apiserver's error when this check of {@link WEBHOOK} refuses. */
 export function refusedBy(webhook: string): string {
-  return refusalPrefix(webhook, SERVED_BY[webhook] ?? "tenant-namespaces");
+  return refusalPrefix(webhook, SERVED_BY[webhook] ?? "namespaced");
 }
 
 /** Asserts that kubectl failed because a tenantry check denied the request with exactly this message. */
