@@ -68,6 +68,8 @@ describe("one admission call each way", () => {
     await createTenant(tenant, {
       owners: [{ kind: "User", name: owner.name }],
       namespaces: [{ name: "run" }],
+      // The cluster's Pod Security admission steps aside: the refusal tested is tenantry's own.
+      podSecurity: { level: "privileged" },
       // One pod: a reservation left behind by a refused pod would refuse the next one.
       quota: { hard: { pods: "1" } },
     });
