@@ -43,6 +43,7 @@ import {
   loadClusterClient,
   loadInClusterClient,
   readNamespaceIfExists,
+  registerControllerMetrics,
 } from "../kube/index.js";
 import { Monitor, MonitorMetrics, type MonitorOptions } from "../monitor/index.js";
 import {
@@ -81,7 +82,6 @@ import {
   QuotaAdmission,
   QuotaController,
   QuotaStore,
-  TENANT_LABEL,
   TenantController,
   TenantInformers,
   tenantryIdentity,
@@ -320,6 +320,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   });
   logger.info(clusterIdentity, "cluster identity");
   const metrics = options.metricsRegistry ?? new Registry();
+  registerControllerMetrics(metrics);
   const informers = new TenantInformers(client);
   const offloading = new MulticlusterInformers(client, namespace);
   const host = options.webhookHost ?? "127.0.0.1";
@@ -799,9 +800,8 @@ function clusterClient(options: TenantryOptions): ClusterClient {
 async function tenantNamespaces(informers: TenantInformers, tenant: string): Promise<string[]> {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const names = informers.tenantNamespaces
-      .list()
-      .filter((ns) => ns.metadata?.labels?.[TENANT_LABEL] === tenant)
+    const names = informers
+      .namespacesOf(tenant)
       .map((ns) => ns.metadata!.name!)
       .sort();
     if (names.length || Date.now() > deadline) return names;

@@ -40,6 +40,7 @@ export {
   Controller,
   type ControllerOptions,
   type ControllerStats,
+  changedBeyondStatus,
   type KeyMapper,
   ownKey,
   type ReconcileContext,
@@ -47,9 +48,11 @@ export {
   type Reconciler,
   reconcileDone,
   requeueAfter,
+  runningControllers,
   type StopOptions,
   terminalError,
 } from "./controller.js";
+export { registerControllerMetrics } from "./controller-metrics.js";
 export {
   describeError,
   isAlreadyExists,
@@ -69,6 +72,7 @@ export {
   diffSnapshot,
   type IndexFunction,
   Informer,
+  type InformerEventOrigin,
   type InformerHandler,
   type InformerOptions,
   type InformerStats,
@@ -120,4 +124,11 @@ export {
   type TokenBucketOptions,
   TokenBucketRateLimiter,
 } from "./ratelimit.js";
-export { type ObjectRef, objectKey, parseObjectKey, WorkQueue, type WorkQueueOptions } from "./workqueue.js";
+export {
+  type ObjectRef,
+  objectKey,
+  type Priority,
+  parseObjectKey,
+  WorkQueue,
+  type WorkQueueOptions,
+} from "./workqueue.js";

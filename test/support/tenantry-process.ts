@@ -13,6 +13,10 @@ export interface TenantryProcessOptions {
   /** The same port after a restart keeps the registered webhook URLs valid. */
   webhookPort?: number;
   readyTimeoutMs?: number;
+  /** Serve /metrics on 127.0.0.1 at this port. */
+  metricsPort?: number;
+  /** Options for Node.js itself, e.g. `--cpu-prof` for a benchmark's profile (written when the process exits). */
+  nodeOptions?: string[];
   /** Parts left out, where a test is about the controllers and webhooks alone. */
   without?: ("gateway" | "runtimes-admin" | "runtimes-proxy" | "logical-clouds")[];
 }
@@ -49,6 +53,7 @@ async function spawnTenantry(
   const child: ChildProcess = spawn(
     process.execPath,
     [
+      ...(options.nodeOptions ?? []),
       "--import",
       "tsx",
       join(root, "test", "support", "tenantry-child.ts"),
@@ -61,6 +66,7 @@ async function spawnTenantry(
       ...(options.webhookPort ? ["--webhook-port", String(options.webhookPort)] : []),
       ...(standby ? ["--standby"] : []),
       ...(options.without?.length ? ["--without", options.without.join(",")] : []),
+      ...(options.metricsPort ? ["--metrics-port", String(options.metricsPort)] : []),
     ],
     { cwd: root, stdio: ["pipe", "pipe", "pipe"] },
   );
