@@ -82,6 +82,7 @@ import {
   QuotaAdmission,
   QuotaController,
   QuotaStore,
+  TENANT_LABEL,
   TenantController,
   TenantInformers,
   tenantryIdentity,
