@@ -85,7 +85,7 @@ const SERVERS: Server[] = [
   {
     name: "admission webhooks",
     target: async () => secure(env().tenantry.webhookUrl, await webhookCa()),
-    post: "/validate/workernodes",
+    post: "/validate/cluster",
     bodyLimit: 8 * 1024 * 1024,
   },
   {
