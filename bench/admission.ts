@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { CoreV1Api, type KubernetesObject } from "@kubernetes/client-node";
 import { applyObject, type ClusterClient, loadClusterClient } from "../src/kube/index.js";
-import { ClusterHarness } from "../src/localcluster/index.js";
+import { ClusterHarness, webhookClientCaFile } from "../src/localcluster/index.js";
 import type { TenantResourceQuota } from "../src/tenants/index.js";
 import { startTenantryProcess, type TenantryProcess } from "../test/support/tenantry-process.js";
 import { type Cell, ms, percentile, printTable } from "./support/report.js";
@@ -154,6 +154,7 @@ async function main(): Promise<void> {
     tenantry = await startTenantryProcess({
       cluster: state!.name,
       kubeconfig: state!.kubeconfig,
+      webhookClientCaFile: webhookClientCaFile(state!),
       logFile: join(dir, "tenantry.log"),
       without: ["gateway", "runtimes-admin", "runtimes-proxy", "logical-clouds"],
     });
@@ -298,8 +299,8 @@ async function main(): Promise<void> {
         `Each row: real pod creates (kubectl-equivalent) by one owner with a client certificate, open loop for ${SECONDS} s,`,
         "round-robin over 3 namespaces; latency counts from when a request was due, so queueing shows; 1 run per rate.",
         `tenantry: Tenant "${TENANT}" (3 declared namespaces) with a TenantResourceQuota on pods, requests.cpu and requests.memory`,
-        "over all three, enforced by tenantry's admission webhooks (every pod CREATE webhook it registers: defaults, safety,",
-        "quota). kube-apiserver: 3 plain namespaces, each with a ResourceQuota on the same resources (in-process admission)",
+        "over all three, enforced by tenantry's admission (one mutating and one validating call per pod CREATE, running every",
+        "check: labels, defaults, safety, quota last). kube-apiserver: 3 plain namespaces, each with a ResourceQuota on the same resources (in-process admission)",
         "and the owner bound to ClusterRole admin. Same LimitRange on both. Same cluster, API server priority and fairness off.",
         "Between runs every pod is deleted and both quotas count zero again. Errors: no answer in 60 s or not 201/403.",
         "Before the first rate, each path runs 2/s for 5 s unmeasured (connections and caches warm).",

@@ -22,7 +22,7 @@ import { pino } from "pino";
 import { startTenantry } from "../src/app/tenantry.js";
 import { labelCluster, registerCluster, standaloneKubeconfig } from "../src/clusters/index.js";
 import { type ClusterClient, loadClusterClient } from "../src/kube/index.js";
-import { ClusterHarness } from "../src/localcluster/index.js";
+import { ClusterHarness, webhookClientCaFile } from "../src/localcluster/index.js";
 import { percentile, printTable } from "./support/report.js";
 
 const program = new Command()
@@ -151,6 +151,7 @@ async function main(): Promise<void> {
     const tenantry = await startTenantry({
       cluster: names[0]!,
       kubeconfig: states[0]!.kubeconfig,
+      webhookClientCa: await readFile(webhookClientCaFile(states[0]!), "utf8"),
       logger,
       gateway: false,
       runtimesAdmin: false,

@@ -7,7 +7,7 @@
  * Run: npm run bench:tenants [-- --tenants N] [--compare-tenants T] [--webhook-connections C] [--skip-capsule] [--keep]
  */
 import { execFileSync } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -20,7 +20,12 @@ import {
 import { pino } from "pino";
 import { type RunningTenantry, startTenantry } from "../src/app/tenantry.js";
 import { applyObject, type ClusterClient, loadClusterClient } from "../src/kube/index.js";
-import { ClusterHarness, type ClusterSpec, type ClusterState } from "../src/localcluster/index.js";
+import {
+  ClusterHarness,
+  type ClusterSpec,
+  type ClusterState,
+  webhookClientCaFile,
+} from "../src/localcluster/index.js";
 import { TENANTS_API_VERSION } from "../src/tenants/index.js";
 import { startTenantryProcess } from "../test/support/tenantry-process.js";
 import { type Cell, ms, percentile, printTable, seconds } from "./support/report.js";
@@ -101,7 +106,12 @@ async function runTenantry(state: ClusterState, dir: string): Promise<RunningTen
     { level: "warn" },
     pino.destination({ dest: join(dir, `tenantry-${state.name}.log`), sync: false }),
   );
-  const tenantry = await startTenantry({ cluster: state.name, kubeconfig: state.kubeconfig, logger });
+  const tenantry = await startTenantry({
+    cluster: state.name,
+    kubeconfig: state.kubeconfig,
+    webhookClientCa: await readFile(webhookClientCaFile(state), "utf8"),
+    logger,
+  });
   const deadline = Date.now() + 60_000;
   while (!tenantry.isLeader()) {
     if (Date.now() > deadline) throw new Error("tenantry did not start its controllers within 60 s");
@@ -397,6 +407,7 @@ async function compareWithCapsule(harness: ClusterHarness, dir: string): Promise
       tenantry = await startTenantryProcess({
         cluster: state.name,
         kubeconfig: state.kubeconfig,
+        webhookClientCaFile: webhookClientCaFile(state),
         logFile: join(dir, `tenantry-${state.name}.log`),
       });
       const client = loadClusterClient("sbs-tenantry-client", state.kubeconfig);

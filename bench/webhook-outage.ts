@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { loadClusterClient } from "../src/kube/index.js";
-import { ClusterHarness } from "../src/localcluster/index.js";
+import { ClusterHarness, webhookClientCaFile } from "../src/localcluster/index.js";
 import { startTenantryProcess, type TenantryProcess } from "../test/support/tenantry-process.js";
 import { type Cell, ms, percentile, printTable } from "./support/report.js";
 
@@ -207,6 +207,7 @@ async function main(): Promise<void> {
     tenantry = await startTenantryProcess({
       cluster: state!.name,
       kubeconfig: state!.kubeconfig,
+      webhookClientCaFile: webhookClientCaFile(state!),
       logFile: join(dir, "tenantry.log"),
       without: ["gateway", "runtimes-admin", "runtimes-proxy", "logical-clouds"],
     });

@@ -173,7 +173,12 @@ async function main(): Promise<number> {
           logFile: t.logFile,
           ...(t.tenantry.gateway?.metricsUrl ? { metricsUrl: t.tenantry.gateway.metricsUrl } : {}),
         })),
-        clusters: states.map((s) => ({ name: s.name, kubeconfig: s.kubeconfig, server: s.server })),
+        clusters: states.map((s) => ({
+          name: s.name,
+          kubeconfig: s.kubeconfig,
+          server: s.server,
+          ...(s.webhookClient ? { webhookClient: s.webhookClient } : {}),
+        })),
         peerings: SHARED_PEERINGS,
         objectStore: {
           endpoint: objectStore.endpoint,

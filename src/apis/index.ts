@@ -51,4 +51,10 @@ export {
   StringMap,
   type ValidationRule,
 } from "./schema.js";
-export { type FieldViolation, fieldPath, formatViolations, SchemaValidator } from "./validate.js";
+export {
+  crdValidator,
+  type FieldViolation,
+  fieldPath,
+  formatViolations,
+  SchemaValidator,
+} from "./validate.js";

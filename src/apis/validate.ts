@@ -6,7 +6,7 @@
  */
 import { Ajv, type ErrorObject, type SchemaValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
-import type { JSONSchemaProps } from "./crd.js";
+import type { CustomResourceDefinition, JSONSchemaProps } from "./crd.js";
 
 export interface FieldViolation {
   /** Field path as kube-apiserver prints it, e.g. `spec.namespaces[0].name` or `spec.quota.hard.cpu`. */
@@ -197,4 +197,20 @@ export class SchemaValidator<T> {
 /** One line per violation, `field: message`, as kube-apiserver lists them. */
 export function formatViolations(violations: readonly FieldViolation[]): string {
   return violations.map((v) => `${v.field}: ${v.message}`).join("\n");
+}
+
+/**
+ * The schema violations of a whole object against a CRD's (first version's) schema, with
+ * Kubernetes field paths; compiled on first use. CEL rules are the API server's.
+ */
+export function crdValidator<T = unknown>(
+  crd: CustomResourceDefinition,
+): (value: unknown) => FieldViolation[] {
+  let compiled: SchemaValidator<T> | undefined;
+  return (value) => {
+    const [version] = crd.spec.versions;
+    if (!version) throw new Error(`${crd.metadata.name} has no version`);
+    compiled ??= new SchemaValidator<T>(version.schema.openAPIV3Schema);
+    return compiled.violations(value);
+  };
 }

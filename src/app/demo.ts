@@ -1,5 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { UserError } from "../common/index.js";
@@ -174,7 +175,7 @@ export async function installDemoRuntimeService(
         `RuntimeService ${service.name} is not Ready after 120 s: ${ready?.message ?? "no Ready condition"}`,
       );
     }
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sleep(500);
   }
 }
 

@@ -1,7 +1,9 @@
 /**
  * `tenantry doctor`: checks an installation from outside, as its administrator would, and says for
  * each problem what is wrong and how to fix it. Read-only, apart from one TokenReview and one
- * SubjectAccessReview that show whether kube-apiserver asks tenantry about tokens and permissions.
+ * SubjectAccessReview that show whether kube-apiserver asks tenantry about tokens and permissions,
+ * one dry-run Namespace that shows whether kube-apiserver reaches the admission webhooks with its
+ * client certificate, and one empty POST to a webhook without a certificate (refused, or a 400).
  */
 import { randomBytes } from "node:crypto";
 import { request as httpsRequest } from "node:https";
@@ -23,6 +25,7 @@ import { certificateValidity, isIssuedBy } from "../pki/index.js";
 import {
   DEFAULT_RENEW_BEFORE_DAYS,
   privilegedConfigurationName,
+  SHARED_ENTRIES,
   WEBHOOK_CONFIGURATION,
   WEBHOOK_TLS_SECRET,
 } from "../webhooks/index.js";
@@ -68,6 +71,8 @@ export async function diagnose(options: DoctorOptions): Promise<Finding[]> {
     checkReplicas,
     checkTokenWebhook,
     checkAuthorizationWebhook,
+    checkAdmissionClientCertificate,
+    checkNodeRestriction,
   ];
   const findings: Finding[] = [];
   for (const check of checks) {
@@ -193,6 +198,28 @@ async function readTlsSecret(
 }
 
 /**
+ * How many entries, and which: the dispatcher's shared entries (one call each way for everything
+ * in tenant namespaces and for cluster-scoped objects) and the narrow ones that keep their own.
+ */
+function registrationDetail(webhooks: RegisteredWebhook[]): string {
+  const sharedNames = new Set<string>(Object.values(SHARED_ENTRIES).map((e) => e.name));
+  const names = (kind: RegisteredWebhook["kind"], shared: boolean) =>
+    [
+      ...new Set(
+        webhooks.filter((w) => w.kind === kind && sharedNames.has(w.name) === shared).map((w) => w.name),
+      ),
+    ]
+      .sort()
+      .join(", ") || "none";
+  const configurations = new Set(webhooks.map((w) => `${w.kind}WebhookConfiguration ${w.configuration}`));
+  return [
+    `${webhooks.length} entries in ${configurations.size} configurations`,
+    `shared (one call each way per request): mutating ${names("Mutating", true)}; validating ${names("Validating", true)}`,
+    `own (narrow): mutating ${names("Mutating", false)}; validating ${names("Validating", false)}`,
+  ].join("; ");
+}
+
+/**
  * The webhook configurations exist, carry the CA that signed the serving certificate, and the
  * server behind them answers over TLS verified with that CA.
  */
@@ -212,7 +239,7 @@ async function checkWebhooks(options: DoctorOptions): Promise<Finding[]> {
   findings.push({
     check: "webhooks/registration",
     status: missing.length ? "warning" : "ok",
-    detail: `${new Set(webhooks.map((w) => w.name)).size} webhooks registered in ${new Set(webhooks.map((w) => `${w.kind}WebhookConfiguration ${w.configuration}`)).size} configurations`,
+    detail: registrationDetail(webhooks),
   });
 
   const secret = await readTlsSecret(options);
@@ -247,8 +274,58 @@ async function checkWebhooks(options: DoctorOptions): Promise<Finding[]> {
       : `service ${service?.namespace}/${service?.name}:${service?.port ?? 443}`;
     endpoints.set(`${where} ${caBundle}`, webhook);
   }
-  for (const webhook of endpoints.values()) findings.push(await probeWebhookServer(options, webhook));
+  for (const webhook of endpoints.values()) {
+    const reachable = await probeWebhookServer(options, webhook);
+    findings.push(reachable);
+    if (reachable.status === "ok") findings.push(await probeAnonymousCaller(options, webhook));
+  }
   return findings;
+}
+
+const CLIENT_CA_FIX =
+  "give tenantry the CA that signed kube-apiserver's webhook client certificate: `tenantry run --webhook-client-ca FILE` (chart: apiServerClient.caBundle); see README, kube-apiserver's webhook client certificate";
+
+/**
+ * A webhook server answers only kube-apiserver's client certificate: an empty body POSTed without
+ * one must get 401 (a server that answers anyone says 400, not an AdmissionReview, and changes nothing).
+ */
+async function probeAnonymousCaller(options: DoctorOptions, webhook: RegisteredWebhook): Promise<Finding> {
+  const { url, service, caBundle } = webhook.clientConfig;
+  const check = "webhooks/callers";
+  const where = url
+    ? new URL(url).origin
+    : `Service ${service?.namespace}/${service?.name}:${service?.port ?? 443}`;
+  let answer: { status: number; text: string };
+  try {
+    answer = url
+      ? await postWithCa(url, Buffer.from(caBundle ?? "", "base64").toString(), options.timeoutMs ?? 5_000)
+      : // kube-apiserver's Service proxy presents no client certificate: a caller like any other.
+        await options.client.objects.postText(
+          `/api/v1/namespaces/${service?.namespace}/services/https:${service?.name}:${service?.port ?? 443}/proxy${service?.path ?? "/"}`,
+          "{}",
+        );
+  } catch (err) {
+    return {
+      check,
+      status: "warning",
+      detail: `${where}: could not send an admission review without a client certificate (${describeError(err)})`,
+      fix: "run `tenantry doctor` again; see tenantry's logs",
+    };
+  }
+  if (answer.status === 401 && answer.text.includes("client certificate")) {
+    return {
+      check,
+      status: "ok",
+      detail: `${where} refuses admission reviews from callers without kube-apiserver's client certificate (401)`,
+    };
+  }
+  return {
+    check,
+    // Through the Service proxy the probe came from kube-apiserver's side of a NetworkPolicy.
+    status: url ? "error" : "warning",
+    detail: `${where} answered an admission review sent without a client certificate (HTTP ${answer.status}): anyone who reaches it can forge AdmissionReviews (reserve another tenant's quota, create bootstrap tokens)${url ? "" : "; only a NetworkPolicy keeps callers other than kube-apiserver out"}`,
+    fix: CLIENT_CA_FIX,
+  };
 }
 
 async function probeWebhookServer(options: DoctorOptions, webhook: RegisteredWebhook): Promise<Finding> {
@@ -309,6 +386,36 @@ async function probeWebhookServer(options: DoctorOptions, webhook: RegisteredWeb
       fix: "check the Service's targetPort against tenantry's --webhook-port, and NetworkPolicies in the way",
     };
   }
+}
+
+/** POST `{}` over TLS trusting only `caPem`, with no client certificate; resolves with the answer. */
+function postWithCa(
+  url: string,
+  caPem: string,
+  timeoutMs: number,
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      url,
+      {
+        method: "POST",
+        ca: caPem,
+        agent: false,
+        timeout: timeoutMs,
+        headers: { "content-type": "application/json" },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on("error", reject);
+    req.end("{}");
+  });
 }
 
 /** GET over TLS trusting only `caPem`; resolves with the served certificate's expiry. */
@@ -571,6 +678,91 @@ async function checkAuthorizationWebhook(options: DoctorOptions): Promise<Findin
       detail: `kube-apiserver asks an authorization webhook (${[...new Set([...after.keys()].map((k) => k.split(" ")[0]))].join(", ")})`,
     },
   ];
+}
+
+/**
+ * kube-apiserver presents a client certificate tenantry trusts when it calls the admission
+ * webhooks: around one dry-run Namespace (which tenantry's namespace webhooks see, and which
+ * creates nothing), `apiserver_admission_webhook_request_total` of tenantry's webhooks counts the
+ * HTTP codes of those calls — 401 is the webhook server refusing kube-apiserver.
+ */
+async function checkAdmissionClientCertificate(options: DoctorOptions): Promise<Finding[]> {
+  const check = "apiserver/admission";
+  const { webhooks } = await registeredWebhooks(options.client);
+  const names = new Set(webhooks.map((w) => w.name));
+  if (!names.size) return [];
+  const calls = async () => admissionWebhookCalls(await options.client.objects.getText("/metrics"), names);
+  const before = await calls();
+  await options.client.core.createNamespace({
+    body: { metadata: { name: `tenantry-doctor-${randomBytes(6).toString("hex")}` } },
+    dryRun: "All",
+  });
+  const after = await calls();
+  const grew = (code: string) => (after.get(code) ?? 0) - (before.get(code) ?? 0);
+  if (grew("401") > 0) {
+    return [
+      {
+        check,
+        status: "error",
+        detail: `tenantry's webhook server refused kube-apiserver's admission calls with 401 (${grew("401")} of them): kube-apiserver presents no client certificate, or one from a CA tenantry does not trust; tenant users' requests fail`,
+        fix: "give kube-apiserver an --admission-control-config-file whose WebhookAdmissionConfiguration kubeconfig names the webhook host (or `*`) with its client certificate and key, and tenantry the CA that signed it (--webhook-client-ca, chart: apiServerClient.caBundle); see README, kube-apiserver's webhook client certificate",
+      },
+    ];
+  }
+  if (grew("200") > 0) {
+    return [
+      {
+        check,
+        status: "ok",
+        detail: "kube-apiserver calls the admission webhooks with a client certificate tenantry trusts",
+      },
+    ];
+  }
+  return [
+    {
+      check,
+      status: "warning",
+      detail: `a dry-run Namespace reached none of tenantry's admission webhooks (their calls, by code: ${[...after].map(([code, n]) => `${code}=${n}`).join(", ") || "none"})`,
+      fix: "see the webhook configurations (`kubectl get validatingwebhookconfiguration tenantry -o yaml`) and tenantry's logs",
+    },
+  ];
+}
+
+/**
+ * kube-apiserver runs the NodeRestriction admission plugin (it shows in its admission metrics):
+ * without it a worker node's owner, root on the machine, could relabel and untaint its Node.
+ */
+async function checkNodeRestriction(options: DoctorOptions): Promise<Finding[]> {
+  const metrics = await options.client.objects.getText("/metrics");
+  const check = "apiserver/node-restriction";
+  if (
+    /^apiserver_admission_controller_admission_duration_seconds_count\{[^}]*name="NodeRestriction"/m.test(
+      metrics,
+    )
+  ) {
+    return [{ check, status: "ok", detail: "kube-apiserver runs the NodeRestriction admission plugin" }];
+  }
+  return [
+    {
+      check,
+      status: "warning",
+      detail:
+        "kube-apiserver does not run the NodeRestriction admission plugin: a worker node's owner (root on the machine) can change its Node's taints and node-restriction.kubernetes.io/ labels, and act on other nodes' objects",
+      fix: "start kube-apiserver with --enable-admission-plugins=NodeRestriction (and --authorization-mode including Node)",
+    },
+  ];
+}
+
+/** HTTP code → calls of the named webhooks, from `apiserver_admission_webhook_request_total` in kube-apiserver's metrics. */
+export function admissionWebhookCalls(metrics: string, names: Set<string>): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const line of metrics.split("\n")) {
+    if (!line.startsWith("apiserver_admission_webhook_request_total{")) continue;
+    if (!names.has(/name="([^"]*)"/.exec(line)?.[1] ?? "")) continue;
+    const code = /code="([^"]*)"/.exec(line)?.[1] ?? "";
+    counts.set(code, (counts.get(code) ?? 0) + Number(line.slice(line.lastIndexOf(" ") + 1)));
+  }
+  return counts;
 }
 
 /** `name=<authorizer> result=<result>` → count, from kube-apiserver's Prometheus text. */

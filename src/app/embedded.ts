@@ -3,7 +3,12 @@ import { dirname, join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { registerCluster, standaloneKubeconfig } from "../clusters/index.js";
-import { type ClusterState, type LocalObjectStoreState, PROCESS_NODE_NAME } from "../localcluster/index.js";
+import {
+  type ClusterState,
+  type LocalObjectStoreState,
+  PROCESS_NODE_NAME,
+  webhookClientCaFile,
+} from "../localcluster/index.js";
 import type { StorageOptions } from "../storage/index.js";
 import { type RunningTenantry, startTenantry, type TenantryOptions } from "./tenantry.js";
 
@@ -80,6 +85,8 @@ export async function startEmbeddedTenantry(
     logger,
     clusterLabels: state.spec.labels ?? {},
     storage: embeddedStorage(state),
+    // kube-apiserver's webhook client certificate: the only caller admission answers.
+    webhookClientCa: await readFile(webhookClientCaFile(state), "utf8"),
     ...extra,
     ...(access
       ? {

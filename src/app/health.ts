@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import Fastify from "fastify";
 import type { Registry } from "prom-client";
-import { UserError } from "../common/index.js";
+import { problemServerOptions, serveProblems, UserError } from "../common/index.js";
 
 export interface HealthServerOptions {
   host: string;
@@ -22,7 +22,8 @@ export interface HealthServer {
  * then, so a Service sends nothing to a replica still starting) and `/metrics`, on every replica.
  */
 export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
-  const app = Fastify({ forceCloseConnections: true });
+  const app = Fastify({ forceCloseConnections: true, ...problemServerOptions({ bodyLimit: 1024 }) });
+  serveProblems(app, { bodyLimit: 1024, what: "health request" });
   app.get("/healthz", async () => "ok\n");
   app.get("/readyz", async (_request, reply) => {
     if (options.ready()) return "ok\n";

@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
@@ -43,6 +44,7 @@ import {
   loadClusterClient,
   loadInClusterClient,
   readNamespaceIfExists,
+  registerControllerMetrics,
 } from "../kube/index.js";
 import { Monitor, MonitorMetrics, type MonitorOptions } from "../monitor/index.js";
 import {
@@ -81,6 +83,7 @@ import {
   QuotaAdmission,
   QuotaController,
   QuotaStore,
+  runtimeViewerClusterRole,
   TENANT_LABEL,
   TenantController,
   TenantInformers,
@@ -88,12 +91,14 @@ import {
   tenantWebhooks,
 } from "../tenants/index.js";
 import {
-  type AdmissionWebhook,
+  type AdmissionCheck,
+  admissionEntries,
   applyWebhookConfigurations,
   awaitWebhookTls,
   ensureWebhookTls,
   WEBHOOK_CONFIGURATION,
   WEBHOOK_TLS_SECRET,
+  type WebhookCallers,
   type WebhookCertificateIssuer,
   WebhookCertificateKeeper,
   type WebhookEndpoint,
@@ -102,6 +107,7 @@ import {
   type WebhookTlsOptions,
   webhookConfigurations,
 } from "../webhooks/index.js";
+import { BackupPolicyCulling } from "./backup-culling.js";
 import { ALL_CRDS } from "./crds.js";
 
 export const TENANTRY_NAMESPACE = "tenantry-system";
@@ -141,6 +147,15 @@ export interface TenantryOptions {
   identityApi?: { host?: string; port?: number } | false;
   /** Where every component's metrics go (default: a new registry), e.g. one a health server serves. */
   metricsRegistry?: Registry;
+  /**
+   * The CA bundle (PEM) that signed the client certificate kube-apiserver presents to tenantry's
+   * webhooks (admission: its `--admission-control-config-file`; token and authorization reviews
+   * too, unless `access` gives a CA of their own): every other caller gets a 401, so a forged
+   * AdmissionReview changes nothing. `false`: admission answers anyone, for a control plane that
+   * cannot present a certificate (a managed one), where only a NetworkPolicy keeps others out.
+   * Required while the webhooks are served.
+   */
+  webhookClientCa?: string | false;
   /** Address the webhook server listens on and the API server calls (embedded default: loopback). */
   webhookHost?: string;
   webhookPort?: number;
@@ -280,6 +295,17 @@ export interface RunningTenantry {
   stop(): Promise<void>;
 }
 
+/** Who the admission webhooks answer; refuses to start without a decision (see `webhookClientCa`). */
+function webhookCallers(clientCa: string | false | undefined): WebhookCallers {
+  if (clientCa === false) return "anyone";
+  if (!clientCa?.trim()) {
+    throw new UserError(
+      "webhookClientCa: the CA of kube-apiserver's webhook client certificate is required while admission webhooks are served (`tenantry run --webhook-client-ca FILE`, chart value apiServerClient.caBundle; see README, Install on your own cluster); without it anyone who reaches the webhook port could forge admission reviews",
+    );
+  }
+  return { clientCaPem: clientCa };
+}
+
 /**
  * The composition root: wires tenantry's components to one cluster. Webhooks serve on every
  * replica (admission must always answer); controllers run only on the replica holding the Lease.
@@ -288,6 +314,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   const { logger } = options;
   const namespace = options.namespace ?? TENANTRY_NAMESPACE;
   if (options.storage) validateStorageOptions(options.storage);
+  const callers = options.webhooks === false ? undefined : webhookCallers(options.webhookClientCa);
   const client = clusterClient(options);
   await installCrds(client.kubeConfig, { crds: ALL_CRDS });
   const clusterIdentity = await ensureClusterIdentity(client, {
@@ -297,6 +324,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   });
   logger.info(clusterIdentity, "cluster identity");
   const metrics = options.metricsRegistry ?? new Registry();
+  registerControllerMetrics(metrics);
   const informers = new TenantInformers(client);
   const offloading = new MulticlusterInformers(client, namespace);
   const host = options.webhookHost ?? "127.0.0.1";
@@ -317,6 +345,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       : awaitWebhookTls(client.kubeConfig, tlsOptions, logger),
     ...[
       namespaceProvisionerClusterRole,
+      runtimeViewerClusterRole,
       ...accessGrantClusterRoles,
       gatewayClusterRole,
       runtimesDelegateClusterRole,
@@ -349,20 +378,26 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   });
   const cloudInformers = new CloudInformers(client);
   await Promise.all([clusterRegistry.start(), cloudInformers.start(), nodes.start()]);
-  const webhooks: AdmissionWebhook[] = [
+  // The declared order of admission: mutators change the object in this order, and the quota
+  // reservation runs after every other validator allowed the request.
+  const checks: AdmissionCheck[] = [
     ...tenantWebhooks(informers, { ownNamespace: namespace }),
     quotaAdmission.webhook(),
     offloadingPodWebhook(offloading),
     accessGrantWebhook(client.kubeConfig),
-    // After the tenants' pod webhooks: the node pool's tolerations are in place when they look.
+    // After the tenants' pod checks: the node pool's tolerations are in place when they look.
     ...nodes.webhooks(),
   ];
+  // One mutating and one validating entry per request: kube-apiserver calls tenantry once each way.
+  const webhooks = admissionEntries(checks, { tenantLabel: TENANT_LABEL, logger });
 
   const server =
-    options.webhooks === false
+    callers === undefined
       ? undefined
       : new WebhookServer({
           tls,
+          callers,
+          registry: metrics,
           host,
           ...(options.webhookPort ? { port: options.webhookPort } : {}),
           logger,
@@ -411,6 +446,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     client,
     informers,
     isSystem: (requester) => isSystemComponent(requester, systemIdentity),
+    workerNodes: nodes.informers.workerNodes,
     logger,
     registry: metrics,
   });
@@ -421,9 +457,11 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     createTenants: idp.createTenants ?? true,
     logger,
   });
+  const reviewClientCaPem = options.access?.reviewClientCaPem ?? (options.webhookClientCa || undefined);
   const accessServer = new AccessServer({
     tls: options.access?.tls ?? tls.serving,
-    ...(options.access?.reviewClientCaPem ? { reviewClientCaPem: options.access.reviewClientCaPem } : {}),
+    // kube-apiserver's webhook client certificate asks for reviews as it does for admission.
+    ...(reviewClientCaPem ? { reviewClientCaPem } : {}),
     host: options.access?.host ?? (options.identityApi ? options.identityApi.host : undefined) ?? host,
     port: options.access?.port ?? (options.identityApi ? options.identityApi.port : undefined) ?? 0,
     authenticator,
@@ -470,10 +508,14 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   await backupBroker?.start();
   const runtimesInformers = new RuntimesInformers(client);
   await runtimesInformers.start();
+  // With backups, a BackupPolicy's idle action culls its idle runtimes (backing them up first).
+  const backupCulling = backupStore ? new BackupPolicyCulling(client) : undefined;
+  await backupCulling?.start();
+  const activityLagMs = proxyOptionsOf(options)?.activityIntervalMs ?? 30_000;
   const plugins = new PluginRegistry();
   // Runtime URLs point at the proxy, which starts once the Admin API it serves is up.
   let proxyUrl: string | undefined;
-  const proxyOptions = options.runtimesProxy === false ? undefined : (options.runtimesProxy ?? {});
+  const proxyOptions = proxyOptionsOf(options);
   const runtimesAdmin =
     options.runtimesAdmin === false
       ? undefined
@@ -486,6 +528,9 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           host: options.runtimesAdmin?.host ?? "127.0.0.1",
           port: options.runtimesAdmin?.port ?? 0,
           publicUrl: options.runtimesAdmin?.publicUrl ?? (() => proxyOptions?.publicUrl ?? proxyUrl),
+          activityLagMs,
+          namespace,
+          ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
           ...(backupBroker ? { routes: [backupBroker.routes] } : {}),
           logger,
         });
@@ -658,6 +703,8 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           tenantOf: (name) => informers.tenants.get(undefined, name),
           tenantryNamespace: namespace,
           adminUrl,
+          activityLagMs,
+          ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
           logger,
         }),
         ...(monitorMetrics && options.monitor !== false
@@ -739,6 +786,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await runtimesAdmin?.stop();
       await backupBroker?.stop();
       await runtimesInformers.stop();
+      await backupCulling?.stop();
       await logicalCloudsApi?.stop();
       await gateway?.stop();
       if (accessUrl) await accessServer.stop();
@@ -755,6 +803,10 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   };
 }
 
+function proxyOptionsOf(options: TenantryOptions) {
+  return options.runtimesProxy === false ? undefined : (options.runtimesProxy ?? {});
+}
+
 function clusterClient(options: TenantryOptions): ClusterClient {
   if (options.inCluster) {
     if (options.kubeconfig) throw new UserError("give either a kubeconfig or in-cluster mode, not both");
@@ -768,12 +820,11 @@ function clusterClient(options: TenantryOptions): ClusterClient {
 async function tenantNamespaces(informers: TenantInformers, tenant: string): Promise<string[]> {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const names = informers.tenantNamespaces
-      .list()
-      .filter((ns) => ns.metadata?.labels?.[TENANT_LABEL] === tenant)
+    const names = informers
+      .namespacesOf(tenant)
       .map((ns) => ns.metadata!.name!)
       .sort();
     if (names.length || Date.now() > deadline) return names;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
 }

@@ -10,10 +10,17 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import type { TenantryEndpoints } from "../app/embedded.js";
 import { ENDPOINTS_FILE } from "../app/embedded.js";
+import {
+  cloudFromBody,
+  FieldError,
+  permissionFromBody,
+  quotaFromBody,
+  referenceFromBody,
+} from "../clouds/index.js";
 import { createProgress, defaultClustersDir, UserError } from "../common/index.js";
 import { loadKubeConfig, resolveKubeconfig } from "./kube-context.js";
+import { collect, EXIT } from "./objects.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
-import { EXIT } from "./tenant.js";
 
 interface Connection {
   url: string;
@@ -44,10 +51,6 @@ interface StatusAnswer {
     message?: string;
     applyMs?: number;
   }[];
-}
-
-function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, value];
 }
 
 /** Where the API is and who calls it: --url/--ca-file or tenantry.json; the kubeconfig's credentials or --token. */
@@ -155,12 +158,14 @@ const cloudPath = (project: string, cloud: string) =>
   `/v2/projects/${encodeURIComponent(project)}/logical-clouds/${encodeURIComponent(cloud)}`;
 
 /** kubectl's set-based selector syntax, one requirement per comma: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a)`, `k`, `!k`. */
+type SelectorOperator = "In" | "NotIn" | "Exists" | "DoesNotExist";
+
 export function parseSelector(text: string): {
   matchLabels?: Record<string, string>;
-  matchExpressions?: { key: string; operator: string; values?: string[] }[];
+  matchExpressions?: { key: string; operator: SelectorOperator; values?: string[] }[];
 } {
   const matchLabels: Record<string, string> = {};
-  const matchExpressions: { key: string; operator: string; values?: string[] }[] = [];
+  const matchExpressions: { key: string; operator: SelectorOperator; values?: string[] }[] = [];
   const parts = text.match(/[^,(]+(\([^)]*\))?/g) ?? [];
   const forms: [RegExp, (m: RegExpExecArray) => void][] = [
     [
@@ -338,6 +343,144 @@ function statusText(project: string, cloud: string, status: StatusAnswer): strin
   ].join("\n");
 }
 
+/** What `cloud create` writes: the cloud, then its cluster references, permissions and quota. */
+interface CloudPlan {
+  cloud: Record<string, unknown>;
+  references: { body: Record<string, unknown>; flag: string }[];
+  permissions: { body: Record<string, unknown>; flag: string }[];
+  quota?: Record<string, unknown>;
+}
+
+function cloudPlan(name: string, opts: Record<string, unknown>): CloudPlan {
+  const level = String(opts.level);
+  const namespace = (opts.namespace as string | undefined) ?? name;
+  const users = (opts.user as string[] | undefined) ?? [];
+  if (level === "1" && users.length === 0)
+    throw new UserError("--user: a level-1 logical cloud needs at least one user");
+  const labels = Object.fromEntries(
+    ((opts.label as string[] | undefined) ?? []).map((l) => {
+      const eq = l.indexOf("=");
+      if (eq <= 0) throw new UserError(`--label "${l}" must be key=value`);
+      return [l.slice(0, eq), l.slice(eq + 1)];
+    }),
+  );
+  const csr = opts.csr ? readFileSync(opts.csr as string, "utf8") : undefined;
+  const [first, ...more] = users;
+  const cloud = {
+    metadata: { name, ...(opts.description ? { description: opts.description } : {}) },
+    spec: {
+      level,
+      ...(level === "1"
+        ? {
+            namespace,
+            ...(Object.keys(labels).length ? { labels } : {}),
+            user: { userName: first, type: "certificate", ...(csr ? { certificateRequest: csr } : {}) },
+            ...(more.length ? { users: more.map((u) => ({ userName: u, type: "certificate" })) } : {}),
+          }
+        : {}),
+    },
+  };
+  const references = [
+    ...((opts.cluster as string[] | undefined) ?? []).map((cluster) => ({
+      body: { metadata: { name: cluster }, spec: { cluster } },
+      flag: `--cluster ${cluster}`,
+    })),
+    ...((opts.selector as string[] | undefined) ?? []).map((selector, i) => ({
+      body: { metadata: { name: `selector-${i + 1}` }, spec: { clusterSelector: parseSelector(selector) } },
+      flag: `--selector ${selector}`,
+    })),
+  ];
+  if (level !== "1") return { cloud, references, permissions: [] };
+  const permissions = ((opts.permission as string[] | undefined) ?? []).map((p) => ({
+    body: parsePermission(p, namespace) as Record<string, unknown>,
+    flag: `--permission ${p}`,
+  }));
+  if (permissions.length === 0) {
+    permissions.push({
+      body: {
+        metadata: { name: "default" },
+        spec: { namespace, apiGroups: ["*"], resources: ["*"], verbs: ["*"] },
+      },
+      flag: "--permission",
+    });
+  }
+  return {
+    cloud,
+    references,
+    permissions,
+    ...(opts.quota ? { quota: { metadata: { name: "quota" }, spec: parseQuota(opts.quota as string) } } : {}),
+  };
+}
+
+/** The API's own checks of each body, run here first: a refusal names the flag and the field. */
+async function checkPlan(plan: CloudPlan): Promise<void> {
+  const checked = async (flag: string, check: () => unknown) => {
+    try {
+      await check();
+    } catch (err) {
+      if (err instanceof FieldError) throw new UserError(`${flag}: ${err.message}`, EXIT.badInput);
+      throw err;
+    }
+  };
+  await checked("the cloud", () => cloudFromBody(plan.cloud));
+  const seen = new Set<string>();
+  for (const { body, flag } of plan.references) {
+    await checked(flag, () => referenceFromBody(body));
+    const refName = (body.metadata as { name: string }).name;
+    if (seen.has(refName)) throw new UserError(`${flag}: named twice`, EXIT.badInput);
+    seen.add(refName);
+  }
+  for (const { body, flag } of plan.permissions) await checked(flag, () => permissionFromBody(body));
+  if (plan.quota) await checked("--quota", () => quotaFromBody(plan.quota));
+}
+
+/**
+ * Writes the plan; when a step fails (the API knows what this side cannot, e.g. which clusters
+ * are registered), removes what it made — the cloud, and the project if it made that too — so a
+ * refused create leaves nothing behind.
+ */
+async function createCloud(conn: Connection, project: string, name: string, plan: CloudPlan): Promise<void> {
+  const projectPath = `/v2/projects/${encodeURIComponent(project)}`;
+  const path = cloudPath(project, name);
+  const undo: { what: string; run: () => Promise<unknown> }[] = [];
+  try {
+    const found = await call(conn, "GET", projectPath);
+    if (found.status === 404) {
+      await api(conn, "POST", "/v2/projects", { metadata: { name: project } });
+      undo.unshift({
+        what: `project "${project}"`,
+        run: () => api(conn, "DELETE", projectPath, undefined, [404]),
+      });
+      process.stderr.write(`project "${project}" created\n`);
+    } else if (found.status !== 200) {
+      await api(conn, "GET", projectPath);
+    }
+    await api(conn, "POST", `${projectPath}/logical-clouds`, plan.cloud);
+    undo.unshift({ what: `logical cloud "${name}"`, run: () => deleteCloud(conn, path) });
+    for (const { body } of plan.references) await api(conn, "POST", `${path}/cluster-references`, body);
+    for (const { body } of plan.permissions) await api(conn, "POST", `${path}/user-permissions`, body);
+    if (plan.quota) await api(conn, "POST", `${path}/cluster-quotas`, plan.quota);
+  } catch (err) {
+    for (const step of undo) {
+      await step.run().then(
+        () => process.stderr.write(`removed ${step.what} again\n`),
+        (undoErr: Error) => process.stderr.write(`could not remove ${step.what}: ${undoErr.message}\n`),
+      );
+    }
+    throw err;
+  }
+}
+
+/** Deletes a never-instantiated cloud and waits until it is gone (its project can then go too). */
+async function deleteCloud(conn: Connection, path: string): Promise<void> {
+  await api(conn, "DELETE", path, undefined, [404]);
+  const deadline = Date.now() + 60_000;
+  while ((await call(conn, "GET", path)).status !== 404) {
+    if (Date.now() > deadline) throw new Error(`${path} is still there a minute after its deletion`);
+    await sleep(300);
+  }
+}
+
 export function registerCloudCommands(program: Command): void {
   const cloud = program
     .command("cloud")
@@ -383,72 +526,11 @@ export function registerCloudCommands(program: Command): void {
     .option("-l, --label <key=value>", "a label of the namespace, repeatable", collect)
     .option("--description <text>", "what it is for")
     .action(async (project: string, name: string, opts, command: Command) => {
+      const plan = cloudPlan(name, opts);
+      // Every part is checked as the API will check it before anything is written…
+      await checkPlan(plan);
       const conn = connection(command);
-      const level = String(opts.level);
-      const namespace = (opts.namespace as string | undefined) ?? name;
-      const users = (opts.user as string[] | undefined) ?? [];
-      if (level === "1" && users.length === 0)
-        throw new UserError("--user: a level-1 logical cloud needs at least one user");
-      const found = await call(conn, "GET", `/v2/projects/${encodeURIComponent(project)}`);
-      if (found.status === 404) {
-        await api(conn, "POST", "/v2/projects", { metadata: { name: project } });
-        process.stderr.write(`project "${project}" created\n`);
-      } else if (found.status !== 200) {
-        await api(conn, "GET", `/v2/projects/${encodeURIComponent(project)}`);
-      }
-      const labels = Object.fromEntries(
-        ((opts.label as string[] | undefined) ?? []).map((l) => {
-          const eq = l.indexOf("=");
-          if (eq <= 0) throw new UserError(`--label "${l}" must be key=value`);
-          return [l.slice(0, eq), l.slice(eq + 1)];
-        }),
-      );
-      const csr = opts.csr ? readFileSync(opts.csr as string, "utf8") : undefined;
-      const [first, ...more] = users;
-      await api(conn, "POST", `/v2/projects/${encodeURIComponent(project)}/logical-clouds`, {
-        metadata: { name, ...(opts.description ? { description: opts.description } : {}) },
-        spec: {
-          level,
-          ...(level === "1"
-            ? {
-                namespace,
-                ...(Object.keys(labels).length ? { labels } : {}),
-                user: { userName: first, type: "certificate", ...(csr ? { certificateRequest: csr } : {}) },
-                ...(more.length ? { users: more.map((u) => ({ userName: u, type: "certificate" })) } : {}),
-              }
-            : {}),
-        },
-      });
-      const path = cloudPath(project, name);
-      for (const cluster of (opts.cluster as string[] | undefined) ?? []) {
-        await api(conn, "POST", `${path}/cluster-references`, {
-          metadata: { name: cluster },
-          spec: { cluster },
-        });
-      }
-      for (const [i, selector] of ((opts.selector as string[] | undefined) ?? []).entries()) {
-        await api(conn, "POST", `${path}/cluster-references`, {
-          metadata: { name: `selector-${i + 1}` },
-          spec: { clusterSelector: parseSelector(selector) },
-        });
-      }
-      if (level === "1") {
-        const permissions = ((opts.permission as string[] | undefined) ?? []).map((p) =>
-          parsePermission(p, namespace),
-        );
-        if (permissions.length === 0) {
-          permissions.push({
-            metadata: { name: "default" },
-            spec: { namespace, apiGroups: ["*"], resources: ["*"], verbs: ["*"] },
-          });
-        }
-        for (const permission of permissions) await api(conn, "POST", `${path}/user-permissions`, permission);
-        if (opts.quota)
-          await api(conn, "POST", `${path}/cluster-quotas`, {
-            metadata: { name: "quota" },
-            spec: parseQuota(opts.quota as string),
-          });
-      }
+      await createCloud(conn, project, name, plan);
       process.stdout.write(
         `logical cloud ${project}/${name} created: tenantry cloud instantiate ${project} ${name}\n`,
       );

@@ -25,16 +25,12 @@ import {
   statusOf,
 } from "../kube/index.js";
 import { loadKubeConfig } from "./kube-context.js";
+import { collect, EXIT } from "./objects.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
-import { EXIT } from "./tenant.js";
 
 function registryClient(command: Command): ClusterClient {
   const { kubeconfig } = command.optsWithGlobals<{ kubeconfig?: string }>();
   return new ClusterClient("registry", loadKubeConfig(kubeconfig));
-}
-
-function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, value];
 }
 
 /** `key=value` pairs (kubectl's label syntax); `key-` removes. */

@@ -5,8 +5,8 @@ import { type CheckStatus, diagnose, type Finding } from "../app/doctor.js";
 import { CONTROLLERS_LEASE, TENANTRY_NAMESPACE } from "../app/tenantry.js";
 import { loadClusterClient } from "../kube/index.js";
 import { resolveKubeconfig } from "./kube-context.js";
+import { EXIT } from "./objects.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
-import { EXIT } from "./tenant.js";
 
 const MARK: Record<CheckStatus, string> = { ok: "ok", warning: "WARNING", error: "ERROR" };
 

@@ -93,6 +93,18 @@ export const COMMAND_MODULES: readonly CommandModule[] = [
   },
   {
     commands: {
+      grant: "AccessGrants: let another tenant, user or group do named things in one of your namespaces",
+      template: "NamespaceTemplates: objects rendered into every tenant namespace that uses them",
+      quota: "TenantResourceQuotas: limits summed over a tenant's namespaces (or one user's objects there)",
+      replicate:
+        "ReplicatedDeployments: one Deployment per region (or other label) over the clusters a namespace is offloaded to",
+      "volume-pool":
+        "VolumePools: a StorageClass whose volumes are allocated ahead of demand (and encrypted per tenant)",
+    },
+    load: async () => (await import("./capabilities.js")).registerCapabilityCommands,
+  },
+  {
+    commands: {
       doctor:
         "check an installation: CRDs and versions, webhooks (registration, CA, reachability), certificates, leader, kube-apiserver's token and authorization webhooks; exit 1 on errors",
     },

@@ -4,15 +4,21 @@
  * follow the node through its phases with a progress line.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { CustomObjectsApi } from "@kubernetes/client-node";
+import { AuthenticationV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { createProgress, UserError } from "../common/index.js";
-import { describeError, statusCode, statusOf, statusReason } from "../kube/index.js";
+import { statusCode } from "../kube/index.js";
 import { NODE_POLICIES, validateWorkerNode, type WorkerNode, type WorkerNodePhase } from "../nodes/index.js";
-import { TENANTRY_GROUP, TENANTS_API_VERSION, TENANTS_VERSION, USER_LABEL } from "../tenants/index.js";
+import {
+  TENANTRY_GROUP,
+  TENANTS_API_VERSION,
+  TENANTS_VERSION,
+  USER_LABEL,
+  userLabelValue,
+} from "../tenants/index.js";
 import { loadKubeConfig } from "./kube-context.js";
+import { age, apiFailure, collect, EXIT } from "./objects.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
-import { EXIT } from "./tenant.js";
 
 const coordinates = { group: TENANTRY_GROUP, version: TENANTS_VERSION, plural: "workernodes" };
 
@@ -22,11 +28,10 @@ const STEPS: readonly WorkerNodePhase[] = ["Building", "Available", "Joining", "
 function clients(command: Command) {
   const { kubeconfig } = command.optsWithGlobals<{ kubeconfig?: string }>();
   const kc = loadKubeConfig(kubeconfig);
-  return { custom: kc.makeApiClient(CustomObjectsApi) };
-}
-
-function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, value];
+  return {
+    custom: kc.makeApiClient(CustomObjectsApi),
+    authentication: kc.makeApiClient(AuthenticationV1Api),
+  };
 }
 
 function seconds(text: string, flag: string): number {
@@ -34,18 +39,6 @@ function seconds(text: string, flag: string): number {
   if (!Number.isInteger(value) || value < 0)
     throw new UserError(`${flag} must be a whole number of seconds, got "${text}"`);
   return value;
-}
-
-/** An API server refusal as the CLI reports it: its message (which names the field) and an exit code. */
-function apiFailure(err: unknown, what: string): never {
-  const code = statusCode(err);
-  const message = statusOf(err)?.message ?? describeError(err);
-  if (code === 404) throw new UserError(`${what} not found`, EXIT.notFound);
-  if (code === 409 && statusReason(err) === "AlreadyExists")
-    throw new UserError(`${what} already exists`, EXIT.exists);
-  if (code === 400 || code === 403 || code === 409 || code === 422)
-    throw new UserError(message, EXIT.badInput);
-  throw new UserError(`${what}: ${message}`, EXIT.failure);
 }
 
 async function read(command: Command, name: string): Promise<WorkerNode> {
@@ -63,13 +56,24 @@ async function tryRead(command: Command, name: string): Promise<WorkerNode | und
   }
 }
 
-function age(node: WorkerNode, now = Date.now()): string {
-  const created = Date.parse(String(node.metadata?.creationTimestamp));
-  if (Number.isNaN(created)) return "";
-  const s = Math.max(0, Math.round((now - created) / 1000));
-  if (s < 120) return `${s}s`;
-  if (s < 7200) return `${Math.floor(s / 60)}m${s % 60}s`;
-  return `${Math.floor(s / 3600)}h`;
+/**
+ * Every WorkerNode for an administrator; a tenant user may list only with a selector naming
+ * themselves (tenantry's authorizer refuses a plain list), so theirs are listed that way.
+ */
+async function listVisible(command: Command): Promise<{ items: WorkerNode[] }> {
+  const { custom, authentication } = clients(command);
+  try {
+    return (await custom.listClusterCustomObject({ ...coordinates })) as { items: WorkerNode[] };
+  } catch (err) {
+    if (statusCode(err) !== 403) apiFailure(err, "worker nodes");
+  }
+  const review = await authentication
+    .createSelfSubjectReview({ body: { apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" } })
+    .catch((err) => apiFailure(err, "who you are"));
+  const me = userLabelValue(review.status?.userInfo?.username ?? "");
+  return (await custom
+    .listClusterCustomObject({ ...coordinates, labelSelector: `${USER_LABEL}=${me}` })
+    .catch((err) => apiFailure(err, "worker nodes"))) as { items: WorkerNode[] };
 }
 
 function row(node: WorkerNode): string[] {
@@ -240,9 +244,7 @@ export function registerNodeCommands(program: Command): void {
     .description("your worker nodes (all of them, for an administrator)")
     .option("-o, --output <format>", "text, json or yaml", "text")
     .action(async (opts: { output: OutputFormat }, command: Command) => {
-      const list = (await clients(command)
-        .custom.listClusterCustomObject({ ...coordinates })
-        .catch((err) => apiFailure(err, "worker nodes"))) as { items: WorkerNode[] };
+      const list = await listVisible(command);
       const items = list.items.sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
       printResult({ items }, opts.output, () =>
         items.length ? columns([HEADER, ...items.map(row)]).join("\n") : "no worker nodes",

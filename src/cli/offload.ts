@@ -3,6 +3,7 @@
  * written for the user, its progress followed until the replicas settle, and one view of peerings
  * and offloaded namespaces.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { createProgress, defaultClustersDir, UserError } from "../common/index.js";
 import { applyObject, type ClusterClient, isNotFound } from "../kube/index.js";
@@ -96,8 +97,6 @@ function replicaLines(offloading: NamespaceOffloading): string[] {
       return `  ${cluster}: ${offloading.status?.remoteNamespaceName ?? "?"} ${ready?.status === "True" ? "ready" : `not ready (${ready?.message ?? ready?.reason ?? "unknown"})`}`;
     });
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function registerOffloadCommands(program: Command): void {
   program

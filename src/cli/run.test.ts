@@ -1,14 +1,32 @@
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { before, describe, test } from "node:test";
 import { pino } from "pino";
 import { Registry } from "prom-client";
 import { UserError } from "../common/index.js";
+import { createCertificateAuthority } from "../pki/index.js";
 import { parseComponents, tenantryOptions } from "./run.js";
 
 const logger = pino({ level: "silent" });
 const all = "controllers,webhooks,gateway,identity,runtimes";
+const dir = mkdtempSync(join(tmpdir(), "tenantry-run-test-"));
+const caFile = join(dir, "webhook-client-ca.crt");
+let caPem: string;
 /** What commander passes when only the required flags are given. */
-const defaults = { cluster: "home", components: all, logLevel: "info", webhookCertificateIssuer: "self" };
+const defaults = {
+  cluster: "home",
+  components: all,
+  logLevel: "info",
+  webhookCertificateIssuer: "self",
+  webhookClientCa: caFile,
+};
+
+before(async () => {
+  caPem = (await createCertificateAuthority("run-test-client-ca")).certPem;
+  writeFileSync(caFile, caPem);
+});
 
 describe("tenantry run options", () => {
   test("every component by default, from a kubeconfig on loopback", () => {
@@ -21,6 +39,40 @@ describe("tenantry run options", () => {
     assert.deepEqual(options.identityApi, { host: "127.0.0.1" });
     assert.deepEqual(options.runtimesProxy, { host: "127.0.0.1" });
     assert.equal(options.namespace, "tenantry-system");
+    assert.equal(options.webhookClientCa, caPem);
+  });
+
+  test("with the webhooks component, kube-apiserver's webhook client CA is required, or anonymous admission said out loud", () => {
+    const { webhookClientCa: _, ...noCa } = defaults;
+    const refused = (opts: Record<string, unknown>, message: RegExp) =>
+      assert.throws(
+        () => tenantryOptions({ ...noCa, kubeconfig: "/tmp/kc", ...opts }, logger, new Registry()),
+        (err: unknown) => err instanceof UserError && err.exitCode === 2 && message.test(err.message),
+      );
+    refused({}, /^--webhook-client-ca: required with the webhooks component/);
+    refused(
+      { webhookClientCa: join(dir, "missing.crt") },
+      /--webhook-client-ca: .*missing\.crt is not a readable PEM/,
+    );
+    writeFileSync(join(dir, "garbage.crt"), "not a certificate");
+    refused({ webhookClientCa: join(dir, "garbage.crt") }, /garbage\.crt is not a readable PEM certificate/);
+    refused(
+      { webhookClientCa: caFile, allowAnonymousAdmission: true },
+      /either --webhook-client-ca or --allow-anonymous-admission/,
+    );
+    const anonymous = tenantryOptions(
+      { ...noCa, kubeconfig: "/tmp/kc", allowAnonymousAdmission: true },
+      logger,
+      new Registry(),
+    );
+    assert.equal(anonymous.webhookClientCa, false);
+    // Without webhooks nothing is required (the identity API's reviews then answer nobody).
+    const identityOnly = tenantryOptions(
+      { ...noCa, kubeconfig: "/tmp/kc", components: "identity" },
+      logger,
+      new Registry(),
+    );
+    assert.equal(identityOnly.webhookClientCa, undefined);
   });
 
   test("in-cluster serves on every address, webhooks behind the Service, components chosen", () => {
@@ -35,6 +87,7 @@ describe("tenantry run options", () => {
         identityPort: 8443,
         logLevel: "info",
         webhookCertificateIssuer: "external",
+        webhookClientCa: caFile,
       },
       logger,
       new Registry(),

@@ -1,3 +1,5 @@
+import { X509Certificate } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { pino } from "pino";
@@ -60,6 +62,8 @@ interface RunOptions {
   webhookPort?: number;
   webhookService?: string;
   webhookCertificateIssuer: string;
+  webhookClientCa?: string;
+  allowAnonymousAdmission?: boolean;
   identityPort?: number;
   gatewayPort?: number;
   runtimesPort?: number;
@@ -67,6 +71,35 @@ interface RunOptions {
   apiAudiences?: string;
   shutdownDelay?: number;
   logLevel: string;
+}
+
+/**
+ * The CA bundle of kube-apiserver's webhook client certificate (`--webhook-client-ca`), `false`
+ * with `--allow-anonymous-admission`; required when the webhooks component runs.
+ */
+function webhookClientCa(opts: RunOptions, webhooks: boolean): string | false | undefined {
+  if (opts.webhookClientCa && opts.allowAnonymousAdmission) {
+    throw new UserError("give either --webhook-client-ca or --allow-anonymous-admission, not both", 2);
+  }
+  if (opts.allowAnonymousAdmission) return false;
+  if (!opts.webhookClientCa) {
+    if (!webhooks) return undefined;
+    throw new UserError(
+      "--webhook-client-ca: required with the webhooks component: the CA bundle (PEM file) that signs the client certificate kube-apiserver presents to webhooks (its --admission-control-config-file; see README, Install on your own cluster). --allow-anonymous-admission instead only where kube-apiserver cannot present one",
+      2,
+    );
+  }
+  let pem: string;
+  try {
+    pem = readFileSync(opts.webhookClientCa, "utf8");
+    new X509Certificate(pem);
+  } catch (err) {
+    throw new UserError(
+      `--webhook-client-ca: ${opts.webhookClientCa} is not a readable PEM certificate (${(err as Error).message})`,
+      2,
+    );
+  }
+  return pem;
 }
 
 /** What `tenantry run`'s flags ask of the composition root. */
@@ -82,6 +115,7 @@ export function tenantryOptions(opts: RunOptions, logger: pino.Logger, registry:
       2,
     );
   }
+  const clientCa = webhookClientCa(opts, components.has("webhooks"));
   // In a pod every server listens on the pod's addresses; Services choose which ports are reached.
   const host = opts.webhookHost ?? (opts.inCluster ? "0.0.0.0" : "127.0.0.1");
   const listen = (p: number | undefined) => ({ host, ...(p !== undefined ? { port: p } : {}) });
@@ -94,6 +128,7 @@ export function tenantryOptions(opts: RunOptions, logger: pino.Logger, registry:
     webhookHost: host,
     ...(opts.webhookPort ? { webhookPort: opts.webhookPort } : {}),
     webhookCertificate: { issuer },
+    ...(clientCa !== undefined ? { webhookClientCa: clientCa } : {}),
     ...(components.has("controllers") ? {} : { controllers: false as const }),
     webhooks: components.has("webhooks")
       ? opts.webhookService
@@ -139,6 +174,14 @@ export function registerRunCommand(program: Command): void {
       "--webhook-certificate-issuer <issuer>",
       "self: tenantry issues the webhook certificate and renews it; external: someone else (cert-manager) writes it into the Secret tenantry-webhook-tls",
       "self",
+    )
+    .option(
+      "--webhook-client-ca <file>",
+      "CA bundle (PEM) that signs the client certificate kube-apiserver presents to tenantry's webhooks (its --admission-control-config-file; also the token and authorization webhooks): other callers get 401. Required with the webhooks component",
+    )
+    .option(
+      "--allow-anonymous-admission",
+      "answer admission requests without a client certificate: only where kube-apiserver cannot present one (a managed control plane), with a NetworkPolicy admitting only it to the webhook port",
     )
     .option("--identity-port <port>", "identity API port (default: a free one)", port("--identity-port"))
     .option("--gateway-port <port>", "tenant gateway port (default: a free one)", port("--gateway-port"))

@@ -2,6 +2,7 @@
  * `tenantry runtime backup|backups|restore`: a runtime's backups through the cluster's API (as the
  * cluster admin, or anyone allowed RuntimeBackups and RuntimeRestores in the runtime's namespace).
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import type { RuntimeBackup, RuntimeRestore } from "../backup/index.js";
@@ -10,8 +11,8 @@ import { ClusterClient, describeError, isAlreadyExists } from "../kube/index.js"
 import type { Runtime } from "../runtimes/index.js";
 import { TENANTS_API_VERSION } from "../tenants/index.js";
 import { loadKubeConfig } from "./kube-context.js";
+import { EXIT } from "./objects.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
-import { EXIT } from "./tenant.js";
 
 interface BackupOptions {
   kubeconfig?: string;
@@ -70,7 +71,7 @@ async function follow<T extends RuntimeBackup | RuntimeRestore>(
       return current;
     }
     progress?.update(phase === "Running" ? 1 : 0, 2, current.status?.message ?? phase);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await sleep(1000);
   }
 }
 

@@ -11,9 +11,9 @@ import { ENDPOINTS_FILE, type TenantryEndpoints } from "../app/embedded.js";
 import { createProgress, defaultClustersDir, UserError } from "../common/index.js";
 import { ClusterClient } from "../kube/index.js";
 import type { RuntimeStatusBody } from "../runtimes/index.js";
+import { EXIT } from "./objects.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
 import { registerBackupCommands } from "./runtime-backup.js";
-import { EXIT } from "./tenant.js";
 
 interface RuntimeOptions {
   url?: string;

@@ -2,8 +2,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { stringify } from "yaml";
-import { parseQuantity, toAmounts, UserError } from "../common/index.js";
-import { describeError, isNotFound } from "../kube/index.js";
+import { toAmounts, UserError } from "../common/index.js";
+import { isNotFound } from "../kube/index.js";
 import {
   OWNER_KINDS,
   POD_SECURITY_LEVELS,
@@ -15,20 +15,14 @@ import {
   withTenantDefaults,
 } from "../tenants/index.js";
 import { loadKubeConfig } from "./kube-context.js";
+import { apiFailure, collect, EXIT, parseResourceList, readyOf } from "./objects.js";
 import { type OutputFormat, printResult } from "./output.js";
-
-/** Exit codes a script can rely on. */
-export const EXIT = { ok: 0, failure: 1, badInput: 2, notFound: 3, exists: 4 } as const;
 
 const coordinates = { group: TENANTRY_GROUP, version: TENANTS_VERSION, plural: "tenants" };
 
 function api(command: Command): CustomObjectsApi {
   const { kubeconfig } = command.optsWithGlobals<{ kubeconfig?: string }>();
   return loadKubeConfig(kubeconfig).makeApiClient(CustomObjectsApi);
-}
-
-function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, value];
 }
 
 function parseOwner(text: string): { kind: (typeof OWNER_KINDS)[number]; name: string } {
@@ -40,39 +34,10 @@ function parseOwner(text: string): { kind: (typeof OWNER_KINDS)[number]; name: s
   return { kind: match[1] as (typeof OWNER_KINDS)[number], name: match[2]! };
 }
 
-function parseResourceList(text: string, flag: string): Record<string, string> {
-  const list: Record<string, string> = {};
-  for (const part of text.split(",").filter(Boolean)) {
-    const [name, value] = part.split("=");
-    if (!name || value === undefined)
-      throw new UserError(`${flag} "${part}" must be name=quantity, e.g. pods=20,requests.cpu=4`);
-    try {
-      parseQuantity(value);
-    } catch (err) {
-      throw new UserError(`${flag} ${name}: ${(err as Error).message}`);
-    }
-    list[name] = value;
-  }
-  return list;
-}
-
-function apiFailure(err: unknown, what: string): never {
-  const code = (err as { code?: number }).code;
-  if (code === 404) throw new UserError(`${what} not found`, EXIT.notFound);
-  if (code === 409) throw new UserError(`${what} already exists`, EXIT.exists);
-  if (code === 422 || code === 400 || code === 403)
-    throw new UserError(`${what}: ${describeError(err)}`, EXIT.badInput);
-  throw new Error(`${what}: ${describeError(err)}`);
-}
-
 async function readTenant(command: Command, name: string): Promise<Tenant> {
   return (await api(command)
     .getClusterCustomObject({ ...coordinates, name })
     .catch((err) => apiFailure(err, `tenant "${name}"`))) as Tenant;
-}
-
-function readyOf(t: Tenant): string {
-  return (t.status?.conditions ?? []).find((c) => c.type === "Ready")?.status ?? "Unknown";
 }
 
 /** A row of █ proportional to used/hard, for `tenant usage`. */

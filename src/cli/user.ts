@@ -20,13 +20,9 @@ import {
   parseDuration,
 } from "../identity/user-certificates.js";
 import { type ClusterClient, loadClusterClient } from "../kube/index.js";
+import { collect, EXIT } from "./objects.js";
 import { type OutputFormat, printResult } from "./output.js";
-import { EXIT } from "./tenant.js";
 import { registerUserAccountCommands } from "./user-accounts.js";
-
-function collect(value: string, previous: string[] = []): string[] {
-  return [...previous, value];
-}
 
 interface ClusterOptions {
   kubeconfig?: string[];

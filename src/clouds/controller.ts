@@ -29,6 +29,7 @@ import {
   describeError,
   formatKubeTime,
   isNotFound,
+  isTransportError,
   objectKey,
   type ReconcileContext,
   type ReconcileResult,
@@ -132,17 +133,6 @@ async function step<T>(what: string, fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** A request that never got an answer: refused connection, reset, deadline passed. */
-export function isConnectionError(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  const e = err as Error & { code?: string; type?: string };
-  if (e.name === "AbortError" || e.name === "TimeoutError" || e.type === "system" || e.type === "aborted")
-    return true;
-  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|socket hang up|socket disconnected|aborted|timed? ?out|Failed to fetch/i.test(
-    `${e.code ?? ""} ${e.message}`,
-  );
-}
-
 /** An object's resourceVersion as a number (one API server's are ordered), if it is one. */
 function resourceVersionOf(object: { metadata?: { resourceVersion?: string } }): bigint | undefined {
   const rv = object.metadata?.resourceVersion;
@@ -162,6 +152,52 @@ function describeObject(o: {
   const name = o.name ?? o.metadata?.name;
   const ns = o.namespace ?? o.metadata?.namespace;
   return `${o.kind} ${ns ? `${ns}/` : ""}${name}`;
+}
+
+/**
+ * DCM's cloud state, true for every cluster: the last action's once every cluster got there (all
+ * selected ones Ready, or all Removed), until then — and after a failure — the state before;
+ * the Stopped states once `stop` was asked.
+ */
+export function cloudState(
+  cloud: LogicalCloud,
+  before: CloudState | undefined,
+  deployed: DeployedState | undefined,
+  deleting: boolean,
+  stopped: boolean,
+): CloudState {
+  const lifecycle = cloud.spec.lifecycle;
+  if (!lifecycle && !deleting) return "Created";
+  if (deleting || lifecycle?.action === "Terminate") {
+    if (deployed === "Terminated") return "Terminated";
+    return stopped ? "TerminateStopped" : (before ?? "Created");
+  }
+  if (stopped) return "InstantiateStopped";
+  if (deployed === "Instantiated") return lifecycle!.action === "Update" ? "Updated" : "Instantiated";
+  return before ?? "Created";
+}
+
+/** The actions with the current one recorded (first when taken up) as far as it got. */
+export function recordAction(
+  actions: ActionRecord[],
+  cloud: LogicalCloud,
+  state: CloudState,
+  deployed: DeployedState | undefined,
+  now: number,
+): ActionRecord[] {
+  const lifecycle = cloud.spec.lifecycle;
+  if (!lifecycle) return actions.slice(-MAX_ACTIONS);
+  const at = actions.findIndex((a) => a.instance === lifecycle.instance);
+  const record: ActionRecord = {
+    action: lifecycle.action,
+    state,
+    ...(deployed ? { deployedStatus: deployed } : {}),
+    instance: lifecycle.instance,
+    time: actions[at]?.time ?? formatKubeTime(now),
+    revision: actions[at]?.revision ?? cloud.metadata?.generation ?? 0,
+  };
+  const next = at < 0 ? [...actions, record] : actions.map((a, i) => (i === at ? record : a));
+  return next.slice(-MAX_ACTIONS);
 }
 
 export class LogicalCloudController {
@@ -424,26 +460,8 @@ export class LogicalCloudController {
       deleting,
       stopped,
     );
-    const state: CloudState = !lifecycle
-      ? "Created"
-      : lifecycle.action === "Terminate"
-        ? stopped
-          ? "TerminateStopped"
-          : "Terminated"
-        : stopped
-          ? "InstantiateStopped"
-          : lifecycle.action === "Update"
-            ? "Updated"
-            : "Instantiated";
-    const actions: ActionRecord[] = [...(status.actions ?? [])];
-    if (lifecycle && !actions.some((a) => a.instance === lifecycle.instance)) {
-      actions.push({
-        state,
-        instance: lifecycle.instance,
-        time: formatKubeTime(now),
-        revision: cloud.metadata?.generation ?? 0,
-      });
-    }
+    const state = cloudState(cloud, status.state, deployedStatus, deleting, stopped);
+    const actions = recordAction(status.actions ?? [], cloud, state, deployedStatus, now);
     const generation = cloud.metadata?.generation;
     const conditions = setCondition(
       status.conditions as Condition[] | undefined,
@@ -465,7 +483,7 @@ export class LogicalCloudController {
       ...(rolledBackInstance ? { rolledBackInstance } : {}),
       ...(failure ? { failure: failure.slice(0, 2000) } : {}),
       message: message.slice(0, 4000),
-      actions: actions.slice(-MAX_ACTIONS),
+      actions,
       clusters: entries,
       ...(Object.keys(nextData).length
         ? { credentialsSecret: credentialsSecretName(cloud.metadata!.name!) }
@@ -759,7 +777,7 @@ export class LogicalCloudController {
       reason = cause.reason;
       connectivity = "Unknown";
       message = cause.message;
-    } else if (isConnectionError(cause)) {
+    } else if (isTransportError(cause)) {
       reason = "Unreachable";
       connectivity = "Retrying";
     } else if (statusCode(cause) === undefined) {

@@ -18,6 +18,13 @@ export {
 } from "./api/logical-cloud.js";
 export { MAX_PROJECT_NAME, type Project, ProjectSchema, projectNamespace } from "./api/project.js";
 export {
+  cloudFromBody,
+  permissionFromBody,
+  projectFromBody,
+  quotaFromBody,
+  referenceFromBody,
+} from "./api-server/bodies.js";
+export {
   CLOUDS_OPENAPI_PATH,
   LogicalCloudsApi,
   type LogicalCloudsApiOptions,
@@ -42,6 +49,7 @@ export {
   DEFAULT_CONTAINER_LIMITS,
   DEFAULT_CONTAINER_REQUESTS,
   DEFAULT_QUOTA,
+  FieldError,
   PERMISSION_VERBS,
   QUOTA_KEYS,
 } from "./validation.js";

@@ -3,6 +3,8 @@ import { describe, it } from "node:test";
 import type { LogicalCloud } from "./api/logical-cloud.js";
 import {
   cloudUsers,
+  deleteRefusal,
+  deployedStatusOf,
   desiredObjects,
   hasNamespacePermission,
   LOGICAL_CLOUD_UID_LABEL,
@@ -94,5 +96,67 @@ describe("desiredObjects", () => {
       cloudUsers(cloud({ users: [{ userName: "user-1" }, { userName: "u3" }] })).map((u) => u.userName),
       ["user-1", "u3"],
     );
+  });
+});
+
+describe("deployedStatusOf and deleteRefusal: what the API says and allows, from the status", () => {
+  const lifecycle = (action: "Instantiate" | "Terminate", instance: string) => ({
+    action,
+    instance,
+    requestedAt: "2026-01-01T00:00:00Z",
+  });
+  const entry = (cluster: string, state: "Ready" | "Removing" | "Removed") => ({
+    cluster,
+    clusterProvider: "",
+    state,
+    connectivity: "Available" as const,
+  });
+
+  it("an action the controller has not taken up yet is in progress, not what the previous one reached", () => {
+    const c = cloud({ lifecycle: lifecycle("Terminate", "t1") });
+    c.status = { instance: "i1", deployedStatus: "Instantiated", clusters: [entry("edge-1", "Ready")] };
+    assert.equal(deployedStatusOf(c), "Terminating");
+    assert.match(deleteRefusal(c)!.detail, /not taken up yet/);
+    assert.equal(deleteRefusal(c)!.soon, true);
+  });
+
+  it("terminating with a cluster still Removing: refused, naming the cluster, to be asked again soon", () => {
+    const c = cloud({ lifecycle: lifecycle("Terminate", "t1") });
+    c.status = {
+      instance: "t1",
+      deployedStatus: "Terminating",
+      clusters: [entry("edge-1", "Removed"), entry("edge-2", "Removing")],
+    };
+    const refusal = deleteRefusal(c);
+    assert.match(refusal!.detail, /still being removed from "edge-2" \(Removing\)/);
+    assert.equal(refusal!.soon, true);
+  });
+
+  it("terminated, never instantiated, or rolled back everywhere: may be deleted", () => {
+    const terminated = cloud({ lifecycle: lifecycle("Terminate", "t1") });
+    terminated.status = {
+      instance: "t1",
+      deployedStatus: "Terminated",
+      clusters: [entry("edge-1", "Removed")],
+    };
+    assert.equal(deleteRefusal(terminated), undefined);
+    assert.equal(deleteRefusal(cloud({})), undefined);
+    const rolledBack = cloud({ lifecycle: lifecycle("Instantiate", "i1") });
+    rolledBack.status = {
+      instance: "i1",
+      deployedStatus: "InstantiateFailed",
+      rolledBackInstance: "i1",
+      clusters: [entry("edge-1", "Removed")],
+    };
+    assert.equal(deleteRefusal(rolledBack), undefined);
+    rolledBack.status.clusters = [entry("edge-1", "Removing")];
+    assert.match(deleteRefusal(rolledBack)!.detail, /still being removed/);
+  });
+
+  it("instantiated: refused until terminated, and asking again will not do", () => {
+    const c = cloud({ lifecycle: lifecycle("Instantiate", "i1") });
+    c.status = { instance: "i1", deployedStatus: "Instantiated", clusters: [entry("edge-1", "Ready")] };
+    assert.match(deleteRefusal(c)!.detail, /is Instantiated: terminate it first/);
+    assert.equal(deleteRefusal(c)!.soon, false);
   });
 });

@@ -15,7 +15,13 @@ import type {
   V1RoleBinding,
 } from "@kubernetes/client-node";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../tenants/index.js";
-import type { LogicalCloud, LogicalCloudUser, ResourceRef, UserPermission } from "./api/logical-cloud.js";
+import type {
+  DeployedState,
+  LogicalCloud,
+  LogicalCloudUser,
+  ResourceRef,
+  UserPermission,
+} from "./api/logical-cloud.js";
 import {
   DEFAULT_CONTAINER_LIMITS,
   DEFAULT_CONTAINER_REQUESTS,
@@ -213,4 +219,52 @@ export function sameObject(
 /** Whether some permission applies in the cloud's own namespace (DCM refuses to instantiate without one). */
 export function hasNamespacePermission(cloud: LogicalCloud): boolean {
   return (cloud.spec.userPermissions ?? []).some((p) => p.namespace === cloud.spec.namespace);
+}
+
+/**
+ * Where the last action asked of the cloud stands: the controller's deployedStatus once it took
+ * that action up; before that (its status is still about the previous one) the action's first
+ * state, never what the previous action reached.
+ */
+export function deployedStatusOf(cloud: LogicalCloud): DeployedState | undefined {
+  const lifecycle = cloud.spec.lifecycle;
+  if (lifecycle && cloud.status?.instance !== lifecycle.instance) {
+    return lifecycle.action === "Terminate" ? "Terminating" : "Instantiating";
+  }
+  return cloud.status?.deployedStatus;
+}
+
+/**
+ * Why the cloud may not be deleted yet (undefined: it may), and whether asking again soon will do. As DCM: once terminated (or its
+ * termination failed and was stopped) or never instantiated; and, beyond DCM, once a failed
+ * instantiation was rolled back everywhere — nothing of it is left on any cluster either way.
+ */
+export function deleteRefusal(cloud: LogicalCloud): { detail: string; soon: boolean } | undefined {
+  const lifecycle = cloud.spec.lifecycle;
+  if (!lifecycle) return undefined;
+  const name = cloud.metadata!.name!;
+  const deployed = deployedStatusOf(cloud);
+  const clusters = cloud.status?.clusters ?? [];
+  const left = clusters.filter((e) => e.state !== "Removed");
+  const rolledBack = cloud.status?.rolledBackInstance === lifecycle.instance;
+  if (deployed === "Terminated" || deployed === "TerminateFailed" || (rolledBack && left.length === 0)) {
+    return undefined;
+  }
+  if (cloud.status?.instance !== lifecycle.instance) {
+    const detail = `logical cloud "${name}": the ${lifecycle.action.toLowerCase()} asked at ${lifecycle.requestedAt} is not taken up yet`;
+    return lifecycle.action === "Terminate"
+      ? { detail: `${detail}; delete it once its status says Terminated`, soon: true }
+      : { detail: `${detail}; terminate it first (POST …/terminate)`, soon: false };
+  }
+  if (lifecycle.action === "Terminate" || rolledBack) {
+    const removing = left.map((e) => `"${e.cluster}" (${e.state}${e.message ? `: ${e.message}` : ""})`);
+    return {
+      detail: `logical cloud "${name}" is still being removed from ${removing.join(", ")}: delete it once its status says Terminated`,
+      soon: true,
+    };
+  }
+  return {
+    detail: `logical cloud "${name}" is ${deployed ?? "Instantiating"}: terminate it first (POST …/terminate), then delete it once its status says Terminated`,
+    soon: false,
+  };
 }

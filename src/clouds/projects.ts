@@ -59,6 +59,9 @@ function projectNamespaceObject(project: Project): V1Namespace {
           name,
           uid: project.metadata!.uid!,
           controller: true,
+          // Deleting the project (in the foreground) waits for its namespace: the name is free
+          // again only once nothing of the old project is left.
+          blockOwnerDeletion: true,
         },
       ],
     },
@@ -70,6 +73,39 @@ export async function ensureProjectNamespace(client: ClusterClient, project: Pro
   const namespace = projectNamespaceObject(project);
   await applyObject(client, namespace);
   return namespace.metadata!.name!;
+}
+
+/**
+ * Why a project of this name cannot be made now (undefined: it can): the namespace of a deleted
+ * project of that name is still there — being removed, or owned by that project and about to be
+ * (the garbage collector's) — and a new project's clouds would go with it.
+ */
+export async function leftoverProjectNamespace(
+  client: ClusterClient,
+  project: string,
+): Promise<string | undefined> {
+  const name = projectNamespace(project);
+  let namespace: V1Namespace;
+  try {
+    namespace = await client.core.readNamespace({ name });
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+  if (namespace.metadata?.deletionTimestamp) {
+    return `namespace ${name} of a deleted project "${project}" is still being removed`;
+  }
+  const owner = namespace.metadata?.ownerReferences?.find((o) => o.kind === "Project");
+  if (!owner) return undefined;
+  const live = await client.objects
+    .read({ apiVersion: owner.apiVersion, kind: "Project", metadata: { name: project } })
+    .catch((err: unknown) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
+  // The project itself (made meanwhile): its create says it exists.
+  if (live?.metadata?.uid === owner.uid) return undefined;
+  return `namespace ${name} still belongs to a deleted project "${project}" and is about to be removed`;
 }
 
 function adminsBinding(project: Project): V1RoleBinding {

@@ -10,7 +10,13 @@ import type { AccessGrant } from "../access/index.js";
 import type { RuntimeBackup, RuntimeRestore } from "../backup/index.js";
 import { type CloudInformers, projectNamespace } from "../clouds/index.js";
 import type { ClusterRegistry } from "../clusters/index.js";
-import { answerOversizedBodies } from "../common/index.js";
+import {
+  ProblemError,
+  problemServerOptions,
+  replyProblem,
+  serveProblems,
+  statusTitle,
+} from "../common/index.js";
 import { type Authenticator, kubernetesUserOf, LOGIN_PATH } from "../identity/index.js";
 import { type ClusterClient, Informer, startInformers, stopInformers } from "../kube/index.js";
 import type { MonitorRule } from "../monitor/index.js";
@@ -77,6 +83,8 @@ export interface RunningDashboard {
 }
 
 const MAX_PAGE = 200;
+/** Forms and their JSON: small. */
+const BODY_LIMIT = 64 * 1024;
 
 /** offset, limit and filter of a paged list's query string, bounded. */
 function pageQuery(query: unknown, defaultLimit = 50): PageQuery {
@@ -267,13 +275,19 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     ).map(([informer, kind]) => informer.addHandler(notify(kind))),
   ];
 
-  const app = Fastify({ loggerInstance: logger.child({ component: "dashboard" }), bodyLimit: 64 * 1024 });
+  const app = Fastify({
+    loggerInstance: logger.child({ component: "dashboard" }),
+    ...problemServerOptions({ bodyLimit: BODY_LIMIT }),
+    // @fastify/static walks the built assets when registered: on a busy machine that outlasted
+    // Fastify's default 10 s and tenantry exited at start.
+    pluginTimeout: 120_000,
+  });
   await app.register(cookie);
 
   const sessionOf = (request: FastifyRequest): Session | undefined =>
     sessions.get(request.cookies[SESSION_COOKIE]);
   const fail = (reply: FastifyReply, status: number, message: string, field?: string) =>
-    reply.code(status).send({ error: { status, message, ...(field ? { field } : {}) } });
+    replyProblem(reply, new ProblemError(status, statusTitle(status), message, { field }));
 
   // Every /api request but login needs a session; mutating ones also the session's CSRF token, and
   // a JSON body (a cross-site form cannot send one without the browser asking first).
@@ -304,11 +318,18 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     reply.header("x-content-type-options", "nosniff");
     reply.header("referrer-policy", "no-referrer");
   });
-  answerOversizedBodies(app as unknown as FastifyInstance, 1024 * 1024);
-  app.setErrorHandler((err, _request, reply) => {
-    const error = actionErrorOf(err);
-    if (error.status >= 500) logger.warn({ err }, "dashboard request failed");
-    return fail(reply, error.status, error.message, error.field);
+  serveProblems(app as unknown as FastifyInstance, {
+    bodyLimit: BODY_LIMIT,
+    // Pages are the client's routes (below); /api/* has its own 404.
+    ownNotFound: true,
+    // Refusals of what a person asked for, passed on with the field they name (Fastify's own have a statusCode).
+    translate: (err) => {
+      if ((err as { statusCode?: number }).statusCode !== undefined) return undefined;
+      const error = actionErrorOf(err);
+      return new ProblemError(error.status, statusTitle(error.status), error.message, { field: error.field });
+    },
+    logger,
+    what: "dashboard request",
   });
 
   const describeSession = async (s: Session) => ({
@@ -686,12 +707,11 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
     });
   } else {
     app.setNotFoundHandler((_request, reply) =>
-      reply
-        .code(503)
-        .type("text/plain")
-        .send(
-          `the dashboard's client is not built (${options.assetsDir}): run npx tsx scripts/dashboard-build.ts`,
-        ),
+      fail(
+        reply,
+        503,
+        `the dashboard's client is not built (${options.assetsDir}): run npx tsx scripts/dashboard-build.ts`,
+      ),
     );
   }
 

@@ -4,8 +4,10 @@ import type { AddressInfo } from "node:net";
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
 import Fastify, { type FastifyInstance } from "fastify";
+import pRetry from "p-retry";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
+import { answerClientError } from "../common/index.js";
 import type { Authenticator, Identity } from "../identity/index.js";
 import { type ClusterClient, isConflict, isNotFound, silentLogger, statusCode } from "../kube/index.js";
 import { TENANT_LABEL, type TenantInformers } from "../tenants/index.js";
@@ -15,7 +17,7 @@ import { GatewayMetrics } from "./metrics.js";
 import { GatewayProxy } from "./proxy.js";
 import { KeyedTokenBuckets, type RateLimit } from "./rate-limit.js";
 import { Memberships } from "./scope.js";
-import { badRequest, sendStatus } from "./status.js";
+import { badRequest, sendStatus, statusOfProblem, writeStatusToSocket } from "./status.js";
 import { UpgradeHandler } from "./upgrade.js";
 import { Upstream } from "./upstream.js";
 import { FilteredWatches } from "./watches.js";
@@ -70,14 +72,13 @@ export const GATEWAY_TLS_SECRET = "tenantry-gateway-tls";
 const DEFAULT_RATE_LIMIT: RateLimit = { qps: 50, burst: 100 };
 
 /** ensureWebhookTls, retried when another replica (or test) creates or rotates the Secret at the same moment. */
-async function ensureTls(client: ClusterClient, options: WebhookTlsOptions): Promise<WebhookTls> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await ensureWebhookTls(client.kubeConfig, options);
-    } catch (err) {
-      if (attempt >= 5 || !(isConflict(err) || statusCode(err) === 409)) throw err;
-    }
-  }
+function ensureTls(client: ClusterClient, options: WebhookTlsOptions): Promise<WebhookTls> {
+  // At once: the next attempt reads the Secret the other writer left.
+  return pRetry(() => ensureWebhookTls(client.kubeConfig, options), {
+    retries: 4,
+    minTimeout: 0,
+    shouldRetry: ({ error }) => isConflict(error) || statusCode(error) === 409,
+  });
 }
 
 function urlHost(address: string): string {
@@ -165,6 +166,12 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       reply.hijack();
       sendStatus(reply.raw as ServerResponse, badRequest(error.message));
     },
+    // What node's parser refused (malformed, headers too large): a Status too, never Fastify's own JSON.
+    clientErrorHandler: (err: Error & { code?: string }, socket: Duplex) =>
+      answerClientError(err, socket, undefined, (refused, problem) => {
+        writeStatusToSocket(refused, statusOfProblem(problem));
+        setTimeout(() => refused.destroy(), 1000).unref();
+      }),
   }) as unknown as FastifyInstance;
   // Bodies go to the API server as they arrive: nothing is parsed or buffered here.
   app.removeAllContentTypeParsers();

@@ -27,6 +27,23 @@ export function status(code: number, reason: string, message: string, details?: 
   };
 }
 
+/** Kubernetes' StatusReason for a status the gateway answers itself. */
+const REASONS: Record<number, string> = {
+  400: "BadRequest",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "NotFound",
+  408: "Timeout",
+  413: "RequestEntityTooLarge",
+  429: "TooManyRequests",
+  503: "ServiceUnavailable",
+};
+
+/** A problem (RFC 9457) as the Status kubectl reads, for answers common code words as problems. */
+export function statusOfProblem(problem: { status: number; detail: string }): Status {
+  return status(problem.status, REASONS[problem.status] ?? "BadRequest", problem.detail);
+}
+
 export const unauthorized = (message: string) => status(401, "Unauthorized", message);
 export const forbidden = (message: string) => status(403, "Forbidden", message);
 export const badRequest = (message: string) => status(400, "BadRequest", message);

@@ -80,6 +80,7 @@ export {
   keyMatchesRequest,
   MIN_EXPIRATION_SECONDS,
   parseCertificateRequest,
+  parseDuration,
   requestUserCertificate,
   type SignCertificateRequestOptions,
   signCertificateRequest,

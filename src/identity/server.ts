@@ -7,13 +7,17 @@ import type { Logger } from "pino";
 import { Counter, Histogram, type Registry } from "prom-client";
 import {
   API_SERVER_KEEP_ALIVE_MS,
-  answerOversizedBodies,
   drainingServerOptions,
   echoRequestId,
   type GracefulClose,
   gracefulClose,
+  ProblemError,
+  ProblemSchema,
+  problemServerOptions,
   replaceServingCertificate,
+  replyProblem,
   requestIdOptions,
+  serveProblems,
 } from "../common/index.js";
 import { DEFAULT_API_AUDIENCES, reviewAudiences } from "./audiences.js";
 import type { Authenticator } from "./authenticator.js";
@@ -30,6 +34,8 @@ export const LOGOUT_PATH = "/identity/v1/logout";
 export const WHOAMI_PATH = "/identity/v1/whoami";
 export const JWKS_PATH = "/openid/v1/jwks";
 export const DISCOVERY_PATH = "/.well-known/openid-configuration";
+/** Reviews and logins are small: a SubjectAccessReview with every extra is well under this. */
+const BODY_LIMIT = 1024 * 1024;
 
 /** A SubjectAccessReview answer: `allow`, `deny` (final) or `none` (the next authorizer decides). */
 export type AuthorizeFunction = (
@@ -54,7 +60,7 @@ export interface AccessServerOptions {
   authorize?: AuthorizeFunction;
   /** The Kubernetes API's audiences (kube-apiserver's --api-audiences); tokens are meant for them too. */
   apiAudiences?: readonly string[];
-  /** Lockout and per-client limits of password logins. */
+  /** How wrong passwords are slowed: per user and client, per client, and (much later) per user. */
   loginThrottle?: LoginThrottleOptions;
   /** The namespaces of a tenant, told to a user at login (waits briefly for a tenant created just now). */
   namespacesOf?: (tenant: string) => Promise<string[]>;
@@ -137,10 +143,7 @@ const SubjectAccessReviewBody = Type.Object(
   { description: "A SubjectAccessReview from kube-apiserver's authorization webhook." },
 );
 
-const Problem = Type.Object(
-  { type: Type.String(), title: Type.String(), status: Type.Integer(), detail: Type.String() },
-  { description: "RFC 9457 problem details." },
-);
+const Problem = ProblemSchema;
 const Answer = (description: string) => Type.Object({}, { description, additionalProperties: true });
 const BearerHeader = Type.Object({
   authorization: Type.Optional(Type.String({ description: "`Bearer <token>`.", maxLength: 16384 })),
@@ -148,10 +151,7 @@ const BearerHeader = Type.Object({
 
 /** RFC 9457 problem details: what every REST error of tenantry looks like. */
 function problem(reply: FastifyReply, status: number, title: string, detail: string) {
-  return reply
-    .code(status)
-    .type("application/problem+json")
-    .send({ type: "about:blank", title, status, detail });
+  return replyProblem(reply, new ProblemError(status, title, detail));
 }
 
 function bearer(header: string | undefined): string | undefined {
@@ -199,7 +199,7 @@ export class AccessServer {
           ? { requestCert: true, rejectUnauthorized: false, ca: options.reviewClientCaPem }
           : {}),
       },
-      bodyLimit: 1024 * 1024,
+      ...problemServerOptions({ bodyLimit: BODY_LIMIT }),
       // kube-apiserver's webhook clients keep connections: let them close idle ones first.
       keepAliveTimeout: API_SERVER_KEEP_ALIVE_MS,
       ...(options.logger
@@ -213,14 +213,7 @@ export class AccessServer {
     echoRequestId(this.app);
     this.closing = gracefulClose(this.app, "token and authorization reviews", options.logger);
 
-    answerOversizedBodies(this.app, 8 * 1024 * 1024);
-    this.app.setErrorHandler((err: Error & { validation?: unknown; statusCode?: number }, request, reply) => {
-      if (err.validation) return problem(reply, 400, "invalid request", err.message);
-      if (err.statusCode && err.statusCode < 500)
-        return problem(reply, err.statusCode, "bad request", err.message);
-      request.log.error({ err }, "access server request failed");
-      return problem(reply, 500, "internal error", err.message);
-    });
+    serveProblems(this.app, { bodyLimit: BODY_LIMIT, what: "access server request" });
 
     this.app.register(swagger, {
       openapi: {
@@ -362,7 +355,12 @@ export class AccessServer {
           );
         }
         const throttleKey = `${provider.name}:${body.domain ? `${body.domain}/` : ""}${body.username}`;
-        const verdict = throttle.check(throttleKey, request.ip);
+        // A built-in user's lock is lifted by `tenantry user unlock` (its User's status says when).
+        const unlockedAt =
+          options.builtin && provider.name === options.builtin.name
+            ? options.builtin.loginsUnlockedAt(body.username)
+            : 0;
+        const verdict = throttle.check(throttleKey, request.ip, unlockedAt);
         if (!verdict.allowed) {
           reply.header("retry-after", String(verdict.retryAfterSeconds));
           return problem(reply, 429, "too many login attempts", verdict.reason);
@@ -374,7 +372,7 @@ export class AccessServer {
             ...(body.domain ? { domain: body.domain } : {}),
             ...(body.tenant ? { tenant: body.tenant } : {}),
           });
-          throttle.succeeded(throttleKey);
+          throttle.succeeded(throttleKey, request.ip);
           await options.provisioner?.ensure(issued.identity);
           const tenant = issued.identity.tenant;
           return {
@@ -385,7 +383,7 @@ export class AccessServer {
           };
         } catch (err) {
           if (err instanceof AuthenticationError) {
-            throttle.failed(throttleKey, request.ip);
+            throttle.failed(throttleKey, request.ip, unlockedAt);
             return problem(reply, 401, "login refused", err.message);
           }
           if (err instanceof IdentityProviderUnavailable)

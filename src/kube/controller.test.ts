@@ -219,6 +219,49 @@ describe("Controller", () => {
     await informer.stop();
   });
 
+  test("an object added while listed objects wait is reconciled before them; a status-only change waits", async () => {
+    const source = new ScriptedSource();
+    const informer = new Informer(source, { clock: new ManualClock() });
+    const gate = deferred();
+    const { calls, controller } = harness(async (key) => {
+      if (key === "home/ns/listed-0") await gate.promise;
+      return reconcileDone();
+    });
+    controller.watch(informer);
+    informer.start();
+    source.listed.resolve({
+      items: Array.from({ length: 5 }, (_, i) => ({
+        ...cm(`listed-${i}`, "1"),
+        metadata: { ...cm(`listed-${i}`, "1").metadata, generation: 1 },
+      })),
+      resourceVersion: "1",
+    });
+    await controller.start();
+    await settle();
+    assert.deepEqual(calls, ["home/ns/listed-0"], "the one worker is busy with the first listed key");
+    assert.equal(controller.stats().lowPriorityDepth, 4);
+    const generation = (name: string, rv: string, g: number, status?: string) => ({
+      ...cm(name, rv),
+      metadata: { ...cm(name, rv).metadata, generation: g },
+      ...(status ? { data: { status } } : {}),
+    });
+    source.push({ type: "MODIFIED", object: generation("listed-4", "2", 1, "status only") });
+    source.push({ type: "ADDED", object: cm("new", "3") });
+    source.push({ type: "MODIFIED", object: generation("listed-3", "4", 2) });
+    gate.resolve();
+    await settle();
+    assert.deepEqual(calls, [
+      "home/ns/listed-0",
+      "home/ns/new",
+      "home/ns/listed-3",
+      "home/ns/listed-1",
+      "home/ns/listed-2",
+      "home/ns/listed-4",
+    ]);
+    await controller.stop();
+    await informer.stop();
+  });
+
   test("stop() waits for in-flight reconciles and takes no further keys", async () => {
     const gate = deferred();
     const { calls, controller } = harness(async () => {

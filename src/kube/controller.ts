@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { type Clock, sleep, systemClock } from "./clock.js";
@@ -5,7 +6,7 @@ import { describeError } from "./errors.js";
 import type { Informer } from "./informer.js";
 import { silentLogger } from "./logging.js";
 import type { RateLimiter } from "./ratelimit.js";
-import { type ObjectRef, objectKey, parseObjectKey, WorkQueue } from "./workqueue.js";
+import { type ObjectRef, objectKey, type Priority, parseObjectKey, WorkQueue } from "./workqueue.js";
 
 /**
  * Outcome of one reconcile. Throwing instead means "transient failure": the key is retried
@@ -72,6 +73,8 @@ export interface ControllerStats {
   requeueAfterTotal: number;
   /** Keys waiting for a worker. */
   queueDepth: number;
+  /** Of those, the low-priority ones (from lists, relists and status-only changes). */
+  lowPriorityDepth: number;
   /** Keys waiting for their backoff or requeue delay to pass. */
   delayedKeys: number;
   inFlight: number;
@@ -86,8 +89,39 @@ export interface StopOptions {
 }
 
 /**
+ * Whether an update changed what controllers act on rather than only what they report: the
+ * generation (the spec), labels, annotations, finalizers, owners or deletion. Objects without a
+ * generation count every update as a change.
+ */
+export function changedBeyondStatus(oldObj: KubernetesObject, newObj: KubernetesObject): boolean {
+  const before = oldObj.metadata ?? {};
+  const after = newObj.metadata ?? {};
+  if (before.generation === undefined || after.generation === undefined) return true;
+  return (
+    before.generation !== after.generation ||
+    before.deletionTimestamp !== after.deletionTimestamp ||
+    !isDeepStrictEqual(before.labels ?? {}, after.labels ?? {}) ||
+    !isDeepStrictEqual(before.annotations ?? {}, after.annotations ?? {}) ||
+    !isDeepStrictEqual(before.finalizers ?? [], after.finalizers ?? []) ||
+    !isDeepStrictEqual(before.ownerReferences ?? [], after.ownerReferences ?? [])
+  );
+}
+
+/** The controllers running in this process, for their metrics. */
+const running = new Set<Controller>();
+
+/** Every controller of this process that has started and not stopped. */
+export function runningControllers(): Iterable<Controller> {
+  return running;
+}
+
+/**
  * Level-based controller: informer events only say *which* keys to look at; the reconciler
  * reads the current state itself, so missed or merged events cannot lead to wrong results.
+ *
+ * Keys from what a watch reports as new, deleted or changed beyond its status go first; keys from
+ * an informer's (re)list and from status-only changes wait behind them (see {@link Priority}), so
+ * a leader that has just listed ten thousand objects still handles a new one within moments.
  */
 export class Controller {
   readonly name: string;
@@ -127,28 +161,30 @@ export class Controller {
    */
   watch<T extends KubernetesObject>(informer: Informer<T>, mapToKeys: KeyMapper<T> = ownKey): void {
     this.informers.push(informer as unknown as Informer<KubernetesObject>);
-    const enqueueFor = (obj: T) => {
-      for (const key of mapToKeys(obj, informer.cluster)) this.queue.add(key);
+    const enqueueFor = (obj: T, priority: Priority) => {
+      for (const key of mapToKeys(obj, informer.cluster)) this.queue.add(key, priority);
     };
     this.unsubscribers.push(
       informer.addHandler({
-        onAdd: enqueueFor,
-        onUpdate: (oldObj, newObj) => {
-          enqueueFor(oldObj);
-          enqueueFor(newObj);
+        onAdd: (obj, origin) => enqueueFor(obj, origin === "watch" ? "high" : "low"),
+        onUpdate: (oldObj, newObj, origin) => {
+          const priority = origin === "watch" && changedBeyondStatus(oldObj, newObj) ? "high" : "low";
+          enqueueFor(oldObj, priority);
+          enqueueFor(newObj, priority);
         },
-        onDelete: enqueueFor,
+        // Gone is a change, even when only a relist shows it.
+        onDelete: (obj) => enqueueFor(obj, "high"),
       }),
     );
   }
 
-  enqueue(key: string): void {
-    this.queue.add(key);
+  enqueue(key: string, priority: Priority = "high"): void {
+    this.queue.add(key, priority);
   }
 
   /** Reconciles `key` once `ms` have passed (for what no watch will signal, such as an expiry). */
-  enqueueAfter(key: string, ms: number): void {
-    this.queue.addAfter(key, ms);
+  enqueueAfter(key: string, ms: number, priority: Priority = "high"): void {
+    this.queue.addAfter(key, ms, priority);
   }
 
   /**
@@ -164,6 +200,7 @@ export class Controller {
     await Promise.race([Promise.all(this.informers.map((informer) => informer.waitForSync())), stopped]);
     if (this.stopRequested.signal.aborted) return;
     this.state = "running";
+    running.add(this);
     for (let id = 0; id < this.workerCount; id++) this.workers.push(this.work());
     this.logger.info({ workers: this.workerCount }, "controller started");
   }
@@ -172,6 +209,7 @@ export class Controller {
   async stop(options: StopOptions = {}): Promise<void> {
     if (this.state === "stopped") return;
     this.state = "stopped";
+    running.delete(this);
     this.stopRequested.abort();
     this.queue.shutDown();
     for (const unsubscribe of this.unsubscribers) unsubscribe();
@@ -197,6 +235,7 @@ export class Controller {
     return {
       ...this.counters,
       queueDepth: this.queue.len(),
+      lowPriorityDepth: this.queue.lenOf("low"),
       delayedKeys: this.queue.delayedCount(),
       inFlight: this.queue.processingCount(),
     };

@@ -7,6 +7,7 @@ import {
   isConflict,
   isGone,
   isNotFound,
+  isTransportError,
   statusCode,
   statusReason,
 } from "./errors.js";
@@ -53,5 +54,22 @@ describe("errors", () => {
     );
     assert.equal(describeError(new Error("socket hang up")), "socket hang up");
     assert.equal(describeError(new ApiException(401, "Unauthorized", undefined, {})), "HTTP 401");
+  });
+
+  test("a fetch failure names its cause and counts as a transport error (undici nests it)", async () => {
+    // A real refused connection through Node's fetch, as client-node 2.x makes it.
+    const { createServer } = await import("node:net");
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as { port: number }).port;
+    await new Promise((resolve) => server.close(resolve));
+    const err = await fetch(`http://127.0.0.1:${port}/`).then(
+      () => assert.fail("nothing listens there"),
+      (e: unknown) => e,
+    );
+    assert.match(describeError(err), new RegExp(`^fetch failed: .*ECONNREFUSED 127.0.0.1:${port}`));
+    assert.ok(isTransportError(err));
+    assert.ok(!isTransportError(apiException(503, "ServiceUnavailable")));
+    assert.ok(!isTransportError(new Error("the tenant is cordoned")));
   });
 });

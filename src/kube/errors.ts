@@ -69,6 +69,47 @@ export function isGone(err: unknown): boolean {
 }
 
 /**
+ * Node's fetch (undici, which client-node 2.x uses) reports every transport failure as
+ * `TypeError: fetch failed` and keeps what happened in `cause` (often nested once more).
+ * The innermost cause is the one that names the errno and the address.
+ */
+export function rootCause(err: unknown): unknown {
+  let current = err;
+  for (let depth = 0; depth < 5; depth++) {
+    const next = isRecord(current) ? current.cause : undefined;
+    if (!isRecord(next)) return current;
+    current = next;
+  }
+  return current;
+}
+
+const TRANSPORT_CODES =
+  /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE|ENOTFOUND|EAI_AGAIN|UND_ERR_\w+)$/;
+
+/**
+ * The request never got an HTTP answer: refused, reset, timed out, aborted, unresolvable.
+ * Such failures are worth retrying; an HTTP status (even 5xx) is an answer.
+ */
+export function isTransportError(err: unknown): boolean {
+  if (statusCode(err) !== undefined) return false;
+  for (let current: unknown = err, depth = 0; isRecord(current) && depth < 6; depth++) {
+    const e = current as { name?: unknown; code?: unknown; type?: unknown; message?: unknown };
+    if (e.name === "AbortError" || e.name === "TimeoutError" || e.type === "system" || e.type === "aborted")
+      return true;
+    if (typeof e.code === "string" && TRANSPORT_CODES.test(e.code)) return true;
+    if (
+      typeof e.message === "string" &&
+      /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|socket hang up|other side closed|aborted|timed? ?out|fetch failed/i.test(
+        e.message,
+      )
+    )
+      return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
  * A one-line description for logs. ApiException's own message embeds all response headers,
  * which is noise; the Status message is what a person needs.
  */
@@ -79,6 +120,12 @@ export function describeError(err: unknown): string {
     const detail = status?.message ?? (status?.reason || undefined);
     return detail ? `HTTP ${code}: ${detail}` : `HTTP ${code}`;
   }
-  if (err instanceof Error) return err.message;
+  if (err instanceof Error) {
+    const root = rootCause(err);
+    // "fetch failed" alone does not say what failed; the cause does ("connect ECONNREFUSED 127.0.0.1:6443").
+    if (root !== err && root instanceof Error && root.message && !err.message.includes(root.message))
+      return `${err.message}: ${root.message}`;
+    return err.message;
+  }
   return String(err);
 }

@@ -16,6 +16,7 @@ export {
   type CertificateEventTarget,
   certificateExpiryGauge,
   recordCertificateEvent,
+  recordEvent,
 } from "./certificate-expiry.js";
 export {
   ClusterClient,
@@ -40,6 +41,7 @@ export {
   Controller,
   type ControllerOptions,
   type ControllerStats,
+  changedBeyondStatus,
   type KeyMapper,
   ownKey,
   type ReconcileContext,
@@ -47,16 +49,20 @@ export {
   type Reconciler,
   reconcileDone,
   requeueAfter,
+  runningControllers,
   type StopOptions,
   terminalError,
 } from "./controller.js";
+export { registerControllerMetrics } from "./controller-metrics.js";
 export {
   describeError,
   isAlreadyExists,
   isConflict,
   isGone,
   isNotFound,
+  isTransportError,
   type KubeStatus,
+  rootCause,
   statusCode,
   statusOf,
   statusReason,
@@ -67,6 +73,7 @@ export {
   diffSnapshot,
   type IndexFunction,
   Informer,
+  type InformerEventOrigin,
   type InformerHandler,
   type InformerOptions,
   type InformerStats,
@@ -118,4 +125,11 @@ export {
   type TokenBucketOptions,
   TokenBucketRateLimiter,
 } from "./ratelimit.js";
-export { type ObjectRef, objectKey, parseObjectKey, WorkQueue, type WorkQueueOptions } from "./workqueue.js";
+export {
+  type ObjectRef,
+  objectKey,
+  type Priority,
+  parseObjectKey,
+  WorkQueue,
+  type WorkQueueOptions,
+} from "./workqueue.js";

@@ -13,10 +13,17 @@ import {
 } from "./list-watch.js";
 import { silentLogger } from "./logging.js";
 
+/**
+ * Where an event comes from: `watch` for a change the API server just reported; `list` for what a
+ * (re)list or a late handler's replay shows — the state as it is, mostly unchanged for a controller
+ * that saw it before.
+ */
+export type InformerEventOrigin = "list" | "watch";
+
 export interface InformerHandler<T> {
-  onAdd?(obj: T): void;
-  onUpdate?(oldObj: T, newObj: T): void;
-  onDelete?(obj: T): void;
+  onAdd?(obj: T, origin: InformerEventOrigin): void;
+  onUpdate?(oldObj: T, newObj: T, origin: InformerEventOrigin): void;
+  onDelete?(obj: T, origin: InformerEventOrigin): void;
 }
 
 export interface InformerOptions {
@@ -331,7 +338,7 @@ export class Informer<T extends KubernetesObject> {
   addHandler(handler: InformerHandler<T>): () => void {
     this.handlers.add(handler);
     if (this.synced) {
-      for (const obj of this.cache.values()) this.call("onAdd", () => handler.onAdd?.(obj));
+      for (const obj of this.cache.values()) this.call("onAdd", () => handler.onAdd?.(obj, "list"));
     }
     return () => {
       this.handlers.delete(handler);
@@ -409,9 +416,10 @@ export class Informer<T extends KubernetesObject> {
     for (const item of items) this.store(cacheKeyOf(item), item);
     this.resourceVersion = resourceVersion;
     this.counters.lists++;
-    for (const obj of diff.deleted) this.emit("onDelete", (h) => h.onDelete?.(obj));
-    for (const obj of diff.added) this.emit("onAdd", (h) => h.onAdd?.(obj));
-    for (const { oldObj, newObj } of diff.updated) this.emit("onUpdate", (h) => h.onUpdate?.(oldObj, newObj));
+    for (const obj of diff.deleted) this.emit("onDelete", (h) => h.onDelete?.(obj, "list"));
+    for (const obj of diff.added) this.emit("onAdd", (h) => h.onAdd?.(obj, "list"));
+    for (const { oldObj, newObj } of diff.updated)
+      this.emit("onUpdate", (h) => h.onUpdate?.(oldObj, newObj, "list"));
     if (!this.synced) {
       this.synced = true;
       const waiters = this.syncWaiters;
@@ -476,13 +484,13 @@ export class Informer<T extends KubernetesObject> {
       case "MODIFIED": {
         const key = cacheKeyOf(obj as T);
         const oldObj = this.store(key, obj as T);
-        if (oldObj) this.emit("onUpdate", (h) => h.onUpdate?.(oldObj, obj as T));
-        else this.emit("onAdd", (h) => h.onAdd?.(obj as T));
+        if (oldObj) this.emit("onUpdate", (h) => h.onUpdate?.(oldObj, obj as T, "watch"));
+        else this.emit("onAdd", (h) => h.onAdd?.(obj as T, "watch"));
         break;
       }
       case "DELETED": {
         const key = cacheKeyOf(obj as T);
-        if (this.evict(key)) this.emit("onDelete", (h) => h.onDelete?.(obj as T));
+        if (this.evict(key)) this.emit("onDelete", (h) => h.onDelete?.(obj as T, "watch"));
         break;
       }
       default:

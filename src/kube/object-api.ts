@@ -77,6 +77,24 @@ export class DynamicObjectApi extends KubernetesObjectApi {
     return text;
   }
 
+  /**
+   * POST of a text body, answering whatever status and body come back (no throw): a probe through
+   * a Service proxy, where the status is the answer.
+   */
+  async postText(
+    path: string,
+    body: string,
+    contentType = "application/json",
+  ): Promise<{ status: number; text: string }> {
+    const request = this.configuration.baseServer.makeRequestContext(path, HttpMethod.POST);
+    request.setHeaderParam("Accept", "*/*");
+    request.setHeaderParam("Content-Type", contentType);
+    request.setBody(body);
+    await this.authenticate(request);
+    const response = await this.configuration.httpApi.send(request).toPromise();
+    return { status: response.httpStatusCode, text: await response.body.text() };
+  }
+
   /** PATCH against `<object>/<subresource>`, e.g. server-side apply of `/status`. */
   patchSubresource<T extends KubernetesObject>(
     obj: T,

@@ -131,6 +131,64 @@ describe("WorkQueue", () => {
     assert.equal(queue.len(), 1, "after forget the delay starts at the base again");
   });
 
+  test("high-priority keys are handed out before low-priority ones that waited longer", async () => {
+    const queue = new WorkQueue({ clock: new ManualClock() });
+    for (const key of ["list-1", "list-2", "list-3"]) queue.add(key, "low");
+    queue.add("new-tenant");
+    assert.equal(queue.lenOf("low"), 3);
+    assert.equal(queue.lenOf("high"), 1);
+    assert.equal(await queue.get(), "new-tenant");
+    assert.equal(await queue.get(), "list-1", "low-priority keys keep their order");
+  });
+
+  test("a waiting low-priority key added again with high priority moves up, and is still one key", async () => {
+    const queue = new WorkQueue({ clock: new ManualClock() });
+    queue.add("a", "low");
+    queue.add("b", "low");
+    queue.add("b", "high");
+    queue.add("b", "low");
+    assert.equal(queue.len(), 2);
+    assert.deepEqual([await queue.get(), await queue.get()], ["b", "a"]);
+  });
+
+  test("a key re-added while processed goes back with the highest priority it was asked for", async () => {
+    const queue = new WorkQueue({ clock: new ManualClock() });
+    queue.add("busy");
+    assert.equal(await queue.get(), "busy");
+    for (const key of ["x", "y"]) queue.add(key, "low");
+    queue.add("busy", "low");
+    queue.add("busy", "high");
+    queue.done("busy");
+    assert.equal(await queue.get(), "busy");
+  });
+
+  test("low-priority keys are not starved: one in ten handed out while both wait", async () => {
+    const queue = new WorkQueue({ clock: new ManualClock() });
+    for (let i = 0; i < 3; i++) queue.add(`low-${i}`, "low");
+    for (let i = 0; i < 30; i++) queue.add(`high-${i}`);
+    const order: string[] = [];
+    for (let i = 0; i < 33; i++) {
+      const key = (await queue.get())!;
+      order.push(key);
+      queue.done(key);
+    }
+    assert.deepEqual(
+      order.map((k, i) => (k.startsWith("low") ? i : -1)).filter((i) => i >= 0),
+      [9, 19, 29],
+    );
+  });
+
+  test("delayed and rate-limited adds keep the priority they were given", async () => {
+    const clock = new ManualClock();
+    const queue = new WorkQueue({ clock });
+    queue.addAfter("later-low", 10, "low");
+    queue.addAfter("later-high", 20);
+    await clock.advance(20);
+    assert.equal(queue.lenOf("low"), 1);
+    assert.equal(queue.lenOf("high"), 1);
+    assert.equal(await queue.get(), "later-high");
+  });
+
   test("shutDown drains remaining keys, then get() resolves undefined, and adds are ignored", async () => {
     const clock = new ManualClock();
     const queue = new WorkQueue({ clock });

@@ -12,6 +12,16 @@ import {
 import type { ClusterPki } from "./cluster-pki.js";
 
 /**
+ * The client certificate kube-apiserver presents to every webhook it calls (admission, token,
+ * authorization), from a CA of its own that signs nothing else; tenantry answers only over it.
+ */
+export interface WebhookClient {
+  caFile: string;
+  certFile: string;
+  keyFile: string;
+}
+
+/**
  * Where kube-apiserver asks tenantry about tokens (TokenReview) and permissions
  * (SubjectAccessReview). The API server needs these at start, before tenantry runs, so the cluster
  * fixes the port and signs the serving certificate with its own CA; tenantry serves them later.
@@ -58,58 +68,101 @@ async function ensureServingPair(pki: ClusterPki): Promise<{ certFile: string; k
   return { certFile, keyFile };
 }
 
-/** The client certificate kube-apiserver calls the webhooks with, from a CA that signs nothing else. */
-async function ensureClientPair(
-  pki: ClusterPki,
-): Promise<{ clientCaFile: string; clientCertFile: string; clientKeyFile: string }> {
-  const clientCaFile = join(pki.dir, "access-webhooks-client-ca.crt");
-  const clientCertFile = join(pki.dir, "access-webhooks-client.crt");
-  const clientKeyFile = join(pki.dir, "access-webhooks-client.key");
-  if (!existsSync(clientCaFile) || !existsSync(clientCertFile) || !existsSync(clientKeyFile)) {
+/**
+ * kube-apiserver's webhook client certificate, from a CA that signs nothing else (the files keep
+ * their first names: clusters made before admission used it keep theirs).
+ */
+export async function ensureWebhookClient(pki: ClusterPki): Promise<WebhookClient> {
+  const caFile = join(pki.dir, "access-webhooks-client-ca.crt");
+  const certFile = join(pki.dir, "access-webhooks-client.crt");
+  const keyFile = join(pki.dir, "access-webhooks-client.key");
+  if (!existsSync(caFile) || !existsSync(certFile) || !existsSync(keyFile)) {
     const ca = await createCertificateAuthority("tenantry-access-webhooks-client-ca");
     const pair = await issueCertificate(ca, {
       commonName: "kube-apiserver",
       usage: "client",
       validDays: 3650,
     });
-    await writeFile(clientCaFile, ca.certPem);
-    await writeFile(clientCertFile, pair.certPem);
-    await writeFile(clientKeyFile, pair.keyPem, { mode: 0o600 });
+    await writeFile(caFile, ca.certPem);
+    await writeFile(certFile, pair.certPem);
+    await writeFile(keyFile, pair.keyPem, { mode: 0o600 });
   }
-  return { clientCaFile, clientCertFile, clientKeyFile };
+  return { caFile, certFile, keyFile };
 }
 
-function webhookKubeconfig(
-  server: string,
-  caFile: string,
-  client: { clientCertFile: string; clientKeyFile: string },
-): string {
+/** The kubeconfig `users` entry that makes kube-apiserver present the webhook client certificate. */
+function webhookUser(name: string, client: WebhookClient) {
+  return { name, user: { "client-certificate": client.certFile, "client-key": client.keyFile } };
+}
+
+/**
+ * Writes kube-apiserver's admission configuration and returns its flags: the admission webhooks
+ * are called with the webhook client certificate (a WebhookAdmissionConfiguration kubeconfig whose
+ * `*` user matches every webhook host, as tenantry's port is chosen after kube-apiserver starts),
+ * and NodeRestriction keeps kubelets to their own Node and mirror pods, away from their taints and
+ * `node-restriction.kubernetes.io/` labels.
+ */
+export async function configureAdmissionWebhooks(
+  pki: ClusterPki,
+  dir: string,
+): Promise<{ client: WebhookClient; flags: string[] }> {
+  await mkdir(dir, { recursive: true });
+  const client = await ensureWebhookClient(pki);
+  const kubeconfig = join(dir, "admission-webhooks.kubeconfig");
+  const config = join(dir, "admission-config.yaml");
+  await writeFile(
+    kubeconfig,
+    stringify({ apiVersion: "v1", kind: "Config", users: [webhookUser("*", client)] }),
+  );
+  const webhookConfiguration = {
+    apiVersion: "apiserver.config.k8s.io/v1",
+    kind: "WebhookAdmissionConfiguration",
+    kubeConfigFile: kubeconfig,
+  };
+  await writeFile(
+    config,
+    stringify({
+      apiVersion: "apiserver.config.k8s.io/v1",
+      kind: "AdmissionConfiguration",
+      plugins: ["ValidatingAdmissionWebhook", "MutatingAdmissionWebhook"].map((name) => ({
+        name,
+        configuration: webhookConfiguration,
+      })),
+    }),
+  );
+  return {
+    client,
+    flags: [`--admission-control-config-file=${config}`, "--enable-admission-plugins=NodeRestriction"],
+  };
+}
+
+function webhookKubeconfig(server: string, caFile: string, client: WebhookClient): string {
   return stringify({
     apiVersion: "v1",
     kind: "Config",
     clusters: [{ name: "tenantry", cluster: { server, "certificate-authority": caFile } }],
-    users: [
-      {
-        name: "kube-apiserver",
-        user: { "client-certificate": client.clientCertFile, "client-key": client.clientKeyFile },
-      },
-    ],
+    users: [webhookUser("kube-apiserver", client)],
     contexts: [{ name: "tenantry", context: { cluster: "tenantry", user: "kube-apiserver" } }],
     "current-context": "tenantry",
   });
 }
 
 /**
- * Only namespaced resource requests of people and tenant workloads reach the authorization webhook:
- * the cluster's own components (every `system:` user except service accounts outside the `kube-`
- * namespaces) never wait on it, so a tenantry outage cannot stall the cluster.
+ * Only namespaced resource requests of people and tenant workloads, and their requests about worker
+ * nodes on demand (cluster-scoped WorkerNodes and NodeProviders, which tenantry authorizes per
+ * owner), reach the authorization webhook: the cluster's own components (every `system:` user
+ * except service accounts outside the `kube-` namespaces) never wait on it, so a tenantry outage
+ * cannot stall the cluster.
  */
 const AUTHORIZATION_MATCH_CONDITIONS = [
   {
     expression:
       "!request.user.startsWith('system:') || (request.user.startsWith('system:serviceaccount:') && !request.user.startsWith('system:serviceaccount:kube-'))",
   },
-  { expression: "has(request.resourceAttributes) && request.resourceAttributes.namespace != ''" },
+  {
+    expression:
+      "has(request.resourceAttributes) && (request.resourceAttributes.namespace != '' || (request.resourceAttributes.group == 'tenantry.dev' && request.resourceAttributes.resource in ['workernodes', 'nodeproviders']))",
+  },
 ];
 
 /**
@@ -125,7 +178,7 @@ export async function configureAccessWebhooks(
 ): Promise<{ webhooks: AccessWebhooks; flags: string[] }> {
   await mkdir(dir, { recursive: true });
   const { certFile, keyFile } = await ensureServingPair(pki);
-  const client = await ensureClientPair(pki);
+  const client = await ensureWebhookClient(pki);
   const host = "127.0.0.1";
   const url = `https://${host}:${port}`;
   const authnKubeconfig = join(dir, "authentication-webhook.kubeconfig");
@@ -159,7 +212,17 @@ export async function configureAccessWebhooks(
     }),
   );
   return {
-    webhooks: { url, host, port, certFile, keyFile, caFile: pki.caCert, ...client },
+    webhooks: {
+      url,
+      host,
+      port,
+      certFile,
+      keyFile,
+      caFile: pki.caCert,
+      clientCaFile: client.caFile,
+      clientCertFile: client.certFile,
+      clientKeyFile: client.keyFile,
+    },
     flags: [
       `--authentication-token-webhook-config-file=${authnKubeconfig}`,
       "--authentication-token-webhook-version=v1",

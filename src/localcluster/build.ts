@@ -9,6 +9,7 @@ import {
   type ComponentSpec,
   components,
   helmComponent,
+  hydraComponent,
   modulesDir,
   objectStoreComponent,
   pinnedVersion,
@@ -111,6 +112,12 @@ function failure(
 ): Error {
   const lines = output.trim().split("\n").filter(Boolean);
   const networkLine = lines.find((l) => NETWORK_ERROR.test(l));
+  const compilerLine = spec.cgo ? lines.find((l) => /exec: "?\w*(gcc|cc)"?: .*not found/.test(l)) : undefined;
+  if (compilerLine) {
+    return new UserError(
+      `${spec.name} is built with cgo and needs a C compiler: ${compilerLine.trim()} — install gcc (or set CC) and run again`,
+    );
+  }
   if (networkLine) {
     return new UserError(
       `cannot download the Go modules for ${spec.name} (GOPROXY=${env.GOPROXY ?? "default"}): ${networkLine.trim()} — check the network or GOPROXY and run again`,
@@ -134,7 +141,14 @@ async function cacheKey(spec: ComponentSpec<string>, version: string, go: string
   for (const file of ["go.mod", "go.sum", "tools.go"])
     hash.update(await readFile(join(modulesDir, spec.name, file)));
   hash.update(
-    JSON.stringify({ go, ldflags: spec.ldflags(version), packages: spec.packages, assets: spec.assets }),
+    JSON.stringify({
+      go,
+      ldflags: spec.ldflags(version),
+      packages: spec.packages,
+      assets: spec.assets,
+      tags: spec.tags,
+      cgo: spec.cgo,
+    }),
   );
   hash.update(`${process.platform}/${process.arch}`);
   return `${spec.name}-${version}-go${go}-${hash.digest("hex").slice(0, 10)}`;
@@ -172,7 +186,11 @@ async function buildComponent(
     const logFile = join(logDir, `build-${key}.log`);
     const log = createWriteStream(logFile);
     const cwd = join(modulesDir, spec.name);
-    const goEnv = { ...env, CGO_ENABLED: "0", GOFLAGS: `${env.GOFLAGS ?? ""} -mod=mod`.trim() };
+    const goEnv = {
+      ...env,
+      CGO_ENABLED: spec.cgo ? "1" : "0",
+      GOFLAGS: `${env.GOFLAGS ?? ""} -mod=mod`.trim(),
+    };
     const progress = options.progress(`build ${spec.name} ${version}`);
     try {
       progress.log(`building ${spec.name} ${version} from its Go modules (once; cached in ${targetDir})`);
@@ -180,7 +198,8 @@ async function buildComponent(
       const download = await run("go", ["mod", "download"], { cwd, env: goEnv, log });
       if (download.code !== 0) throw failure(spec, "go mod download", download.stderr, logFile, goEnv);
 
-      const list = await run("go", ["list", "-deps", ...spec.packages], { cwd, env: goEnv, log });
+      const tags = spec.tags?.length ? ["-tags", spec.tags.join(",")] : [];
+      const list = await run("go", ["list", "-deps", ...tags, ...spec.packages], { cwd, env: goEnv, log });
       if (list.code !== 0) throw failure(spec, "go list", list.stderr, logFile, goEnv);
       const total = list.stdout.trim().split("\n").length;
 
@@ -194,6 +213,7 @@ async function buildComponent(
           "build",
           "-v",
           "-trimpath",
+          ...tags,
           "-ldflags",
           ["-s", "-w", ...spec.ldflags(version)].join(" "),
           "-o",
@@ -295,4 +315,10 @@ export async function ensureObjectStoreBinary(
 ): Promise<{ program: string; version: string }> {
   const result = await buildOnDemand(objectStoreComponent, options);
   return { program: join(result.dir, "bin", "versitygw"), version: result.version };
+}
+
+/** Builds (once) and returns Ory Hydra, the OpenID provider of the OIDC tests. */
+export async function ensureHydra(options: BuildOptions = {}): Promise<{ program: string; version: string }> {
+  const result = await buildOnDemand(hydraComponent, options);
+  return { program: join(result.dir, "bin", "hydra"), version: result.version };
 }

@@ -5,7 +5,12 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Node } from "@kubernetes/client-node";
 import { nodeProgram } from "../common/index.js";
-import { type AccessWebhooks, configureAccessWebhooks } from "./access-webhooks.js";
+import {
+  type AccessWebhooks,
+  configureAccessWebhooks,
+  configureAdmissionWebhooks,
+  type WebhookClient,
+} from "./access-webhooks.js";
 import type { ComponentBinaries } from "./build.js";
 import { type ClientIdentity, type ClusterPki, ensureClusterPki } from "./cluster-pki.js";
 import { renderKubeconfig, writeKubeconfig } from "./kubeconfig.js";
@@ -41,6 +46,11 @@ export interface ClusterState {
   readyAt?: string;
   /** tenantry's access webhooks this cluster's API server calls (spec.accessWebhooks). */
   accessWebhooks?: AccessWebhooks;
+  /**
+   * The client certificate kube-apiserver presents to admission webhooks (and the access webhooks),
+   * and the CA tenantry trusts it by (`webhookClientCa` of tenantry's options).
+   */
+  webhookClient?: WebhookClient;
   /** Seconds from start to Ready, per step, for the footprint benchmark and `status`. */
   timings?: Record<string, number>;
 }
@@ -240,6 +250,8 @@ export class LocalCluster {
       );
       mark("etcd");
 
+      const admission = await configureAdmissionWebhooks(pki, join(this.dir, "admission"));
+      state.webhookClient = admission.client;
       let authorizationFlags = ["--authorization-mode=Node,RBAC"];
       if (ports.accessWebhooks !== undefined) {
         const access = await configureAccessWebhooks(pki, join(this.dir, "access"), ports.accessWebhooks);
@@ -260,6 +272,7 @@ export class LocalCluster {
         `--service-account-signing-key-file=${pki.serviceAccountKey}`,
         "--service-cluster-ip-range=10.96.0.0/16",
         ...authorizationFlags,
+        ...admission.flags,
         "--allow-privileged=true",
         // Worker nodes join the way kubeadm's do: a bootstrap token, then a kubelet client CSR.
         "--enable-bootstrap-token-auth=true",
@@ -531,6 +544,19 @@ export class LocalCluster {
 }
 
 class PortTakenError extends Error {}
+
+/**
+ * The CA file of the client certificate the cluster's kube-apiserver presents to webhooks: what
+ * tenantry's `webhookClientCa` (`tenantry run --webhook-client-ca`) trusts.
+ */
+export function webhookClientCaFile(state: ClusterState): string {
+  if (!state.webhookClient) {
+    throw new Error(
+      `cluster "${state.name}" runs without a webhook client certificate (started by an older tenantry): stop it and start it again`,
+    );
+  }
+  return state.webhookClient.caFile;
+}
 
 /** Whether the cluster in `dir` runs its process node now (its claim on a pod network is alive). */
 async function clusterRunning(dir: string): Promise<boolean> {

@@ -19,6 +19,13 @@ export interface ComponentSpec<Name extends string = ComponentName> {
   ldflags(version: string): string[];
   /** Files copied from the module's own source next to the binaries (e.g. KWOK's default stages). */
   assets?: { from: string[]; to: string }[];
+  /** Go build tags (`-tags`). */
+  tags?: string[];
+  /**
+   * Build with cgo (a C compiler on PATH): only for a component whose needed part is C, such as
+   * Hydra's SQLite. The others are static Go binaries, as their official builds are.
+   */
+  cgo?: boolean;
 }
 
 export const modulesDir = join(dirname(fileURLToPath(import.meta.url)), "modules");
@@ -133,3 +140,23 @@ export function requiredGoVersion(spec: ComponentSpec<string>): string {
   const match = /^go\s+(\S+)/m.exec(goMod);
   return match?.[1] ?? "1.22";
 }
+
+/**
+ * Ory Hydra, a real OpenID Connect provider for the OIDC tests (tenantry's OIDC adapter and
+ * kube-apiserver's token webhook against someone else's issuer). Its in-memory database is SQLite
+ * through mattn/go-sqlite3, which Hydra compiles in only with the `sqlite` tag and which needs cgo;
+ * without it the DSN `memory` is refused. Built on demand, like Helm.
+ */
+export const hydraComponent: ComponentSpec<"hydra"> = {
+  name: "hydra",
+  module: "github.com/ory/hydra/v2",
+  packages: ["github.com/ory/hydra/v2"],
+  binaries: ["hydra"],
+  // Hydra's own release flags: `hydra version` names the build.
+  ldflags: (version) => [
+    `-X github.com/ory/hydra/v2/driver/config.Version=${version}`,
+    "-X github.com/ory/hydra/v2/driver/config.Date=1970-01-01T00:00:00Z",
+  ],
+  tags: ["sqlite", "sqlite_omit_load_extension"],
+  cgo: true,
+};

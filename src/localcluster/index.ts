@@ -1,13 +1,14 @@
-export { ACCESS_CACHE_TTL_SECONDS, type AccessWebhooks } from "./access-webhooks.js";
+export { ACCESS_CACHE_TTL_SECONDS, type AccessWebhooks, type WebhookClient } from "./access-webhooks.js";
 export {
   type BuildOptions,
   type ComponentBinaries,
   ensureComponents,
   ensureHelm,
+  ensureHydra,
   ensureObjectStoreBinary,
 } from "./build.js";
 export type { ClusterPorts, ClusterState, ClusterStatus } from "./cluster.js";
-export { COMPONENT_ORDER, LocalCluster } from "./cluster.js";
+export { COMPONENT_ORDER, LocalCluster, webhookClientCaFile } from "./cluster.js";
 export { components, pinnedVersion } from "./components.js";
 export { ClusterHarness, type HarnessOptions } from "./harness.js";
 export { renderKubeconfig } from "./kubeconfig.js";

@@ -5,9 +5,10 @@
  * the monitor.
  */
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import pLimit, { type LimitFunction } from "p-limit";
 import type { Logger } from "pino";
 import { describeError, silentLogger } from "../kube/index.js";
-import { abortableDelay, Slots } from "./slots.js";
 
 export const SIGNATURE_HEADER = "x-tenantry-signature-256";
 export const DELIVERY_HEADER = "x-tenantry-delivery";
@@ -71,14 +72,15 @@ export interface WebhookNotifierOptions {
 
 export class WebhookNotifier {
   private outstanding = 0;
-  private readonly slots: Slots;
+  /** Sends in flight at once (a delivery waiting to retry holds none). */
+  private readonly sending: LimitFunction;
   private readonly stopped = new AbortController();
   private readonly deliveries = new Set<Promise<void>>();
   private readonly logger: Logger;
 
   constructor(private readonly options: WebhookNotifierOptions) {
     this.logger = options.logger ?? silentLogger;
-    this.slots = new Slots(Math.max(1, options.concurrency ?? 4));
+    this.sending = pLimit(Math.max(1, options.concurrency ?? 4));
   }
 
   /** Deliveries pending or retrying. */
@@ -108,7 +110,6 @@ export class WebhookNotifier {
   /** Stops retrying; deliveries in flight end at their next step. */
   async stop(): Promise<void> {
     this.stopped.abort();
-    this.slots.releaseAll();
     await Promise.allSettled([...this.deliveries]);
   }
 
@@ -118,19 +119,18 @@ export class WebhookNotifier {
     const maxAttempts = this.options.maxAttempts ?? 6;
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       if (attempt > 1) {
-        await abortableDelay(
+        await sleep(
           backoffDelay(attempt - 1, this.options.baseDelayMs ?? 500, this.options.maxDelayMs ?? 30_000),
-          this.stopped.signal,
-        );
+          undefined,
+          { signal: this.stopped.signal },
+        ).catch(() => {});
       }
       if (this.stopped.signal.aborted) break;
-      await this.slots.acquire();
-      let verdict: "ok" | "retry" | "give-up";
-      try {
-        verdict = await this.send(target, body, id, attempt);
-      } finally {
-        this.slots.release();
-      }
+      // A delivery still waiting for a slot when stop() comes gives up without sending; those in
+      // flight end at once (their fetch follows the same signal), so the queue empties quickly.
+      const verdict = await this.sending(() =>
+        this.stopped.signal.aborted ? ("give-up" as const) : this.send(target, body, id, attempt),
+      );
       if (verdict === "ok") {
         this.options.onOutcome?.("delivered");
         return;

@@ -3,11 +3,12 @@
  * endpoints with bounded concurrency off the monitor's work queue (a slow endpoint never holds
  * up the evaluation of other objects), keeping the last result per pod and rule.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { V1Pod } from "@kubernetes/client-node";
+import pLimit, { type LimitFunction } from "p-limit";
 import type { Logger } from "pino";
 import { describeError, silentLogger } from "../kube/index.js";
 import type { Probe } from "./api/monitor-rule.js";
-import { abortableDelay, Slots } from "./slots.js";
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_./-]+)\s*\}\}/g;
 
@@ -60,14 +61,15 @@ export interface ProberOptions {
 
 /** Runs probes with bounded concurrency; one probe per key at a time. */
 export class Prober {
-  private readonly slots: Slots;
+  /** Probes running at once (a probe holds its place through its retries). */
+  private readonly probing: LimitFunction;
   private readonly inFlight = new Set<string>();
   private readonly results = new Map<string, ProbeResult>();
   private readonly stopped = new AbortController();
   private readonly logger: Logger;
 
   constructor(private readonly options: ProberOptions) {
-    this.slots = new Slots(Math.max(1, options.concurrency ?? 16));
+    this.probing = pLimit(Math.max(1, options.concurrency ?? 16));
     this.logger = options.logger ?? silentLogger;
   }
 
@@ -91,17 +93,24 @@ export class Prober {
   }
 
   stop(): void {
+    // Probes in flight end at once (their fetch and pause follow this signal); those still
+    // waiting for a place then see it and return without probing.
     this.stopped.abort();
-    this.slots.releaseAll();
   }
 
-  private async run(key: string, url: string, probe: Probe): Promise<void> {
-    await this.slots.acquire();
+  private run(key: string, url: string, probe: Probe): Promise<void> {
+    return this.probing(() => this.probeWithRetries(key, url, probe));
+  }
+
+  private async probeWithRetries(key: string, url: string, probe: Probe): Promise<void> {
     try {
       let result: ProbeResult | undefined;
       for (let attempt = 0; attempt <= probe.retries; attempt++) {
         if (this.stopped.signal.aborted) return;
-        if (attempt > 0) await abortableDelay(this.options.retryDelayMs ?? 500, this.stopped.signal);
+        if (attempt > 0)
+          await sleep(this.options.retryDelayMs ?? 500, undefined, { signal: this.stopped.signal }).catch(
+            () => {},
+          );
         result = await this.attempt(url, probe);
         if (result.ok) break;
       }
@@ -110,8 +119,6 @@ export class Prober {
       this.options.onResult(key, result);
     } catch (err) {
       this.logger.warn({ key, err: describeError(err) }, "probe failed to run");
-    } finally {
-      this.slots.release();
     }
   }
 

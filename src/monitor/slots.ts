@@ -1,49 +1,5 @@
-/** A counting semaphore and an abortable pause, shared by the prober and the notifier. */
-export class Slots {
-  private running = 0;
-  private readonly waiting: Array<() => void> = [];
-
-  constructor(private readonly size: number) {}
-
-  acquire(): Promise<void> {
-    if (this.running < this.size) {
-      this.running++;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) =>
-      this.waiting.push(() => {
-        this.running++;
-        resolve();
-      }),
-    );
-  }
-
-  release(): void {
-    this.running--;
-    this.waiting.shift()?.();
-  }
-
-  /** Lets every waiter through (when stopping: they then see the stop and return). */
-  releaseAll(): void {
-    for (const wake of this.waiting.splice(0)) wake();
-  }
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
-}
+/** Bounded background work for the monitor (its Event writes), on p-queue. */
+import PQueue from "p-queue";
 
 /**
  * Work done beside the caller: at most `concurrency` tasks at once, at most `capacity` started or
@@ -51,41 +7,30 @@ export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
  * cannot grow memory without bound.
  */
 export class BackgroundTasks {
-  private readonly slots: Slots;
-  private readonly tasks = new Set<Promise<void>>();
+  private readonly queue: PQueue;
 
   constructor(
     concurrency: number,
     private readonly capacity: number,
   ) {
-    this.slots = new Slots(concurrency);
+    this.queue = new PQueue({ concurrency });
   }
 
   /** Starts `task` when a slot is free; false (and not run) when `capacity` tasks are already there. */
   run(task: () => Promise<void>): boolean {
-    if (this.tasks.size >= this.capacity) return false;
-    const running: Promise<void> = (async () => {
-      await this.slots.acquire();
-      try {
-        await task();
-      } finally {
-        this.slots.release();
-      }
-    })()
-      // A task reports its own failures; one that throws must not take the others down.
-      .catch(() => {})
-      .finally(() => this.tasks.delete(running));
-    this.tasks.add(running);
+    if (this.size >= this.capacity) return false;
+    // A task reports its own failures; one that throws must not take the others down.
+    this.queue.add(task).catch(() => {});
     return true;
   }
 
   /** Tasks started or waiting. */
   get size(): number {
-    return this.tasks.size;
+    return this.queue.size + this.queue.pending;
   }
 
   /** Resolves once every task taken so far has ended. */
   async drain(): Promise<void> {
-    await Promise.allSettled([...this.tasks]);
+    await this.queue.onIdle();
   }
 }

@@ -1,10 +1,11 @@
 import type { Logger } from "pino";
 import { applyObject, type ClusterClient } from "../kube/index.js";
 import { TENANTS_API_VERSION, type TenantInformers } from "../tenants/index.js";
-import type { AdmissionWebhook } from "../webhooks/index.js";
+import type { AdmissionCheck } from "../webhooks/index.js";
 import { NodeAdmission } from "./admission.js";
 import type { NodeProvider } from "./api/node-provider.js";
 import { NodeInformers } from "./informers.js";
+import { NodeIdentityAdmission } from "./node-identity.js";
 import { NodeProviderController } from "./provider-controller.js";
 import { ProviderRegistry } from "./providers/registry.js";
 import type { LocalMachineHost } from "./providers/simulated.js";
@@ -37,6 +38,7 @@ export class Nodes {
   readonly informers: NodeInformers;
   readonly registry: ProviderRegistry;
   private readonly admission: NodeAdmission;
+  private readonly identity: NodeIdentityAdmission;
 
   constructor(private readonly options: NodesOptions) {
     this.informers = new NodeInformers(options.client);
@@ -51,6 +53,7 @@ export class Nodes {
       tenants: options.tenants,
       ownNamespace: options.namespace,
     });
+    this.identity = new NodeIdentityAdmission(this.informers, options.tenants);
   }
 
   /** Installs the RBAC (and the simulated NodeProvider) and fills the caches. */
@@ -68,8 +71,8 @@ export class Nodes {
     await this.informers.start();
   }
 
-  webhooks(): AdmissionWebhook[] {
-    return this.admission.webhooks();
+  webhooks(): AdmissionCheck[] {
+    return [...this.admission.webhooks(), ...this.identity.webhooks()];
   }
 
   controllers(): { start(): Promise<void>; stop(): Promise<void> }[] {

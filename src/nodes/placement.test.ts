@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { NODE_OWNER_LABEL } from "./labels.js";
+import { NODE_OWNER_LABEL, NODE_OWNER_TAINT, NODE_POLICY_LABEL, WORKER_NODE_LABEL } from "./labels.js";
 import {
   excludesOthersPrivateNodes,
   othersPrivateNodesTolerated,
@@ -9,7 +9,7 @@ import {
   withOwnerExclusion,
 } from "./placement.js";
 
-const own = { key: NODE_OWNER_LABEL, operator: "Equal", value: "alice", effect: "NoSchedule" };
+const own = { key: NODE_OWNER_TAINT, operator: "Equal", value: "alice", effect: "NoSchedule" };
 
 describe("pod placement around private nodes", () => {
   it("gives an owner of private nodes their toleration and a preference, once", () => {
@@ -47,14 +47,14 @@ describe("pod placement around private nodes", () => {
     const placed = placePod(pod, "bob", false)!;
     const terms =
       placed.affinity!.nodeAffinity!.requiredDuringSchedulingIgnoredDuringExecution!.nodeSelectorTerms;
-    assert.equal(terms.length, 4, "each own term with each allowed owner");
-    assert.deepEqual(terms[1], {
+    assert.equal(terms.length, 6, "each own term with each allowed kind of node");
+    assert.deepEqual(terms[2], {
       matchExpressions: [
         { key: "zone", operator: "In", values: ["a"] },
         { key: NODE_OWNER_LABEL, operator: "In", values: ["bob"] },
       ],
     });
-    assert.deepEqual(terms[2]?.matchFields, [{ key: "metadata.name", operator: "In", values: ["n1"] }]);
+    assert.deepEqual(terms[3]?.matchFields, [{ key: "metadata.name", operator: "In", values: ["n1"] }]);
     assert.ok(excludesOthersPrivateNodes(placed.affinity, "bob"));
     assert.equal(
       placementViolation(placed, "bob", () => undefined),
@@ -62,13 +62,36 @@ describe("pod placement around private nodes", () => {
     );
   });
 
-  it("a pod of nobody in particular may only use nodes without an owner", () => {
+  it("a pod of nobody in particular may only use nodes that are no worker node, or shared ones", () => {
     const affinity = withOwnerExclusion(undefined, undefined);
+    const unowned = { key: NODE_OWNER_LABEL, operator: "DoesNotExist" };
     assert.deepEqual(
       affinity.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms,
-      [{ matchExpressions: [{ key: NODE_OWNER_LABEL, operator: "DoesNotExist" }] }],
+      [
+        { matchExpressions: [unowned, { key: WORKER_NODE_LABEL, operator: "DoesNotExist" }] },
+        { matchExpressions: [unowned, { key: NODE_POLICY_LABEL, operator: "In", values: ["shared"] }] },
+      ],
     );
     assert.ok(excludesOthersPrivateNodes(affinity, undefined));
+  });
+
+  it('"no owner label" alone does not keep a pod off: a private node registers before tenantry labels its owner', () => {
+    const ownerless = {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [{ matchExpressions: [{ key: NODE_OWNER_LABEL, operator: "DoesNotExist" }] }],
+        },
+      },
+    };
+    assert.equal(excludesOthersPrivateNodes(ownerless, "bob"), false);
+    assert.match(
+      placementViolation(
+        { tolerations: [{ operator: "Exists" }], affinity: ownerless },
+        "bob",
+        () => undefined,
+      ) ?? "",
+      /^spec\.tolerations\[0\]/,
+    );
   });
 
   it("tells which tolerations reach other users' private nodes", () => {
@@ -78,7 +101,7 @@ describe("pod placement around private nodes", () => {
       othersPrivateNodesTolerated([{ key: "x", operator: "Exists" }, { operator: "Exists" }], "bob"),
       1,
     );
-    assert.equal(othersPrivateNodesTolerated([{ key: NODE_OWNER_LABEL, operator: "Exists" }], "bob"), 0);
+    assert.equal(othersPrivateNodesTolerated([{ key: NODE_OWNER_TAINT, operator: "Exists" }], "bob"), 0);
     assert.equal(othersPrivateNodesTolerated([{ operator: "Exists", effect: "NoExecute" }], "bob"), -1);
   });
 

@@ -1,7 +1,7 @@
 /**
  * Where pods may run once some nodes are private (document 001, step 11). A private node carries
- * its owner in a label and a NoSchedule taint of the same key; its owner's pods get the matching
- * toleration and a preference for it. A pod that would tolerate someone else's private node
+ * its owner in a label (NODE_OWNER_LABEL, which its kubelet cannot change) and a NoSchedule taint
+ * (NODE_OWNER_TAINT); its owner's pods get the matching toleration and a preference for it. A pod that would tolerate someone else's private node
  * (`operator: Exists` without a key, say) gets required node affinity keeping it to nodes with no
  * owner or with its own, so nobody else's pods ever land there. Pure functions.
  */
@@ -12,7 +12,13 @@ import type {
   V1PreferredSchedulingTerm,
   V1Toleration,
 } from "@kubernetes/client-node";
-import { NODE_OWNER_LABEL, privateNodeTaint } from "./labels.js";
+import {
+  NODE_OWNER_LABEL,
+  NODE_OWNER_TAINT,
+  NODE_POLICY_LABEL,
+  privateNodeTaint,
+  WORKER_NODE_LABEL,
+} from "./labels.js";
 
 export interface PodScheduling {
   tolerations?: V1Toleration[];
@@ -27,8 +33,8 @@ function appliesToNoSchedule(t: V1Toleration): boolean {
 /** Whether the toleration lets a pod onto the private nodes of `owner`. */
 export function toleratesPrivateNodeOf(t: V1Toleration, owner: string): boolean {
   if (!appliesToNoSchedule(t)) return false;
-  if (t.operator === "Exists") return !t.key || t.key === NODE_OWNER_LABEL;
-  return t.key === NODE_OWNER_LABEL && (t.value ?? "") === owner;
+  if (t.operator === "Exists") return !t.key || t.key === NODE_OWNER_TAINT;
+  return t.key === NODE_OWNER_TAINT && (t.value ?? "") === owner;
 }
 
 /**
@@ -41,34 +47,49 @@ export function othersPrivateNodesTolerated(
 ): number {
   return (tolerations ?? []).findIndex((t) => {
     if (!appliesToNoSchedule(t)) return false;
-    if (t.operator === "Exists") return !t.key || t.key === NODE_OWNER_LABEL;
-    return t.key === NODE_OWNER_LABEL && (t.value ?? "") !== user;
+    if (t.operator === "Exists") return !t.key || t.key === NODE_OWNER_TAINT;
+    return t.key === NODE_OWNER_TAINT && (t.value ?? "") !== user;
   });
 }
 
-/** The alternatives a pod of `user` may be placed on: nodes with no owner, or owned by `user`. */
-export function allowedOwnerRequirements(user?: string): V1NodeSelectorRequirement[] {
+/**
+ * The alternatives a pod of `user` may be placed on: nodes that are no worker node, shared worker
+ * nodes (once tenantry has labelled them so), and `user`'s own. A private node is kept off from the
+ * moment it registers: its kubelet sets WORKER_NODE_LABEL, tenantry the owner and policy labels
+ * (which kubelets cannot set) a moment later.
+ */
+export function allowedOwnerAlternatives(user?: string): V1NodeSelectorRequirement[][] {
+  const unowned: V1NodeSelectorRequirement = { key: NODE_OWNER_LABEL, operator: "DoesNotExist" };
   return [
-    { key: NODE_OWNER_LABEL, operator: "DoesNotExist" },
-    ...(user ? [{ key: NODE_OWNER_LABEL, operator: "In", values: [user] }] : []),
+    [unowned, { key: WORKER_NODE_LABEL, operator: "DoesNotExist" }],
+    [unowned, { key: NODE_POLICY_LABEL, operator: "In", values: ["shared"] }],
+    ...(user ? [[{ key: NODE_OWNER_LABEL, operator: "In", values: [user] }]] : []),
   ];
 }
 
-function isAllowedOwnerRequirement(r: V1NodeSelectorRequirement, user?: string): boolean {
-  if (r.key !== NODE_OWNER_LABEL) return false;
-  if (r.operator === "DoesNotExist") return true;
-  return r.operator === "In" && (r.values?.length ?? 0) > 0 && (r.values ?? []).every((v) => v === user);
+const only = (r: V1NodeSelectorRequirement, key: string, value: string | undefined) =>
+  r.key === key &&
+  r.operator === "In" &&
+  (r.values?.length ?? 0) > 0 &&
+  (r.values ?? []).every((v) => v === value);
+
+/** Whether a term of required node affinity keeps its pod to the nodes `user` may use. */
+function termKeepsToAllowed(requirements: V1NodeSelectorRequirement[], user?: string): boolean {
+  if (requirements.some((r) => only(r, NODE_OWNER_LABEL, user))) return true;
+  const unowned = requirements.some((r) => r.key === NODE_OWNER_LABEL && r.operator === "DoesNotExist");
+  const noWorkerNode = requirements.some((r) => r.key === WORKER_NODE_LABEL && r.operator === "DoesNotExist");
+  return unowned && (noWorkerNode || requirements.some((r) => only(r, NODE_POLICY_LABEL, "shared")));
 }
 
 /** Whether the pod's required node affinity already keeps it off other users' private nodes. */
 export function excludesOthersPrivateNodes(affinity: V1Affinity | undefined, user?: string): boolean {
   const terms = affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
   if (!terms?.length) return false;
-  return terms.every((term) => (term.matchExpressions ?? []).some((r) => isAllowedOwnerRequirement(r, user)));
+  return terms.every((term) => termKeepsToAllowed(term.matchExpressions ?? [], user));
 }
 
 /**
- * `affinity` with its required terms narrowed to nodes with no owner or owned by `user`: each of
+ * `affinity` with its required terms narrowed to the nodes `user` may use: each of
  * the pod's own terms (ORed) is combined with each allowed alternative, so the pod can only run
  * where it asked to and where it may.
  */
@@ -76,9 +97,9 @@ export function withOwnerExclusion(affinity: V1Affinity | undefined, user?: stri
   const required = affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
   const own: V1NodeSelectorTerm[] = required?.nodeSelectorTerms?.length ? required.nodeSelectorTerms : [{}];
   const terms = own.flatMap((term) =>
-    allowedOwnerRequirements(user).map((requirement) => ({
+    allowedOwnerAlternatives(user).map((requirements) => ({
       ...term,
-      matchExpressions: [...(term.matchExpressions ?? []), requirement],
+      matchExpressions: [...(term.matchExpressions ?? []), ...requirements],
     })),
   );
   return {
@@ -163,7 +184,7 @@ export function placementViolation(
   }
   const index = othersPrivateNodesTolerated(pod.tolerations, user);
   if (index >= 0 && !pod.nodeName && !excludesOthersPrivateNodes(pod.affinity, user)) {
-    return `spec.tolerations[${index}]: tolerates the taint ${NODE_OWNER_LABEL} of other users' private worker nodes, and the pod's required node affinity does not keep it off them (tenantry adds "${NODE_OWNER_LABEL} DoesNotExist" or "In [${user ?? ""}]" to every term when it can)`;
+    return `spec.tolerations[${index}]: tolerates the taint ${NODE_OWNER_TAINT} of other users' private worker nodes, and the pod's required node affinity does not keep it off them (tenantry adds to every term, when it can, that the node is no worker node, a shared one, or ${user ? `"${user}"'s own` : "nobody's"})`;
   }
   return undefined;
 }

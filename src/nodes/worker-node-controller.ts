@@ -6,13 +6,7 @@
  * deletes the Node, the machine and the token. A failure (the provider refused, the machine broke
  * or vanished, the join deadline passed) is Failed with the reason, and nothing is left behind.
  */
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type V1Node,
-  type V1Secret,
-  type V1Taint,
-} from "@kubernetes/client-node";
+import { PatchStrategy, setHeaderOptions, type V1Node, type V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
   applyStatus,
@@ -31,7 +25,7 @@ import {
   sameStoredJson,
   setCondition,
 } from "../kube/index.js";
-import { TENANT_LABEL, TENANTS_API_VERSION, type TenantInformers, userLabelValue } from "../tenants/index.js";
+import { TENANTS_API_VERSION, type TenantInformers } from "../tenants/index.js";
 import { joinTimeoutSeconds } from "./admission.js";
 import type { NodeProvider } from "./api/node-provider.js";
 import {
@@ -45,15 +39,15 @@ import type { NodeInformers } from "./informers.js";
 import { renderUserData, tokenOfSecret } from "./join.js";
 import {
   BOOTSTRAP_USER_PREFIX,
-  NODE_OWNER_LABEL,
-  NODE_POLICY_LABEL,
-  privateNodeTaint,
+  LEGACY_NODE_LABELS,
+  NODE_OWNER_TAINT,
   WORKER_NODE_FINALIZER,
   WORKER_NODE_LABEL,
   WORKER_NODE_UID_LABEL,
 } from "./labels.js";
 import type { ProviderRegistry } from "./providers/registry.js";
 import { firstIpv4, type MachineProvider, ProviderError } from "./providers/spi.js";
+import { type NodeRegistration, nodeRegistration } from "./registration.js";
 
 export interface WorkerNodeControllerOptions {
   client: ClusterClient;
@@ -333,7 +327,9 @@ export class WorkerNodeController {
               ...this.joinTarget(),
               nodeName: name,
               token: joinToken,
-              ...this.registration(node),
+              // The kubelet registers with what it may set; tenantry adds the rest once it has.
+              labels: this.registration(node).kubeletLabels,
+              taints: this.registration(node).taints,
             }),
           },
           ctx.signal,
@@ -390,6 +386,8 @@ export class WorkerNodeController {
         message: `Node ${name} registered with its kubelet certificate`,
       });
       status.nodeName = name;
+      // At once, not when Ready: the owner label (which its kubelet cannot set) goes on first.
+      await this.keepRegistration(node, registered);
     } else if (csrs.length) {
       const csr = csrs[0]!;
       const state = csr.status?.certificate
@@ -420,7 +418,6 @@ export class WorkerNodeController {
         message: `Node ${name} is Ready`,
       });
       if (status.phase !== "Running") setPhase(draft, "Running", "NodeReady", `Node ${name} is Ready`);
-      await this.keepRegistration(node, registered);
       await this.removeTokens(node);
       delete status.bootstrapTokenId;
       if (!active) {
@@ -528,43 +525,40 @@ export class WorkerNodeController {
     return { server: cluster.server, caPem };
   }
 
-  /** The labels and taints the node registers with (and keeps). */
-  private registration(node: WorkerNode): { labels: Record<string, string>; taints: V1Taint[] } {
-    const name = node.metadata!.name!;
+  /** The labels and taints of the node's Node (see nodeRegistration). */
+  private registration(node: WorkerNode): NodeRegistration {
     const tenant = node.spec.tenant
       ? this.options.tenants.tenants.get(undefined, node.spec.tenant)
       : undefined;
-    const labels: Record<string, string> = {
-      // The tenant's node pool selector first: its pods may then use the node too.
-      ...(tenant?.spec.nodePool?.nodeSelector ?? {}),
-      [WORKER_NODE_LABEL]: name,
-      [NODE_POLICY_LABEL]: node.spec.policy,
-      ...(node.spec.tenant ? { [TENANT_LABEL]: node.spec.tenant } : {}),
-    };
-    const taints: V1Taint[] = [];
-    if (node.spec.policy === "private" && node.spec.owner) {
-      const owner = userLabelValue(node.spec.owner);
-      labels[NODE_OWNER_LABEL] = owner;
-      taints.push(privateNodeTaint(owner));
-    }
-    return { labels, taints };
+    return nodeRegistration(node, tenant);
   }
 
-  /** Keeps the registered Node labelled and tainted as the WorkerNode says, and owned by it. */
+  /**
+   * Keeps the registered Node labelled and tainted as the WorkerNode says, and owned by it. Labels
+   * of earlier versions that a kubelet could change go (LEGACY_NODE_LABELS).
+   */
   private async keepRegistration(node: WorkerNode, registered: V1Node): Promise<void> {
-    const { labels, taints } = this.registration(node);
+    const { kubeletLabels, tenantryLabels, taints } = this.registration(node);
+    const labels = { ...kubeletLabels, ...tenantryLabels };
     const current = registered.metadata?.labels ?? {};
     const missingLabels = Object.entries(labels).filter(([k, v]) => current[k] !== v);
+    const legacy = LEGACY_NODE_LABELS.filter((k) => k in current && !(k in labels));
     const currentTaints = registered.spec?.taints ?? [];
     // An owner taint other than the owner's own is removed (the policy or owner cannot change, but a Node can be edited).
     const kept = currentTaints.filter(
-      (t) => t.key !== NODE_OWNER_LABEL || taints.some((w) => w.value === t.value && w.effect === t.effect),
+      (t) => t.key !== NODE_OWNER_TAINT || taints.some((w) => w.value === t.value && w.effect === t.effect),
     );
     const missingTaints = taints.filter(
       (w) => !kept.some((t) => t.key === w.key && t.value === w.value && t.effect === w.effect),
     );
     const owned = registered.metadata?.ownerReferences?.some((o) => o.uid === node.metadata?.uid);
-    if (!missingLabels.length && !missingTaints.length && kept.length === currentTaints.length && owned)
+    if (
+      !missingLabels.length &&
+      !legacy.length &&
+      !missingTaints.length &&
+      kept.length === currentTaints.length &&
+      owned
+    )
       return;
     await this.options.client.core.patchNode(
       {
@@ -572,7 +566,11 @@ export class WorkerNodeController {
         body: {
           metadata: {
             resourceVersion: registered.metadata!.resourceVersion,
-            labels: Object.fromEntries(missingLabels),
+            // A merge patch removes a label given null.
+            labels: {
+              ...Object.fromEntries(missingLabels),
+              ...Object.fromEntries(legacy.map((k) => [k, null])),
+            },
             ...(owned
               ? {}
               : {

@@ -1,6 +1,6 @@
 /** tenantry's storage (document 000 §4: Advisor, Supplier, Provisioner, Driver): its only public entry. */
 
-export { STORAGE_API_VERSION, STORAGE_CRDS } from "./api/crds.js";
+export { STORAGE_API_VERSION, STORAGE_CRDS, VOLUME_POOL_CRD } from "./api/crds.js";
 export {
   POOLED_PROVISIONER,
   POOLED_VOLUME_LABEL,

@@ -73,4 +73,27 @@ describe("webhook configurations", () => {
       assert.ok(expression.includes(who), `${who} missing from ${expression}`);
     }
   });
+
+  test("a webhook for everywhere fails closed for everyone, kube-system and tenantry's namespace included", () => {
+    const [only] = webhookConfigurations(
+      "tenantry",
+      [{ ...webhook("node-guard.tenantry.dev", "Fail"), everywhere: true }],
+      { url: "https://127.0.0.1:9443", caPem: "CA" },
+      "platform",
+    ) as unknown as (Configuration & { webhooks: (Entry & { namespaceSelector?: unknown })[] })[];
+    const entry = only!.webhooks[0]!;
+    assert.equal(entry.failurePolicy, "Fail");
+    assert.deepEqual(entry.matchConditions, [NOT_NAMESPACE_BOOTSTRAP]);
+    assert.equal(entry.namespaceSelector, undefined);
+    assert.equal(
+      webhookConfigurations(
+        "tenantry",
+        [{ ...webhook("node-guard.tenantry.dev", "Fail"), everywhere: true }],
+        { url: "https://127.0.0.1:9443", caPem: "CA" },
+        "platform",
+      ).length,
+      1,
+      "no privileged copy",
+    );
+  });
 });

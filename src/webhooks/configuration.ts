@@ -98,7 +98,11 @@ export function webhookConfigurations(
     matchPolicy: "Equivalent",
     timeoutSeconds: w.timeoutSeconds ?? 5,
     rules: w.rules,
-    namespaceSelector: withExemptions(w.namespaceSelector, exempt),
+    ...(w.everywhere
+      ? w.namespaceSelector
+        ? { namespaceSelector: w.namespaceSelector }
+        : {}
+      : { namespaceSelector: withExemptions(w.namespaceSelector, exempt) }),
     ...(w.objectSelector ? { objectSelector: w.objectSelector } : {}),
     ...(audience === "all"
       ? w.matchConditions?.length
@@ -112,7 +116,7 @@ export function webhookConfigurations(
               : { name: "not-privileged-requester", expression: `!(${privileged})` },
           ],
         }),
-    ...(w.kind === "mutating" ? { reinvocationPolicy: "IfNeeded" } : {}),
+    ...(w.kind === "mutating" ? { reinvocationPolicy: w.reinvocationPolicy ?? "IfNeeded" } : {}),
     clientConfig: endpoint.url
       ? { url: `${endpoint.url}${w.path}`, caBundle }
       : { service: { ...endpoint.service, path: w.path }, caBundle },
@@ -121,7 +125,8 @@ export function webhookConfigurations(
   for (const kind of ["mutating", "validating"] as const) {
     const selected = webhooks.filter((w) => w.kind === kind);
     if (selected.length === 0) continue;
-    const failing = selected.filter((w) => w.failurePolicy === "Fail");
+    // What fails closed for everyone needs no privileged copy.
+    const failing = selected.filter((w) => w.failurePolicy === "Fail" && !w.everywhere);
     const configuration = (name: string, entries: unknown[]) =>
       ({
         apiVersion: "admissionregistration.k8s.io/v1",
@@ -132,7 +137,7 @@ export function webhookConfigurations(
     objects.push(
       configuration(
         configurationName,
-        selected.map((w) => entry(w, w.failurePolicy === "Fail" ? "others" : "all")),
+        selected.map((w) => entry(w, failing.includes(w) ? "others" : "all")),
       ),
     );
     if (failing.length) {

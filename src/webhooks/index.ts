@@ -15,6 +15,16 @@ export {
   webhookConfigurations,
 } from "./configuration.js";
 export {
+  type AdmissionCheck,
+  type AdmissionEntriesOptions,
+  admissionEntries,
+  checkLabel,
+  oncePerRequest,
+  SHARED_ENTRIES,
+  tenantKey,
+  tenantOfNamespaceKey,
+} from "./dispatcher.js";
+export {
   type AdmissionDecision,
   type AdmissionRequest,
   allow,
@@ -26,6 +36,7 @@ export {
 export {
   type AdmissionWebhook,
   OPENAPI_PATH as WEBHOOKS_OPENAPI_PATH,
+  type WebhookCallers,
   WebhookServer,
   type WebhookServerOptions,
 } from "./server.js";

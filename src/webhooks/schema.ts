@@ -145,12 +145,5 @@ export const AdmissionReviewResponseSchema = Type.Object(
 );
 
 /** RFC 9457 problem details, for requests that are not AdmissionReviews at all. */
-export const ProblemSchema = Type.Object(
-  {
-    type: Type.String(),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-  },
-  { description: "What is wrong with the request." },
-);
+/** What is wrong with the request (RFC 9457). */
+export { ProblemSchema } from "../common/index.js";

@@ -2,9 +2,10 @@ import assert from "node:assert/strict";
 import { Agent, request } from "node:https";
 import { before, describe, test } from "node:test";
 import { pino } from "pino";
-import { createCertificateAuthority, issueCertificate } from "../pki/index.js";
+import { Registry } from "prom-client";
+import { createCertificateAuthority, issueCertificate, type KeyPairPem } from "../pki/index.js";
 import type { AdmissionReviewRequest } from "./schema.js";
-import { type AdmissionWebhook, malformedReview, WebhookServer } from "./server.js";
+import { type AdmissionWebhook, malformedReview, type WebhookCallers, WebhookServer } from "./server.js";
 import type { WebhookTls } from "./tls.js";
 
 const namespaces = {
@@ -52,6 +53,9 @@ test("the objects each operation carries are required, naming the field", () => 
 describe("stopping the webhook server", () => {
   let caPem: string;
   let tls: WebhookTls;
+  /** kube-apiserver's webhook client certificate, and the CA the server trusts it by. */
+  let apiServer: KeyPairPem;
+  let callers: WebhookCallers;
 
   before(async () => {
     const ca = await createCertificateAuthority("drain-test-ca");
@@ -64,6 +68,9 @@ describe("stopping the webhook server", () => {
         usage: "server",
       }),
     };
+    const clientCa = await createCertificateAuthority("drain-test-client-ca");
+    apiServer = await issueCertificate(clientCa, { commonName: "kube-apiserver", usage: "client" });
+    callers = { clientCaPem: clientCa.certPem };
   });
 
   /** A validating webhook whose answers wait until `release` is called. */
@@ -102,7 +109,14 @@ describe("stopping the webhook server", () => {
     return new Promise((resolve, reject) => {
       const req = request(
         url,
-        { method: "POST", ca: caPem, agent: agent ?? false, headers: { "content-type": "application/json" } },
+        {
+          method: "POST",
+          ca: caPem,
+          cert: apiServer.certPem,
+          key: apiServer.keyPem,
+          agent: agent ?? false,
+          headers: { "content-type": "application/json" },
+        },
         (res) => {
           let text = "";
           res.on("data", (c: Buffer) => {
@@ -126,11 +140,11 @@ describe("stopping the webhook server", () => {
 
   test("answers the admission request in flight, closes its connection, then stops; new connections are refused", async () => {
     const gate = gatedWebhook();
-    const server = new WebhookServer({ tls });
+    const server = new WebhookServer({ tls, callers });
     server.register(gate.webhook);
     const url = await server.start();
     // A keep-alive connection, as kube-apiserver holds to its webhooks.
-    const agent = new Agent({ keepAlive: true, ca: caPem });
+    const agent = new Agent({ keepAlive: true, ca: caPem, cert: apiServer.certPem, key: apiServer.keyPem });
     const answer = post(`${url}/validate/slow`, admissionReview, agent);
     await gate.entered;
     let stopped = false;
@@ -154,7 +168,7 @@ describe("stopping the webhook server", () => {
 
   test("cuts a request still unanswered after the drain timeout instead of waiting forever", async () => {
     const gate = gatedWebhook();
-    const server = new WebhookServer({ tls });
+    const server = new WebhookServer({ tls, callers });
     server.register(gate.webhook);
     const url = await server.start();
     const answer = post(`${url}/validate/slow`, admissionReview);
@@ -174,7 +188,7 @@ describe("stopping the webhook server", () => {
         },
       },
     );
-    const server = new WebhookServer({ tls, logger });
+    const server = new WebhookServer({ tls, callers, logger });
     server.register({
       ...gatedWebhook().webhook,
       handle() {
@@ -190,6 +204,8 @@ describe("stopping the webhook server", () => {
           {
             method: "POST",
             ca: caPem,
+            cert: apiServer.certPem,
+            key: apiServer.keyPem,
             agent: false,
             headers: { "content-type": "application/json", "x-request-id": "req-42" },
           },
@@ -210,5 +226,144 @@ describe("stopping the webhook server", () => {
     assert.equal(failure?.requestId, "req-42");
     assert.equal(failure?.uid, "in-flight-1");
     assert.equal(failure?.webhook, "slow.test.tenantry.dev");
+  });
+});
+
+describe("who may send admission reviews", () => {
+  let tls: WebhookTls;
+  let apiServer: KeyPairPem;
+  let stranger: KeyPairPem;
+  let clientCaPem: string;
+  const calls: string[] = [];
+  const webhook: AdmissionWebhook = {
+    name: "record.test.tenantry.dev",
+    kind: "validating",
+    path: "/validate/record",
+    failurePolicy: "Fail",
+    ...namespaces,
+    handle(request) {
+      calls.push(request.uid);
+      return { allowed: true };
+    },
+  };
+  const body = (uid: string) =>
+    JSON.stringify({
+      apiVersion: "admission.k8s.io/v1",
+      kind: "AdmissionReview",
+      request: review({ uid, object: { metadata: { name: "ns" } } }),
+    });
+
+  before(async () => {
+    const serving = await createCertificateAuthority("callers-test-ca");
+    tls = {
+      caPem: serving.certPem,
+      serving: await issueCertificate(serving, {
+        commonName: "webhooks",
+        ipAddresses: ["127.0.0.1"],
+        usage: "server",
+      }),
+    };
+    const clientCa = await createCertificateAuthority("callers-test-client-ca");
+    clientCaPem = clientCa.certPem;
+    apiServer = await issueCertificate(clientCa, { commonName: "kube-apiserver", usage: "client" });
+    // Same name, another CA: what anyone can make for themselves.
+    const other = await createCertificateAuthority("callers-test-other-ca");
+    stranger = await issueCertificate(other, { commonName: "kube-apiserver", usage: "client" });
+  });
+
+  function call(
+    url: string,
+    path: string,
+    client?: KeyPairPem,
+    uid = "u",
+  ): Promise<{ status: number; body: Record<string, unknown> }> {
+    return new Promise((resolve, reject) => {
+      const req = request(
+        `${url}${path}`,
+        {
+          method: path === "/healthz" ? "GET" : "POST",
+          ca: tls.caPem,
+          agent: false,
+          ...(client ? { cert: client.certPem, key: client.keyPem } : {}),
+          headers: { "content-type": "application/json" },
+        },
+        (res) => {
+          let text = "";
+          res.on("data", (c: Buffer) => {
+            text += c.toString();
+          });
+          res.on("end", () => {
+            let parsed: Record<string, unknown> = {};
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              parsed = { text };
+            }
+            resolve({ status: res.statusCode ?? 0, body: parsed });
+          });
+        },
+      );
+      req.on("error", reject);
+      req.end(path === "/healthz" ? undefined : body(uid));
+    });
+  }
+
+  test("without kube-apiserver's client certificate a review is refused with 401 before any handler runs; with it, answered", async () => {
+    const registry = new Registry();
+    const server = new WebhookServer({ tls, callers: { clientCaPem }, registry });
+    server.register(webhook);
+    const url = await server.start();
+    try {
+      calls.length = 0;
+      const anonymous = await call(url, webhook.path, undefined, "anonymous");
+      assert.equal(anonymous.status, 401);
+      assert.equal(anonymous.body.title, "client certificate required");
+      assert.match(String(anonymous.body.detail), /no client certificate/);
+      const forged = await call(url, webhook.path, stranger, "forged");
+      assert.equal(forged.status, 401);
+      assert.match(String(forged.body.detail), /not kube-apiserver's webhook client certificate/);
+      assert.deepEqual(calls, [], "no handler saw a refused review");
+      const real = await call(url, webhook.path, apiServer, "real");
+      assert.equal(real.status, 200);
+      assert.deepEqual(calls, ["real"]);
+      // Probes need no certificate.
+      assert.equal((await call(url, "/healthz")).status, 200);
+      const metrics = await registry.getSingleMetricAsString("tenantry_admission_refused_callers_total");
+      assert.match(metrics, /reason="no-certificate"} 1/);
+      assert.match(metrics, /reason="untrusted-certificate"} 1/);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("a new serving certificate keeps the client CA: still only kube-apiserver is answered", async () => {
+    const server = new WebhookServer({ tls, callers: { clientCaPem } });
+    server.register(webhook);
+    const url = await server.start();
+    try {
+      const ca = await createCertificateAuthority("callers-test-ca-2");
+      const next: WebhookTls = {
+        caPem: ca.certPem,
+        serving: await issueCertificate(ca, { commonName: "w", ipAddresses: ["127.0.0.1"], usage: "server" }),
+      };
+      server.rotate(next);
+      tls = next;
+      assert.equal((await call(url, webhook.path)).status, 401);
+      assert.equal((await call(url, webhook.path, stranger)).status, 401);
+      assert.equal((await call(url, webhook.path, apiServer)).status, 200);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test("callers: anyone answers without a certificate (a control plane that cannot present one)", async () => {
+    const server = new WebhookServer({ tls, callers: "anyone" });
+    server.register(webhook);
+    const url = await server.start();
+    try {
+      assert.equal((await call(url, webhook.path)).status, 200);
+    } finally {
+      await server.stop();
+    }
   });
 });

@@ -1,17 +1,22 @@
 import type { AddressInfo } from "node:net";
+import type { TLSSocket } from "node:tls";
 import swagger from "@fastify/swagger";
 import type { V1LabelSelector, V1RuleWithOperations } from "@kubernetes/client-node";
-import Fastify, { type FastifyInstance, type FastifyReply } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
+import { Counter, type Registry } from "prom-client";
 import {
   API_SERVER_KEEP_ALIVE_MS,
-  answerOversizedBodies,
   drainingServerOptions,
   echoRequestId,
   type GracefulClose,
   gracefulClose,
+  ProblemError,
+  problemServerOptions,
   replaceServingCertificate,
+  replyProblem,
   requestIdOptions,
+  serveProblems,
 } from "../common/index.js";
 import { type AdmissionDecision, type AdmissionRequest, toReviewResponse } from "./review.js";
 import {
@@ -29,10 +34,7 @@ export const OPENAPI_PATH = "/openapi.json";
 const BODY_LIMIT = 8 * 1024 * 1024;
 
 function problem(reply: FastifyReply, status: number, title: string, detail: string) {
-  return reply
-    .code(status)
-    .type("application/problem+json")
-    .send({ type: "about:blank", title, status, detail });
+  return replyProblem(reply, new ProblemError(status, title, detail));
 }
 
 /**
@@ -54,7 +56,7 @@ export function malformedReview(
   return undefined;
 }
 
-/** One admission webhook: where it is served, what it intercepts, and how it decides. */
+/** One admission webhook entry: where it is served, what it intercepts, and how it decides. */
 export interface AdmissionWebhook {
   /** Fully qualified webhook name, e.g. `namespaces.tenants.tenantry.dev`. */
   name: string;
@@ -75,16 +77,40 @@ export interface AdmissionWebhook {
    */
   matchConditions?: { name: string; expression: string }[];
   timeoutSeconds?: number;
+  /**
+   * Sent for requests in every namespace (kube-system and tenantry's own too) and from every
+   * requester, failing as failurePolicy says, where other webhooks exempt the cluster's own: for a
+   * guard whose matchConditions pick only what tenantry must decide even of a cluster identity (a
+   * worker node's kubelet) and whose outage only delays it.
+   */
+  everywhere?: boolean;
   /** `NoneOnDryRun` for webhooks that write (reservations) except on dry runs; default `None`. */
   sideEffects?: "None" | "NoneOnDryRun";
+  /**
+   * Mutating only; default `IfNeeded`, so that a webhook of its own sees what later ones changed.
+   * The dispatcher's shared entries say `Never`: their checks already ran in turn on one object.
+   */
+  reinvocationPolicy?: "Never" | "IfNeeded";
   handle(request: AdmissionRequest): Promise<AdmissionDecision> | AdmissionDecision;
 }
 
+/**
+ * Who may send admission reviews. kube-apiserver presents a client certificate to webhooks when its
+ * `--admission-control-config-file` gives it one (a WebhookAdmissionConfiguration kubeconfig):
+ * `clientCaPem` is the CA bundle that signed it, and every other caller gets a 401 — a forged
+ * review must not reserve quota or create bootstrap tokens. `anyone` is for a control plane that
+ * cannot present a certificate (a managed one), where only the network keeps others out.
+ */
+export type WebhookCallers = { clientCaPem: string } | "anyone";
+
 export interface WebhookServerOptions {
   tls: WebhookTls;
+  callers: WebhookCallers;
   host?: string;
   port?: number;
   logger?: Logger;
+  /** Where `tenantry_admission_refused_callers_total` is counted. */
+  registry?: Registry;
 }
 
 /** Serves admission webhooks over TLS; the serving certificate can be swapped without a restart. */
@@ -93,11 +119,19 @@ export class WebhookServer {
   private readonly webhooks = new Map<string, AdmissionWebhook>();
   private address?: AddressInfo;
   private readonly closing: GracefulClose;
+  private readonly refused?: Counter<"reason">;
 
   constructor(private readonly options: WebhookServerOptions) {
+    const clientCaPem = this.clientCaPem;
     this.app = Fastify({
-      https: { cert: options.tls.serving.certPem, key: options.tls.serving.keyPem },
-      bodyLimit: BODY_LIMIT,
+      ...problemServerOptions({ bodyLimit: BODY_LIMIT }),
+      https: {
+        cert: options.tls.serving.certPem,
+        key: options.tls.serving.keyPem,
+        // Asked of every client, never required by the handshake: a caller without one gets a 401
+        // saying why (and /healthz stays open to probes).
+        ...(clientCaPem ? { requestCert: true, rejectUnauthorized: false, ca: clientCaPem } : {}),
+      },
       // One log line per admission request would drown everything else; keep warnings and errors.
       ...(options.logger
         ? { loggerInstance: options.logger.child({ component: "webhooks" }, { level: "warn" }) }
@@ -109,27 +143,29 @@ export class WebhookServer {
     }) as unknown as FastifyInstance;
     echoRequestId(this.app);
     this.closing = gracefulClose(this.app, "admission requests", options.logger);
+    if (options.registry) {
+      this.refused = new Counter({
+        name: "tenantry_admission_refused_callers_total",
+        help: "Admission requests refused with 401 because the caller did not present kube-apiserver's webhook client certificate, by reason.",
+        labelNames: ["reason"],
+        registers: [options.registry],
+      });
+    }
+    if (!clientCaPem)
+      options.logger?.warn(
+        "admission webhooks answer any caller: nothing but the network keeps forged AdmissionReviews out (give the CA of kube-apiserver's webhook client certificate)",
+      );
     this.app.register(swagger, {
       openapi: {
         info: {
           title: "tenantry admission webhooks",
           version: "v1",
           description:
-            "kube-apiserver's admission webhooks: each path takes an admission.k8s.io/v1 AdmissionReview and answers one (JSON Patch for mutating webhooks). A body that is not a well-formed AdmissionReview is a 400 naming the field.",
+            "kube-apiserver's admission webhooks: each path takes an admission.k8s.io/v1 AdmissionReview and answers one (JSON Patch for mutating webhooks). Only kube-apiserver's webhook client certificate is answered; any other caller gets a 401. A body that is not a well-formed AdmissionReview is a 400 naming the field.",
         },
       },
     });
-    answerOversizedBodies(this.app, 8 * BODY_LIMIT);
-    this.app.setErrorHandler((err: Error & { validation?: unknown; statusCode?: number }, request, reply) => {
-      if (err.validation) return problem(reply, 400, "not an AdmissionReview", err.message);
-      if (err.statusCode && err.statusCode < 500)
-        return problem(reply, err.statusCode, "bad request", err.message);
-      request.log.error({ err }, "webhook request failed");
-      return problem(reply, 500, "webhook failed", err.message);
-    });
-    this.app.setNotFoundHandler((request, reply) =>
-      problem(reply, 404, "not found", `no webhook at ${request.method} ${request.url.split("?")[0]}`),
-    );
+    serveProblems(this.app, { bodyLimit: BODY_LIMIT, what: "webhook request" });
     this.app.get("/healthz", { schema: { hide: true } }, async () => "ok");
     this.app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => this.app.swagger());
   }
@@ -146,8 +182,15 @@ export class WebhookServer {
             summary: webhook.name,
             description: `${webhook.kind === "mutating" ? "Mutating" : "Validating"} webhook ${webhook.name}.`,
             body: AdmissionReviewRequestSchema,
-            response: { 200: AdmissionReviewResponseSchema, 400: ProblemSchema, 500: ProblemSchema },
+            response: {
+              200: AdmissionReviewResponseSchema,
+              400: ProblemSchema,
+              401: ProblemSchema,
+              500: ProblemSchema,
+            },
           },
+          // Before the body is even read: nothing of a forged review reaches a handler.
+          onRequest: (request, reply) => this.authenticateCaller(request, reply),
         },
         async (request, reply) => {
           const review = request.body as AdmissionReviewRequest;
@@ -169,6 +212,30 @@ export class WebhookServer {
     });
   }
 
+  private get clientCaPem(): string | undefined {
+    return this.options.callers === "anyone" ? undefined : this.options.callers.clientCaPem;
+  }
+
+  /**
+   * The one place that decides who may send admission reviews: the caller's TLS client
+   * certificate must chain to the CA of kube-apiserver's webhook client certificate.
+   */
+  private async authenticateCaller(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    if (!this.clientCaPem) return;
+    const socket = request.raw.socket as TLSSocket;
+    if (socket.authorized) return;
+    const presented = Object.keys(socket.getPeerCertificate() ?? {}).length > 0;
+    this.refused?.inc({ reason: presented ? "untrusted-certificate" : "no-certificate" });
+    await problem(
+      reply,
+      401,
+      "client certificate required",
+      presented
+        ? `the client certificate is not kube-apiserver's webhook client certificate (${socket.authorizationError ?? "not trusted"}): admission reviews are answered only to kube-apiserver`
+        : "no client certificate: admission reviews are answered only to kube-apiserver's webhook client certificate (its --admission-control-config-file)",
+    );
+  }
+
   get registered(): AdmissionWebhook[] {
     return [...this.webhooks.values()];
   }
@@ -187,7 +254,7 @@ export class WebhookServer {
 
   /** New connections use the new certificate; connections already open finish with the old one. */
   rotate(tls: WebhookTls): void {
-    replaceServingCertificate(this.app.server, tls.serving);
+    replaceServingCertificate(this.app.server, tls.serving, this.clientCaPem);
   }
 
   /** Admission requests being answered now. */

@@ -26,9 +26,10 @@ import {
   type V1Pod,
 } from "@kubernetes/client-node";
 import { loadClusterClient } from "../../src/kube/index.js";
-import { ClusterHarness, type ClusterState } from "../../src/localcluster/index.js";
+import { ClusterHarness, type ClusterState, webhookClientCaFile } from "../../src/localcluster/index.js";
 import type { Tenant, TenantResourceQuota } from "../../src/tenants/index.js";
 import { eventually } from "../support/eventually.js";
+import { seeded } from "../support/seeded.js";
 import { standbyTenantryProcess, type TenantryProcessOptions } from "../support/tenantry-process.js";
 
 /** 100 tenants and 50 kills; smaller runs (TENANTRY_CHAOS_TENANTS, TENANTRY_CHAOS_KILLS) for a quick look. */
@@ -38,18 +39,6 @@ const CONCURRENCY = 8;
 /** About one kill in three lands while tenantry starts, the others while its controllers work. */
 const STARTUP_KILL_SHARE = 1 / 3;
 const SEED = process.env.TENANTRY_CHAOS_SEED ? Number(process.env.TENANTRY_CHAOS_SEED) : randomInt(2 ** 31);
-
-/** mulberry32: small, seedable, good enough to pick kill points and orders. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const group = { group: "tenantry.dev", version: "v1alpha1" };
 
@@ -191,6 +180,7 @@ describe(`tenantry killed ${KILLS} times while ${TENANTS} tenants come and go (s
     processOptions = {
       cluster: "chaos",
       kubeconfig: state.kubeconfig,
+      webhookClientCaFile: webhookClientCaFile(state),
       logFile: join(dir, "tenantry.log"),
       // A restarted container keeps its pod's name: the same identity takes the Lease back at once.
       identity: "tenantry-chaos",

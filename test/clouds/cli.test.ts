@@ -7,7 +7,7 @@ import { after, before, describe, test } from "node:test";
 import { kubeconfigPath, tempDir, writeTemp } from "../multicluster/support.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { kubectl, tenantryCli } from "../support/kubectl.js";
-import { removeProject, setClusterLabel, statusBecomes } from "./support.js";
+import { cloudsApi, removeProject, setClusterLabel, statusBecomes } from "./support.js";
 
 describe("tenantry cloud", () => {
   const dir = tempDir("cloud-cli");
@@ -102,5 +102,34 @@ describe("tenantry cloud", () => {
     assert.equal(badQuota.code, 2);
     assert.match(badQuota.stderr, /spec.pods: "many" is not a quantity/);
     assert.equal(unknown.code, 3);
+  });
+
+  test("a create the API refuses part-way leaves nothing behind: the cloud, its references and a project it made", async () => {
+    const kept = uniqueName("kept");
+    const fresh = uniqueName("fresh");
+    const [inKept, inFresh] = [uniqueName("half"), uniqueName("half")];
+    assert.equal(
+      (await cloudsApi("POST", "/v2/projects", { body: { metadata: { name: kept } } })).status,
+      201,
+    );
+    try {
+      // The second reference names a cluster only the API can know is not registered: the cloud
+      // and the first reference are written by then.
+      const refused = (p: string, c: string) =>
+        cli("create", p, c, "--user", "a", "--cluster", "edge-1", "--cluster", uniqueName("nowhere"));
+      const [intoKept, intoFresh] = await Promise.all([refused(kept, inKept), refused(fresh, inFresh)]);
+      for (const run of [intoKept, intoFresh]) {
+        assert.equal(run.code, 3, run.stderr);
+        assert.match(run.stderr, /is not registered/);
+        assert.match(run.stderr, /removed logical cloud/);
+      }
+      assert.match(intoFresh.stderr, new RegExp(`removed project "${fresh}"`));
+      assert.equal((await cloudsApi("GET", `/v2/projects/${fresh}`)).status, 404);
+      assert.equal((await cloudsApi("GET", `/v2/projects/${kept}`)).status, 200, "a project it found stays");
+      assert.deepEqual((await cloudsApi("GET", `/v2/projects/${kept}/logical-clouds`)).body, []);
+    } finally {
+      await removeProject(kept);
+      await removeProject(fresh);
+    }
   });
 });

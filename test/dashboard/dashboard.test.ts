@@ -219,7 +219,7 @@ describe("the web dashboard in Chromium", () => {
       data: { name: `${mine}-csrf` },
     });
     assert.equal(res.status(), 403);
-    assert.match((await res.json()).error.message, /x-csrf-token/);
+    assert.match((await res.json()).detail, /x-csrf-token/);
     await page.context().close();
   });
 });

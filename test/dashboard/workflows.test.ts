@@ -157,7 +157,7 @@ describe("daily work in the web dashboard", () => {
       headers: { "x-csrf-token": await csrfOf(ownerPage) },
     });
     assert.equal(refused.status(), 403, await refused.text());
-    assert.match((await refused.json()).error.message, /forbidden|cannot/i);
+    assert.match((await refused.json()).detail, /forbidden|cannot/i);
     await ownerPage.context().close();
   });
 
@@ -326,7 +326,7 @@ describe("daily work in the web dashboard", () => {
       `${dashboardUrl()}/api/clouds/${project}/${cloud}/kubeconfig`,
     );
     assert.equal(refused.status(), 403, await refused.text());
-    assert.match((await refused.json()).error.message, /may not/);
+    assert.match((await refused.json()).detail, /may not/);
     await ownerPage.context().close();
   });
 

@@ -4,11 +4,14 @@
  * field, and apply what it renders with server-side dry run to the home cluster.
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { before, describe, it } from "node:test";
 import { parseAllDocuments } from "yaml";
 import { CLUSTER_RULES, flatten, NAMESPACE_RULES } from "../../src/app/rbac.js";
 import { ensureHelm } from "../../src/localcluster/index.js";
+import { createCertificateAuthority } from "../../src/pki/index.js";
 import { testEnvironment } from "../support/clusters.js";
 import { kubectl, runCommand } from "../support/kubectl.js";
 
@@ -22,22 +25,36 @@ interface Rendered {
 }
 
 let helm: string;
+/** The CA of kube-apiserver's webhook client certificate, as an operator gives it. */
+let caBundle: string;
+let caFile: string;
+const CONTROL_PLANE = "networkPolicy.controlPlane[0].ipBlock.cidr=10.0.0.10/32";
+/** The values an install must give: the CA, and where kube-apiserver calls the webhooks from. */
+let required: string[];
 
 async function helmRun(args: string[]) {
   return runCommand(helm, args);
 }
 
 async function render(values: string[] = [], namespace = "tenantry-system"): Promise<Rendered[]> {
-  const result = await helmRun([
+  return renderExactly([...required, ...values], namespace);
+}
+
+/** `helm template` of the chart with these values, as Helm answered. */
+function template(values: string[], namespace?: string) {
+  return helmRun([
     "template",
     "tenantry",
     chart,
-    "--namespace",
-    namespace,
+    ...(namespace ? ["--namespace", namespace] : []),
     "--kube-version",
     KUBE_VERSION,
     ...values,
   ]);
+}
+
+async function renderExactly(values: string[], namespace = "tenantry-system"): Promise<Rendered[]> {
+  const result = await template(values, namespace);
   assert.equal(result.code, 0, result.stderr);
   return parseAllDocuments(result.stdout)
     .map((d) => d.toJS() as Rendered | null)
@@ -56,6 +73,10 @@ type Any = any;
 describe("Helm chart deploy/helm/tenantry", { timeout: 20 * 60_000 }, () => {
   before(async () => {
     ({ helm } = await ensureHelm());
+    caBundle = (await createCertificateAuthority("webhook-client-ca")).certPem;
+    caFile = join(mkdtempSync(join(tmpdir(), "tenantry-chart-")), "ca.crt");
+    writeFileSync(caFile, caBundle);
+    required = ["--set-file", `apiServerClient.caBundle=${caFile}`, "--set", CONTROL_PLANE];
   });
 
   it("passes helm lint, with default and non-default values", async () => {
@@ -63,7 +84,7 @@ describe("Helm chart deploy/helm/tenantry", { timeout: 20 * 60_000 }, () => {
       [],
       ["--set", "replicaCount=3,podAntiAffinity=required,serviceMonitor.enabled=true"],
     ]) {
-      const result = await helmRun(["lint", chart, "--strict", ...values]);
+      const result = await helmRun(["lint", chart, "--strict", ...required, ...values]);
       assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
       assert.match(result.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
     }
@@ -98,6 +119,76 @@ describe("Helm chart deploy/helm/tenantry", { timeout: 20 * 60_000 }, () => {
     assert.equal(
       objects.find((o) => o.kind === "ServiceMonitor"),
       undefined,
+    );
+  });
+
+  it("gives tenantry the CA of kube-apiserver's webhook client certificate, and admits only the control plane to the webhook port", async () => {
+    const objects = await render();
+    const pod = (find(objects, "Deployment") as Any).spec.template.spec;
+    const [container] = pod.containers;
+    assert.ok(container.args.includes("--webhook-client-ca=/etc/tenantry/apiserver-client/ca.crt"));
+    assert.ok(
+      container.volumeMounts.some(
+        (m: Any) => m.name === "apiserver-client-ca" && m.mountPath === "/etc/tenantry/apiserver-client",
+      ),
+    );
+    const volume = pod.volumes.find((v: Any) => v.name === "apiserver-client-ca");
+    const configMap: Any = find(objects, "ConfigMap", volume.configMap.name);
+    assert.equal(configMap.data["ca.crt"], caBundle);
+    assert.match(
+      (find(objects, "Deployment") as Any).spec.template.metadata.annotations["checksum/apiserver-client-ca"],
+      /^[0-9a-f]{64}$/,
+    );
+    const ingress = (find(objects, "NetworkPolicy") as Any).spec.ingress as Any[];
+    const reaching = ingress.filter((rule) => rule.ports.some((p: Any) => p.port === "webhooks"));
+    assert.deepEqual(reaching, [
+      { ports: [{ port: "webhooks", protocol: "TCP" }], from: [{ ipBlock: { cidr: "10.0.0.10/32" } }] },
+    ]);
+
+    const anonymous = await renderExactly([
+      "--set",
+      "apiServerClient.allowAnonymous=true",
+      "--set",
+      CONTROL_PLANE,
+    ]);
+    const args = (find(anonymous, "Deployment") as Any).spec.template.spec.containers[0].args as string[];
+    assert.ok(args.includes("--allow-anonymous-admission"));
+    assert.equal(
+      args.find((a) => a.startsWith("--webhook-client-ca")),
+      undefined,
+    );
+    assert.equal(
+      anonymous.find((o) => o.kind === "ConfigMap"),
+      undefined,
+    );
+
+    // Without the webhooks nothing about them is asked for.
+    const noWebhooks = await renderExactly(["--set", "components={controllers,gateway}"]);
+    const policy = (find(noWebhooks, "NetworkPolicy") as Any).spec.ingress as Any[];
+    assert.equal(policy.filter((rule) => rule.ports.some((p: Any) => p.port === "webhooks")).length, 0);
+  });
+
+  it("refuses an install without kube-apiserver's webhook client CA or control plane, naming the value", async () => {
+    const refused = async (values: string[], message: RegExp) => {
+      const result = await template(values);
+      assert.notEqual(result.code, 0, `${values.join(" ")} was accepted`);
+      assert.match(result.stderr, message);
+    };
+    await refused(
+      ["--set", CONTROL_PLANE],
+      /apiServerClient\.caBundle: the CA bundle \(PEM\) that signs kube-apiserver's webhook client certificate is required/,
+    );
+    await refused(
+      ["--set-file", `apiServerClient.caBundle=${caFile}`],
+      /networkPolicy\.controlPlane: give the NetworkPolicy peers kube-apiserver calls the webhooks from/,
+    );
+    await refused(
+      [...required, "--set", "apiServerClient.allowAnonymous=true"],
+      /apiServerClient: give either caBundle or allowAnonymous, not both/,
+    );
+    await refused(
+      ["--set", "apiServerClient.caBundle=not-a-certificate", "--set", CONTROL_PLANE],
+      /apiServerClient\/caBundle|apiServerClient\.caBundle/,
     );
   });
 
@@ -174,14 +265,7 @@ describe("Helm chart deploy/helm/tenantry", { timeout: 20 * 60_000 }, () => {
       [["--set", "shutdownDelaySeconds=-1"], /shutdownDelaySeconds/],
     ];
     for (const [values, field] of cases) {
-      const result = await helmRun([
-        "template",
-        "tenantry",
-        chart,
-        "--kube-version",
-        KUBE_VERSION,
-        ...values,
-      ]);
+      const result = await template([...required, ...values]);
       assert.notEqual(result.code, 0, `${values.join(" ")} was accepted`);
       assert.match(result.stderr, /schema/);
       assert.match(result.stderr, field);
@@ -199,6 +283,7 @@ describe("Helm chart deploy/helm/tenantry", { timeout: 20 * 60_000 }, () => {
       "--kube-version",
       KUBE_VERSION,
       "--include-crds",
+      ...required,
     ]);
     assert.equal(result.code, 0, result.stderr);
     const applied = await kubectl(
@@ -211,6 +296,7 @@ describe("Helm chart deploy/helm/tenantry", { timeout: 20 * 60_000 }, () => {
       "customresourcedefinition.apiextensions.k8s.io/tenants.tenantry.dev",
       "clusterrole.rbac.authorization.k8s.io/tenantry",
       "deployment.apps/tenantry",
+      "configmap/tenantry-apiserver-client-ca",
       "service/tenantry-webhooks",
       "poddisruptionbudget.policy/tenantry",
       "networkpolicy.networking.k8s.io/tenantry",

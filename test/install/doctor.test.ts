@@ -5,7 +5,7 @@
  * certificate about to expire, tenantry stopped) and each is named with its fix.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -24,7 +24,7 @@ import {
   TENANTRY_NAMESPACE,
 } from "../../src/app/tenantry.js";
 import { type ClusterClient, loadClusterClient } from "../../src/kube/index.js";
-import { ClusterHarness, type ClusterState } from "../../src/localcluster/index.js";
+import { ClusterHarness, type ClusterState, webhookClientCaFile } from "../../src/localcluster/index.js";
 import {
   createCertificateAuthority,
   issueCertificate,
@@ -53,6 +53,27 @@ let cluster: ClusterState;
 let admin: ClusterClient;
 let tenantry: RunningTenantry | undefined;
 
+/** tenantry on the doctor's own cluster, trusting `webhookClientCa` for admission (see TenantryOptions). */
+async function startOwnTenantry(webhookClientCa: string | false): Promise<void> {
+  await tenantry?.stop();
+  tenantry = await startTenantry({
+    cluster: cluster.name,
+    kubeconfig: cluster.kubeconfig,
+    webhookClientCa,
+    logger: pino({ level: "silent" }),
+    gateway: false,
+    runtimesAdmin: false,
+    runtimesProxy: false,
+    dashboard: false,
+    logicalClouds: false,
+    storage: false,
+    monitor: false,
+  });
+  // The doctor's leader check wants a leader, not one being elected.
+  const deadline = Date.now() + 60_000;
+  while (!tenantry.isLeader() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+}
+
 const diagnoseOwn = () =>
   diagnose({ client: admin, namespace: TENANTRY_NAMESPACE, crds: ALL_CRDS, leaderLease: CONTROLLERS_LEASE });
 
@@ -73,8 +94,11 @@ describe("tenantry doctor", { timeout: 15 * 60_000 }, () => {
       "webhooks/reachable",
       "certificates",
       "leader",
+      "webhooks/callers",
       "apiserver/authentication",
       "apiserver/authorization",
+      "apiserver/admission",
+      "apiserver/node-restriction",
     ]) {
       assert.match(result.stdout, new RegExp(`^ok +${check.replace("/", "\\/")} `, "m"), result.stdout);
     }
@@ -92,21 +116,7 @@ describe("tenantry doctor", { timeout: 15 * 60_000 }, () => {
       harness = new ClusterHarness({ dir, log: () => {} });
       [cluster] = (await harness.up([{ name: "doctor", nodes: 1 }])) as [ClusterState];
       admin = loadClusterClient(cluster.name, cluster.kubeconfig);
-      tenantry = await startTenantry({
-        cluster: cluster.name,
-        kubeconfig: cluster.kubeconfig,
-        logger: pino({ level: "silent" }),
-        gateway: false,
-        runtimesAdmin: false,
-        runtimesProxy: false,
-        dashboard: false,
-        logicalClouds: false,
-        storage: false,
-        monitor: false,
-      });
-      // The doctor's leader check wants a leader, not one being elected.
-      const deadline = Date.now() + 60_000;
-      while (!tenantry.isLeader() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      await startOwnTenantry(await readFile(webhookClientCaFile(cluster), "utf8"));
     });
 
     after(async () => {
@@ -214,6 +224,34 @@ describe("tenantry doctor", { timeout: 15 * 60_000 }, () => {
         expiring.fix ?? "",
         /get events --field-selector involvedObject.name=tenantry-webhook-tls/,
       );
+    });
+
+    it("names a webhook server that answers callers without kube-apiserver's client certificate (exit 1)", async () => {
+      await startOwnTenantry(false);
+      const result = await doctorCli(cluster.kubeconfig);
+      assert.equal(result.code, 1, `${result.stdout}\n${result.stderr}`);
+      assert.match(
+        result.stdout,
+        /ERROR +webhooks\/callers +https:\/\/127\.0\.0\.1:\d+ answered an admission review sent without a client certificate \(HTTP 400\): anyone who reaches it can forge AdmissionReviews/,
+      );
+      assert.match(
+        result.stdout,
+        /fix: give tenantry the CA that signed kube-apiserver's webhook client certificate/,
+      );
+      // kube-apiserver itself still gets answers.
+      assert.match(result.stdout, /^ok +apiserver\/admission /m);
+    });
+
+    it("names a kube-apiserver whose webhook client certificate tenantry does not trust (401 in its metrics)", async () => {
+      await startOwnTenantry((await createCertificateAuthority("not-kube-apiservers")).certPem);
+      const findings = await diagnoseOwn();
+      const [admission] = problems(findings, "apiserver/admission");
+      assert.equal(admission?.status, "error", JSON.stringify(findings));
+      assert.match(admission.detail, /refused kube-apiserver's admission calls with 401/);
+      assert.match(admission.fix ?? "", /--admission-control-config-file/);
+      assert.deepEqual(problems(findings, "webhooks/callers"), []);
+      await startOwnTenantry(await readFile(webhookClientCaFile(cluster), "utf8"));
+      assert.deepEqual(problems(await diagnoseOwn(), "apiserver/admission"), []);
     });
 
     it("with tenantry stopped, names the webhook server that does not answer and the missing leader", async () => {

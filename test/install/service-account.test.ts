@@ -16,7 +16,12 @@ import { after, before, describe, it } from "node:test";
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import { parseAllDocuments, stringify } from "yaml";
 import { type ClusterClient, loadClusterClient } from "../../src/kube/index.js";
-import { ClusterHarness, type ClusterState, ensureHelm } from "../../src/localcluster/index.js";
+import {
+  ClusterHarness,
+  type ClusterState,
+  ensureHelm,
+  webhookClientCaFile,
+} from "../../src/localcluster/index.js";
 import { eventually } from "../support/eventually.js";
 import { kubectl, runCommand } from "../support/kubectl.js";
 
@@ -131,6 +136,8 @@ describe("tenantry as the chart's ServiceAccount", { timeout: 15 * 60_000 }, () 
         kubeconfig,
         "--cluster",
         "install",
+        "--webhook-client-ca",
+        webhookClientCaFile(cluster),
       ],
       { cwd: root, stdio: ["ignore", "pipe", "pipe"] },
     );

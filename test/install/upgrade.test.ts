@@ -21,7 +21,12 @@ import { ALL_CRDS } from "../../src/app/crds.js";
 import { diagnose } from "../../src/app/doctor.js";
 import { CONTROLLERS_LEASE } from "../../src/app/tenantry.js";
 import { type ClusterClient, loadClusterClient } from "../../src/kube/index.js";
-import { ClusterHarness, type ClusterState, ensureHelm } from "../../src/localcluster/index.js";
+import {
+  ClusterHarness,
+  type ClusterState,
+  ensureHelm,
+  webhookClientCaFile,
+} from "../../src/localcluster/index.js";
 import { eventually } from "../support/eventually.js";
 import { kubectl, runCommand } from "../support/kubectl.js";
 
@@ -57,6 +62,8 @@ async function startTenantry(checkout: string): Promise<void> {
       cluster.kubeconfig,
       "--cluster",
       "upgrade",
+      // The previous tenantry knew no such flag: it answered any caller.
+      ...(checkout === root ? ["--webhook-client-ca", webhookClientCaFile(cluster)] : []),
     ],
     { cwd: checkout, stdio: ["ignore", "pipe", "pipe"] },
   );
@@ -213,6 +220,11 @@ describe("upgrading from the previous chart and tenantry with tenants in place",
       join(root, "deploy/helm/tenantry"),
       "--namespace",
       NAMESPACE,
+      // New since the previous chart: what kube-apiserver presents to webhooks, and where it calls from.
+      "--set-file",
+      `apiServerClient.caBundle=${webhookClientCaFile(cluster)}`,
+      "--set",
+      "networkPolicy.controlPlane[0].ipBlock.cidr=127.0.0.1/32",
       "--kubeconfig",
       cluster.kubeconfig,
     ]);

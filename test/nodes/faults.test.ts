@@ -15,12 +15,17 @@ import {
   type LocalMachine,
   type LocalMachineHost,
   newBootstrapToken,
-  WORKER_NODE_LABEL,
 } from "../../src/nodes/index.js";
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { eventually } from "../support/eventually.js";
 import { type DedicatedCluster, startDedicatedCluster } from "./dedicated.js";
-import { readWorkerNode, waitForGone, waitForPhase, workerNodeManifest } from "./support.js";
+import {
+  bootstrapTokensOf,
+  readWorkerNode,
+  waitForGone,
+  waitForPhase,
+  workerNodeManifest,
+} from "./support.js";
 
 /**
  * The harness's machines with faults on demand: a launch the cloud refuses, or one that goes
@@ -73,14 +78,7 @@ async function create(name: string, spec: Record<string, unknown> = {}): Promise
   assert.equal(result.code, 0, result.stderr);
 }
 
-async function tokensOf(name: string) {
-  return (
-    await core.listNamespacedSecret({
-      namespace: BOOTSTRAP_NAMESPACE,
-      labelSelector: `${WORKER_NODE_LABEL}=${name}`,
-    })
-  ).items;
-}
+const tokensOf = (name: string) => bootstrapTokensOf(core, name);
 
 async function nodeExists(name: string): Promise<boolean> {
   return core.readNode({ name }).then(

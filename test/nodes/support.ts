@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { request } from "node:https";
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
-import type { WorkerNode, WorkerNodePhase } from "../../src/nodes/index.js";
+import {
+  BOOTSTRAP_NAMESPACE,
+  WORKER_NODE_LABEL,
+  type WorkerNode,
+  type WorkerNodePhase,
+} from "../../src/nodes/index.js";
 import { TENANTRY_GROUP, TENANTS_API_VERSION, TENANTS_VERSION } from "../../src/tenants/index.js";
 import { eventually } from "../support/eventually.js";
 
@@ -18,6 +23,16 @@ export function workerNodeManifest(name: string, spec: Partial<WorkerNode["spec"
 
 export function nodeClients(kc: KubeConfig) {
   return { custom: kc.makeApiClient(CustomObjectsApi), core: kc.makeApiClient(CoreV1Api) };
+}
+
+/** tenantry's bootstrap token Secrets for a WorkerNode's name. */
+export async function bootstrapTokensOf(core: CoreV1Api, workerNode: string) {
+  return (
+    await core.listNamespacedSecret({
+      namespace: BOOTSTRAP_NAMESPACE,
+      labelSelector: `${WORKER_NODE_LABEL}=${workerNode}`,
+    })
+  ).items;
 }
 
 export async function readWorkerNode(kc: KubeConfig, name: string): Promise<WorkerNode | undefined> {

@@ -13,6 +13,7 @@ import {
   BOOTSTRAP_NAMESPACE,
   bootstrapTokenSecret,
   NODE_OWNER_LABEL,
+  NODE_OWNER_TAINT,
   NODE_POLICY_LABEL,
   newBootstrapToken,
   WORKER_NODE_LABEL,
@@ -20,6 +21,7 @@ import {
 } from "../../src/nodes/index.js";
 import { createCertificateRequest } from "../../src/pki/index.js";
 import { TENANT_LABEL, USER_LABEL } from "../../src/tenants/index.js";
+import { refusalPattern } from "../support/admission.js";
 import { testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { tenantryCli } from "../support/kubectl.js";
@@ -33,7 +35,14 @@ import {
   deleteTenants,
   succeeded,
 } from "../tenants/admission/support.js";
-import { callWithToken, readWorkerNode, waitForGone, waitForPhase, workerNodeManifest } from "./support.js";
+import {
+  bootstrapTokensOf,
+  callWithToken,
+  readWorkerNode,
+  waitForGone,
+  waitForPhase,
+  workerNodeManifest,
+} from "./support.js";
 
 const kc = testKubeConfig("home");
 const suffix = randomBytes(3).toString("hex");
@@ -47,23 +56,17 @@ let dave: TestUser;
 /** The node's bootstrap token as it was before the node joined (what a thief could have copied). */
 let usedToken = "";
 
+/** Refused by a check of the nodes capability: WorkerNodes are cluster-scoped, pods here in tenant namespaces. */
 function denied(result: { code: number; stderr: string }, webhook: string, pattern: RegExp): void {
   assert.notEqual(result.code, 0, "refused");
   assert.match(
     result.stderr,
-    new RegExp(`admission webhook "${webhook.replaceAll(".", "\\.")}" denied the request: `),
+    new RegExp(refusalPattern(webhook, webhook.startsWith("pod-") ? "namespaced" : "cluster")),
   );
   assert.match(result.stderr, pattern);
 }
 
-async function tokensOf(name: string) {
-  return (
-    await core.listNamespacedSecret({
-      namespace: BOOTSTRAP_NAMESPACE,
-      labelSelector: `${WORKER_NODE_LABEL}=${name}`,
-    })
-  ).items;
-}
+const tokensOf = (name: string) => bootstrapTokensOf(core, name);
 
 async function podOf(namespace: string, name: string): Promise<V1Pod> {
   return core.readNamespacedPod({ namespace, name });
@@ -178,7 +181,7 @@ describe("a private worker node", () => {
     assert.equal(node.metadata?.labels?.[NODE_OWNER_LABEL], alice.name);
     assert.ok(
       node.spec?.taints?.some(
-        (t) => t.key === NODE_OWNER_LABEL && t.value === alice.name && t.effect === "NoSchedule",
+        (t) => t.key === NODE_OWNER_TAINT && t.value === alice.name && t.effect === "NoSchedule",
       ),
       "tainted for its owner",
     );
@@ -237,14 +240,17 @@ describe("a private worker node", () => {
     const greedy = await podOf(`${tenantB}-dev`, "greedy");
     const terms =
       greedy.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+    // Each term of its own: no worker node, a shared one, or carol's.
     assert.deepEqual(
-      terms?.map((t) => {
-        const e = t.matchExpressions?.find((r) => r.key === NODE_OWNER_LABEL);
-        return e && { key: e.key, operator: e.operator, ...(e.values ? { values: e.values } : {}) };
-      }),
+      terms?.map((t) =>
+        (t.matchExpressions ?? []).map(
+          (r) => `${r.key} ${r.operator}${r.values ? ` ${r.values.join(",")}` : ""}`,
+        ),
+      ),
       [
-        { key: NODE_OWNER_LABEL, operator: "DoesNotExist" },
-        { key: NODE_OWNER_LABEL, operator: "In", values: [carol.name] },
+        [`${NODE_OWNER_LABEL} DoesNotExist`, `${WORKER_NODE_LABEL} DoesNotExist`],
+        [`${NODE_OWNER_LABEL} DoesNotExist`, `${NODE_POLICY_LABEL} In shared`],
+        [`${NODE_OWNER_LABEL} In ${carol.name}`],
       ],
     );
     assert.match(
@@ -306,14 +312,6 @@ describe("a private worker node", () => {
         "workernode-owner",
         /spec\.owner: "wn-bob-.*" is not you \("wn-alice-.*"\): users ask for worker nodes for themselves only/,
       ],
-      [dave, `${nodeName}-d`, {}, "workernode-owner", /spec\.owner: "wn-dave-.*" belongs to no tenant/],
-      [
-        carol,
-        `${nodeName}-c`,
-        {},
-        "workernodes",
-        /spec\.tenant: tenant "wnb-.*" may not ask for worker nodes \(its spec\.workerNodes is not set\)/,
-      ],
       [
         alice,
         "home-node-0",
@@ -328,6 +326,23 @@ describe("a private worker node", () => {
         `${webhook}.nodes.tenantry.dev`,
         message,
       );
+      assert.equal(await readWorkerNode(kc, name), undefined, `${name} was not created`);
+    }
+    // Users who may not have worker nodes are refused before admission: tenantry's authorizer
+    // refuses a tenant without spec.workerNodes by name, RBAC a user in no tenant.
+    const refused: [TestUser, string, RegExp][] = [
+      [
+        carol,
+        `${nodeName}-c`,
+        /none of your tenants \("wnb-.*"\) may ask for worker nodes \(their spec\.workerNodes allows none\)/,
+      ],
+      [dave, `${nodeName}-d`, /cannot create resource "workernodes"/],
+    ];
+    for (const [user, name, message] of refused) {
+      const result = await as(user, ["create", "-f", "-"], workerNodeManifest(name, {}));
+      assert.notEqual(result.code, 0, `${user.name} was refused`);
+      assert.match(result.stderr, /\(Forbidden\)/);
+      assert.match(result.stderr, message);
       assert.equal(await readWorkerNode(kc, name), undefined, `${name} was not created`);
     }
     // A dry run is decided as the real request, and makes no token.

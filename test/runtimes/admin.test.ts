@@ -191,7 +191,7 @@ describe("runtimes Admin API", () => {
     assert.equal(list.items.length, 1);
   });
 
-  test("unknown service 404, bad names and bodies 400 naming the field and the limit", async () => {
+  test("unknown service 404, bad names and bodies 400, a body over the limit 413, naming the field and the limit", async () => {
     const unknown = await call("POST", `/services/${alice}/no-such-service/one`, tokens[alice], {});
     assert.equal(unknown.status, 404);
     assert.equal(unknown.body.field, "service");
@@ -204,8 +204,9 @@ describe("runtimes Admin API", () => {
     const big = await call("POST", `/services/${alice}/${service}/big`, tokens[alice], {
       blob: "x".repeat(70 * 1024),
     });
-    assert.equal(big.status, 400);
+    assert.equal(big.status, 413);
     assert.equal(big.body.field, "body");
+    assert.equal(big.body.limit, 64 * 1024);
   });
 
   test("over the per-user concurrent starts 429 with Retry-After naming the limit", async () => {

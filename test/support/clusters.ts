@@ -5,7 +5,13 @@ import { KubeConfig } from "@kubernetes/client-node";
 export interface TestEnvironment {
   /** Folder of the harness that owns the clusters (logs live below it). */
   dir: string;
-  clusters: { name: string; kubeconfig: string; server: string }[];
+  clusters: {
+    name: string;
+    kubeconfig: string;
+    server: string;
+    /** The client certificate its kube-apiserver presents to webhooks, and the CA that signed it. */
+    webhookClient?: { caFile: string; certFile: string; keyFile: string };
+  }[];
   /** tenantry on each cluster (home, edge-1, edge-2): its Prometheus metrics among the rest. */
   tenantries?: { cluster: string; clusterId: string; logFile: string; metricsUrl?: string }[];
   /** The S3-compatible store (versitygw) started for the run: backups of the test tenantry go there. */
@@ -53,6 +59,19 @@ export function testKubeConfig(cluster = "home"): KubeConfig {
   const kc = new KubeConfig();
   kc.loadFromFile(entry.kubeconfig);
   return kc;
+}
+
+/** The files of the client certificate a shared cluster's kube-apiserver presents to webhooks. */
+export function webhookClientOf(cluster = "home"): { caFile: string; certFile: string; keyFile: string } {
+  const entry = testEnvironment().clusters.find((c) => c.name === cluster);
+  if (!entry?.webhookClient)
+    throw new Error(`the test cluster "${cluster}" has no webhook client certificate`);
+  return entry.webhookClient;
+}
+
+/** Who a webhook server of a test answers: the shared cluster's kube-apiserver. */
+export function apiServerCallers(cluster = "home"): { clientCaPem: string } {
+  return { clientCaPem: readFileSync(webhookClientOf(cluster).caFile, "utf8") };
 }
 
 /** A DNS-1123 name unique to this test run, so tests sharing a cluster never collide. */

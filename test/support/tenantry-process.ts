@@ -4,6 +4,8 @@ import { join } from "node:path";
 export interface TenantryProcessOptions {
   cluster: string;
   kubeconfig: string;
+  /** The CA of the client certificate the cluster's kube-apiserver presents to webhooks (webhookClientCaFile). */
+  webhookClientCaFile: string;
   /** Appended to, so that every run of a restarted tenantry is in one file. */
   logFile: string;
   /** Leader-election identity: the same one again after a restart, as a restarted container keeps its pod's. */
@@ -11,6 +13,10 @@ export interface TenantryProcessOptions {
   /** The same port after a restart keeps the registered webhook URLs valid. */
   webhookPort?: number;
   readyTimeoutMs?: number;
+  /** Serve /metrics on 127.0.0.1 at this port. */
+  metricsPort?: number;
+  /** Options for Node.js itself, e.g. `--cpu-prof` for a benchmark's profile (written when the process exits). */
+  nodeOptions?: string[];
   /** Parts left out, where a test is about the controllers and webhooks alone. */
   without?: ("gateway" | "runtimes-admin" | "runtimes-proxy" | "logical-clouds")[];
 }
@@ -47,16 +53,20 @@ async function spawnTenantry(
   const child: ChildProcess = spawn(
     process.execPath,
     [
+      ...(options.nodeOptions ?? []),
       "--import",
       "tsx",
       join(root, "test", "support", "tenantry-child.ts"),
       options.cluster,
       options.kubeconfig,
       options.logFile,
+      "--webhook-client-ca",
+      options.webhookClientCaFile,
       ...(options.identity ? ["--identity", options.identity] : []),
       ...(options.webhookPort ? ["--webhook-port", String(options.webhookPort)] : []),
       ...(standby ? ["--standby"] : []),
       ...(options.without?.length ? ["--without", options.without.join(",")] : []),
+      ...(options.metricsPort ? ["--metrics-port", String(options.metricsPort)] : []),
     ],
     { cwd: root, stdio: ["pipe", "pipe", "pipe"] },
   );

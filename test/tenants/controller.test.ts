@@ -177,7 +177,7 @@ describe("tenant controller", () => {
       const ready = t.status?.conditions?.find((c) => c.type === "Ready");
       assert.equal(ready?.status, "True");
       assert.equal(ready?.observedGeneration, t.metadata.generation);
-      assert.match(t.status?.usage?.summary ?? "", /^pods: 0\/10$/);
+      assert.match(t.status?.usage?.summary ?? "", /^none used of 1 limit$/);
     });
   });
 

@@ -20,7 +20,7 @@ import {
   type WebhookTls,
   type WebhookTlsOptions,
 } from "../../src/webhooks/index.js";
-import { testKubeConfig, uniqueName } from "../support/clusters.js";
+import { apiServerCallers, testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 
 const DAY_SECONDS = 86_400;
@@ -83,7 +83,7 @@ describe("webhook certificate renewal without a restart", { timeout: 5 * 60_000 
     issuer: "self" | "external",
     initial: WebhookTls,
   ): Promise<{ url: string; registry: Registry; keeper: WebhookCertificateKeeper }> {
-    const server = new WebhookServer({ tls: initial, host: "127.0.0.1" });
+    const server = new WebhookServer({ tls: initial, callers: apiServerCallers(), host: "127.0.0.1" });
     const url = await server.start();
     const registry = new Registry();
     const keeper = new WebhookCertificateKeeper({

@@ -13,7 +13,7 @@ import {
   WebhookServer,
   webhookConfigurations,
 } from "../../src/webhooks/index.js";
-import { testKubeConfig, uniqueName } from "../support/clusters.js";
+import { apiServerCallers, testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { testUser } from "../support/users.js";
 
@@ -66,7 +66,7 @@ describe("admission webhooks served by tenantry over TLS", () => {
     kc = testKubeConfig("home");
     core = kc.makeApiClient(CoreV1Api);
     const tls = await ensureWebhookTls(kc, tlsOptions);
-    server = new WebhookServer({ tls });
+    server = new WebhookServer({ tls, callers: apiServerCallers() });
     for (const w of webhooks) server.register(w);
     const url = await server.start();
     configurations = webhookConfigurations(

@@ -4,6 +4,7 @@
  * bodies.ts, which names the field of every refusal.
  */
 import { type Static, Type } from "@sinclair/typebox";
+import { ProblemSchema } from "../../common/index.js";
 
 export const MAX_BODY_BYTES = 256 * 1024;
 
@@ -184,17 +185,8 @@ export const InstantiateBody = Type.Object(
   { description: "tenantry's addition to DCM's (empty) instantiate request.", additionalProperties: true },
 );
 
-export const Problem = Type.Object(
-  {
-    type: Type.Optional(Type.String()),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    field: Type.Optional(Type.String()),
-    limit: Type.Optional(Type.Union([Type.String(), Type.Number()])),
-  },
-  { description: "An error (RFC 9457): `field` names the part of the request at fault." },
-);
+/** An error (RFC 9457): `field` names the part of the request at fault, `limit` the bound it broke. */
+export const Problem = ProblemSchema;
 
 export const ProjectParams = Type.Object({ project: Str("The project.", 253) });
 export const CloudParams = Type.Object({

@@ -4,8 +4,10 @@
  * object), with tenantry's additions: cluster references by label selector, more users,
  * `onFailure` on instantiate, status per cluster with reasons, one kubeconfig for every cluster.
  */
+
 import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { TLSSocket } from "node:tls";
 import swagger from "@fastify/swagger";
 import Fastify, {
@@ -16,7 +18,12 @@ import Fastify, {
 } from "fastify";
 import type { Logger } from "pino";
 import { type ClusterRegistry, ClusterUnavailable } from "../../clusters/index.js";
-import { answerOversizedBodies, replaceServingCertificate } from "../../common/index.js";
+import {
+  ProblemError,
+  problemServerOptions,
+  replaceServingCertificate,
+  serveProblems,
+} from "../../common/index.js";
 import type { Caller } from "../../gateway/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
@@ -50,8 +57,8 @@ import {
   userKubeconfig,
 } from "../credentials.js";
 import type { CloudInformers } from "../informers.js";
-import { cloudUsers, hasNamespacePermission, levelOf } from "../plan.js";
-import { ensureProjectNamespace } from "../projects.js";
+import { cloudUsers, deleteRefusal, hasNamespacePermission, levelOf } from "../plan.js";
+import { ensureProjectNamespace, leftoverProjectNamespace } from "../projects.js";
 import { resolveReference, selectClusters } from "../selection.js";
 import { FieldError } from "../validation.js";
 import {
@@ -109,21 +116,21 @@ export interface LogicalCloudsApiOptions {
   logger?: Logger;
 }
 
-class ProblemError extends Error {
-  constructor(
-    readonly status: number,
-    readonly title: string,
-    detail: string,
-    readonly field?: string,
-    readonly limit?: string | number,
-  ) {
-    super(detail);
-  }
-}
+const badRequest = (detail: string, field?: string) =>
+  new ProblemError(400, "bad request", detail, { field });
+const notFound = (detail: string, field?: string) => new ProblemError(404, "not found", detail, { field });
+const conflict = (detail: string, field?: string, headers: Record<string, string> = {}) =>
+  new ProblemError(409, "conflict", detail, { field }, headers);
 
-const badRequest = (detail: string, field?: string) => new ProblemError(400, "bad request", detail, field);
-const notFound = (detail: string, field?: string) => new ProblemError(404, "not found", detail, field);
-const conflict = (detail: string, field?: string) => new ProblemError(409, "conflict", detail, field);
+/** A project of that name is still being deleted: asking again in a few seconds will do. */
+const stillGoing = (project: string, why: string) =>
+  conflict(
+    `project "${project}" was deleted and is still going (${why}): create it again in a few seconds`,
+    "metadata.name",
+    { "retry-after": "2" },
+  );
+/** How long deleting a project waits for it to be gone (its namespace removed) before answering. */
+const PROJECT_DELETE_WAIT_MS = 20_000;
 
 /** A sub-resource kept as a list in the LogicalCloud's spec (DCM keeps each as its own object). */
 interface SubResource<T extends { name: string }> {
@@ -201,6 +208,7 @@ export class LogicalCloudsApi {
   private build(): FastifyInstance {
     const { tls } = this.options;
     const app = Fastify({
+      ...problemServerOptions({ bodyLimit: MAX_BODY_BYTES }),
       https: {
         cert: tls.certPem,
         key: tls.keyPem,
@@ -208,7 +216,6 @@ export class LogicalCloudsApi {
           ? { ca: this.options.clientCaPem, requestCert: true, rejectUnauthorized: false }
           : {}),
       },
-      bodyLimit: MAX_BODY_BYTES,
       forceCloseConnections: true,
       ajv: { customOptions: { allErrors: false, coerceTypes: false, removeAdditional: false } },
     }) as unknown as FastifyInstance;
@@ -243,96 +250,15 @@ export class LogicalCloudsApi {
         security: [{ bearer: [] }],
       },
     });
-    answerOversizedBodies(app, 8 * MAX_BODY_BYTES);
-    app.setErrorHandler(
-      (
-        err: Error & {
-          validation?: { instancePath?: string; message?: string; params?: Record<string, unknown> }[];
-          validationContext?: string;
-          statusCode?: number;
-          code?: string;
-        },
-        _request,
-        reply,
-      ) => {
-        if (err instanceof ProblemError) return this.problem(reply, err);
-        if (err instanceof ClusterUnavailable) {
-          return this.problem(reply, new ProblemError(503, "cluster unavailable", err.message, "cluster"));
-        }
-        if (err instanceof FieldError)
-          return this.problem(
-            reply,
-            new ProblemError(
-              err.status,
-              err.status === 422 ? "unprocessable" : "bad request",
-              err.message,
-              err.field,
-              err.limit,
-            ),
-          );
-        if (err.validation) {
-          const issue = err.validation[0];
-          const missing = issue?.params?.missingProperty as string | undefined;
-          const path = (issue?.instancePath ?? "").replace(/^\//, "").replace(/\//g, ".");
-          const field =
-            [err.validationContext === "body" ? "" : err.validationContext, path, missing]
-              .filter(Boolean)
-              .join(".") ||
-            (err.validationContext ?? "request");
-          const status = err.validationContext === "body" ? 422 : 400;
-          return this.problem(
-            reply,
-            new ProblemError(
-              status,
-              status === 422 ? "unprocessable" : "bad request",
-              `${field}: ${issue?.message ?? "invalid"}`,
-              field,
-            ),
-          );
-        }
-        if (err.statusCode === 413) {
-          return this.problem(
-            reply,
-            new ProblemError(
-              400,
-              "bad request",
-              `body: larger than ${MAX_BODY_BYTES} bytes`,
-              "body",
-              MAX_BODY_BYTES,
-            ),
-          );
-        }
-        if (err.statusCode && err.statusCode < 500)
-          return this.problem(reply, new ProblemError(err.statusCode, "bad request", err.message));
-        const code = statusCode(err);
-        if (code !== undefined && code >= 400 && code < 500) {
-          // The API server refused a write the request asked for (its own validation): the request's fault.
-          return this.problem(
-            reply,
-            new ProblemError(
-              code === 409 ? 409 : 400,
-              "refused",
-              statusOf(err)?.message ?? describeError(err),
-            ),
-          );
-        }
-        if (code !== undefined || /ECONNREFUSED|ECONNRESET|aborted/i.test(describeError(err))) {
-          return this.problem(
-            reply,
-            new ProblemError(
-              503,
-              "unavailable",
-              `the cluster holding the logical clouds did not answer: ${describeError(err)}`,
-            ),
-          );
-        }
-        this.logger.error({ err }, "logical-clouds API request failed");
-        return this.problem(reply, new ProblemError(500, "internal error", describeError(err)));
-      },
-    );
-    app.setNotFoundHandler((request, reply) =>
-      this.problem(reply, notFound(`no route ${request.method} ${request.url.split("?")[0]}`)),
-    );
+    serveProblems(app, {
+      bodyLimit: MAX_BODY_BYTES,
+      // DCM answers a body that is not what the route takes 422.
+      bodyValidationStatus: 422,
+      translate: (err) => cloudsProblem(err),
+      describeInternal: describeError,
+      logger: this.logger,
+      what: "logical-clouds API request",
+    });
     const problems: Record<number, unknown> = {
       400: Problem,
       401: Problem,
@@ -352,6 +278,9 @@ export class LogicalCloudsApi {
         async (request, reply) => {
           const caller = await this.authorized(request, { verb: "create", resource: "projects" });
           const { name, spec } = projectFromBody(request.body as Record<string, unknown> | undefined);
+          // A project deleted a moment ago may still be going: refused before anything is made.
+          const leftover = await leftoverProjectNamespace(this.options.client, name);
+          if (leftover) throw stillGoing(name, leftover);
           let project: Project;
           try {
             project = (await this.options.client.objects.create({
@@ -361,8 +290,12 @@ export class LogicalCloudsApi {
               spec,
             })) as Project;
           } catch (err) {
-            if (isAlreadyExists(err)) throw conflict(`project "${name}" already exists`, "metadata.name");
-            throw err;
+            if (!isAlreadyExists(err)) throw err;
+            const existing = await this.liveProject(name);
+            if (existing?.metadata?.deletionTimestamp) {
+              throw stillGoing(name, "its namespace and logical clouds are still being removed");
+            }
+            throw conflict(`project "${name}" already exists`, "metadata.name");
           }
           await ensureProjectNamespace(this.options.client, project);
           return reply.code(201).send(projectToBody(project));
@@ -440,9 +373,13 @@ export class LogicalCloudsApi {
               `project "${project}" still has logical clouds: ${clouds.items.map((c) => c.metadata!.name).join(", ")}; delete them first`,
             );
           }
-          await this.options.client.objects.delete(found).catch((err: unknown) => {
-            if (!isNotFound(err)) throw err;
-          });
+          // In the foreground: the project goes once its namespace has, so its name is then free.
+          await this.options.client.objects
+            .delete(found, undefined, undefined, undefined, undefined, "Foreground")
+            .catch((err: unknown) => {
+              if (!isNotFound(err)) throw err;
+            });
+          await this.projectGone(project, PROJECT_DELETE_WAIT_MS);
           return reply.code(204).send();
         },
       );
@@ -573,10 +510,13 @@ export class LogicalCloudsApi {
         },
         async (request, reply) => {
           const cloud = await this.cloudFor(request, "delete");
-          const deployed = cloud.status?.deployedStatus;
-          if (cloud.spec.lifecycle && deployed !== "Terminated" && deployed !== "TerminateFailed") {
+          const refusal = deleteRefusal(cloud);
+          if (refusal) {
+            // While clusters are being cleaned up, asking again shortly will do.
             throw conflict(
-              `logical cloud "${cloud.metadata!.name}" is ${deployed ?? "being instantiated"}: terminate it first`,
+              refusal.detail,
+              "status.deployedStatus",
+              refusal.soon ? { "retry-after": "2" } : {},
             );
           }
           await this.options.client.objects.delete(cloud).catch((err: unknown) => {
@@ -920,7 +860,7 @@ export class LogicalCloudsApi {
       const reference = item as unknown as ClusterReference;
       if (reference.cluster) {
         const { problem } = resolveReference(reference, this.options.registry);
-        if (problem) throw new ProblemError(404, "not found", problem.message, "spec.cluster");
+        if (problem) throw notFound(problem.message, "spec.cluster");
       }
     }
   }
@@ -975,7 +915,7 @@ export class LogicalCloudsApi {
         problem.status,
         problem.status === 404 ? "not found" : "bad request",
         `cluster reference "${problem.reference}": ${problem.message}`,
-        `cluster-references.${problem.reference}`,
+        { field: `cluster-references.${problem.reference}` },
       );
     }
   }
@@ -1072,6 +1012,29 @@ export class LogicalCloudsApi {
     );
   }
 
+  private async liveProject(name: string): Promise<Project | undefined> {
+    try {
+      return (await this.options.client.objects.read({
+        apiVersion: TENANTS_API_VERSION,
+        kind: "Project",
+        metadata: { name },
+      })) as Project;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /** Waits until the project is gone, up to `timeoutMs`; whether it is. */
+  private async projectGone(name: string, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (!(await this.liveProject(name))) return true;
+      if (Date.now() >= deadline) return false;
+      await sleep(250);
+    }
+  }
+
   private async projectOr404(name: string): Promise<Project> {
     const cached = this.options.informers.projects.get(undefined, name);
     if (cached && !cached.metadata?.deletionTimestamp) return cached;
@@ -1164,19 +1127,47 @@ export class LogicalCloudsApi {
       }
     }
   }
+}
 
-  private problem(reply: FastifyReply, err: ProblemError) {
-    return reply
-      .code(err.status)
-      .type("application/problem+json")
-      .send({
-        title: err.title,
-        status: err.status,
-        detail: err.message,
-        ...(err.field ? { field: err.field } : {}),
-        ...(err.limit !== undefined ? { limit: err.limit } : {}),
-      });
+/** The logical clouds' own errors, and the API server's refusals of the writes a request asked for. */
+function cloudsProblem(err: Error): ProblemError | undefined {
+  if (err instanceof ClusterUnavailable) {
+    return new ProblemError(503, "cluster unavailable", err.message, { field: "cluster" });
   }
+  if (err instanceof FieldError) {
+    const title = err.status === 422 ? "unprocessable" : "bad request";
+    return new ProblemError(err.status, title, err.message, { field: err.field, limit: err.limit });
+  }
+  if ((err as { statusCode?: number }).statusCode !== undefined) return undefined;
+  const code = statusCode(err);
+  const status = statusOf(err) as { details?: { causes?: { reason?: string }[] } } | undefined;
+  if (status?.details?.causes?.some((c) => c.reason === "NamespaceTerminating")) {
+    // The project went (or is going) meanwhile: nothing can be made in its namespace any more.
+    return new ProblemError(
+      409,
+      "conflict",
+      `the project is being deleted: ${statusOf(err)?.message ?? ""}`,
+      {
+        field: "project",
+      },
+    );
+  }
+  if (code !== undefined && code >= 400 && code < 500) {
+    // The API server refused a write the request asked for (its own validation): the request's fault.
+    return new ProblemError(
+      code === 409 ? 409 : 400,
+      "refused",
+      statusOf(err)?.message ?? describeError(err),
+    );
+  }
+  if (code !== undefined || /ECONNREFUSED|ECONNRESET|aborted/i.test(describeError(err))) {
+    return new ProblemError(
+      503,
+      "unavailable",
+      `the cluster holding the logical clouds did not answer: ${describeError(err)}`,
+    );
+  }
+  return undefined;
 }
 
 export async function startLogicalCloudsApi(options: LogicalCloudsApiOptions): Promise<LogicalCloudsApi> {

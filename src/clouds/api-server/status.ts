@@ -4,6 +4,7 @@
  * resources; tenantry adds each cluster's state, reason and message.
  */
 import type { ClusterEntry, LogicalCloud, ResourceRef } from "../api/logical-cloud.js";
+import { deployedStatusOf } from "../plan.js";
 
 export interface StatusOptions {
   /** `ready` (default) or `deployed`. */
@@ -47,7 +48,10 @@ export function statusAnswer(
   const resourcesOf = (e: ClusterEntry) =>
     (e.resources ?? []).filter((r) => options.resources.length === 0 || options.resources.includes(r.name));
   const all = entries.flatMap(resourcesOf);
-  const deployed = status.deployedStatus ?? "";
+  const deployed = deployedStatusOf(cloud) ?? "";
+  const lifecycle = cloud.spec.lifecycle;
+  // The controller has not taken the last action up yet: its status is still about the one before.
+  const behind = lifecycle && status.instance !== lifecycle.instance;
   const ready = deployed === "Instantiated" ? "Ready" : "NotReady";
   const answer: Record<string, unknown> = {
     project,
@@ -58,7 +62,11 @@ export function statusAnswer(
     ...(options.view === "deployed"
       ? { deployedStatus: deployed, deployedCounts: count(all.map((r) => r.state)) }
       : { readyStatus: ready, readyCounts: count(all.map(readyOf)) }),
-    ...(status.message ? { message: status.message } : {}),
+    ...(behind
+      ? { message: `${lifecycle.action} asked (instance ${lifecycle.instance}): not taken up yet` }
+      : status.message
+        ? { message: status.message }
+        : {}),
   };
   if (options.listClusters) {
     answer.clustersByApp = entries.map((e) => ({ clusterProvider: e.clusterProvider, cluster: e.cluster }));

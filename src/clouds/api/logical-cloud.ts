@@ -312,7 +312,18 @@ export type ClusterEntry = Static<typeof ClusterEntrySchema>;
 
 export const ActionRecordSchema = Type.Object(
   {
-    state: StringEnum(CLOUD_STATES, { description: "The state the action led to." }),
+    action: Type.Optional(
+      StringEnum(LIFECYCLE_ACTIONS, { description: "What was asked: Instantiate, Update or Terminate." }),
+    ),
+    state: StringEnum(CLOUD_STATES, {
+      description:
+        "The logical cloud's state the action led to: the state it asks for only once every cluster got there (until then, and after a failure, the state before).",
+    }),
+    deployedStatus: Type.Optional(
+      StringEnum(DEPLOYED_STATES, {
+        description: "Where the action got: Instantiating, Instantiated, InstantiateFailed, Terminating, …",
+      }),
+    ),
     instance: Type.String({ description: "The action's instance.", maxLength: 64 }),
     time: Type.String({ description: "When it was taken up.", format: "date-time" }),
     revision: Type.Integer({ description: "metadata.generation then.", format: "int64", minimum: 0 }),
@@ -325,7 +336,10 @@ export const LogicalCloudStatusSchema = Type.Object(
   {
     observedGeneration: ObservedGeneration(),
     state: Type.Optional(
-      StringEnum(CLOUD_STATES, { description: "DCM's logical cloud state: the last action." }),
+      StringEnum(CLOUD_STATES, {
+        description:
+          "DCM's logical cloud state: the last action's once every cluster got there (Instantiated when every selected cluster is Ready, Terminated when every cluster is Removed), until then the one before; InstantiateStopped or TerminateStopped once retries are stopped.",
+      }),
     ),
     deployedStatus: Type.Optional(
       StringEnum(DEPLOYED_STATES, {

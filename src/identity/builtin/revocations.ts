@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { V1ConfigMap } from "@kubernetes/client-node";
 import { type ClusterClient, Informer, isAlreadyExists, isConflict, isNotFound } from "../../kube/index.js";
 
@@ -94,7 +95,7 @@ export class RevocationList {
     const deadline = this.now() + 10_000;
     while (!this.isRevoked(jti)) {
       if (this.now() > deadline) return;
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
     }
   }
 }

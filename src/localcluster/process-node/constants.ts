@@ -37,6 +37,8 @@ export const LOCAL_IMAGES = {
   echo: "docker.io/jmalloc/echo-server:v0.3.7",
   /** tenantry's backup agent (src/backup/agent), run with node: archives a mounted claim to the object store. */
   backupAgent: "ghcr.io/tenantry/backup-agent:0.1.0",
+  /** tenantry's runtime agent (src/runtimes/agent), run with node: a runtime pod's sidecar reporting its activity. */
+  runtimeAgent: "ghcr.io/tenantry/runtime-agent:0.1.0",
   /** Sleeps until stopped. */
   pause: "registry.k8s.io/pause:3.10",
   /**

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createProgress } from "../../common/index.js";
 import type { LocalImageKind } from "./constants.js";
-import { imageRepository } from "./images.js";
+import { imageRepository, RUNTIME_AGENT } from "./images.js";
 import {
   ensureJupyterServer,
   JUPYTER_REQUIREMENTS,
@@ -82,7 +82,9 @@ export class ImagePuller {
             ? readFileSync(this.programs.echoServer, "utf8")
             : kind === "backupAgent" && this.programs.backupAgent
               ? readFileSync(this.programs.backupAgent, "utf8")
-              : "sleep infinity";
+              : kind === "runtimeAgent"
+                ? readFileSync(RUNTIME_AGENT, "utf8")
+                : "sleep infinity";
       digest = createHash("sha256").update(content).digest("hex");
       this.digests.set(kind, digest);
     }

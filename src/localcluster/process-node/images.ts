@@ -1,4 +1,5 @@
 import { basename } from "node:path";
+import { fileURLToPath } from "node:url";
 import { LOCAL_IMAGES, type LocalImageKind } from "./constants.js";
 
 /**
@@ -49,6 +50,13 @@ const IMAGES: Record<LocalImageKind, ImageConfig> = {
     cmd: [],
     programs: { "tenantry-backup-agent": 1 },
     description: "tenantry's backup agent",
+  },
+  runtimeAgent: {
+    repositories: ["ghcr.io/tenantry/runtime-agent"],
+    entrypoint: ["tenantry-runtime-agent"],
+    cmd: [],
+    programs: { "tenantry-runtime-agent": 1 },
+    description: "tenantry's runtime agent",
   },
   pause: {
     repositories: ["registry.k8s.io/pause", "k8s.gcr.io/pause"],
@@ -146,6 +154,7 @@ export function containerProgram(
     if (kind === "jupyter") return { program: "jupyter", args: argv.slice(skip) };
     if (kind === "backupAgent") return { program: "backup-agent", args: argv.slice(skip) };
     if (kind === "busybox") return { program: "shell", args: argv.slice(skip) };
+    if (kind === "runtimeAgent") return { program: "shell", args: runtimeAgentShellArgs(argv.slice(skip)) };
     return kind === "echo" ? { program: "echo" } : { program: "sleep" };
   }
   if (kind === "jupyter") {
@@ -165,6 +174,26 @@ export function containerProgram(
     program: "not-found",
     message: `exec: "${argv[0] ?? ""}": executable file not found in $PATH (the process node runs these programs of ${imageRepository(LOCAL_IMAGES[kind])}: ${known.join(", ")})`,
   };
+}
+
+/** The runtime agent's program (src/runtimes/agent/main.ts), run with this machine's node. */
+export const RUNTIME_AGENT = fileURLToPath(new URL("../../runtimes/agent/main.ts", import.meta.url));
+
+/**
+ * The runtime agent image's command on the process node: the shell execs node on the agent's
+ * program with the container's arguments (its settings come from the environment).
+ */
+function runtimeAgentShellArgs(args: string[]): string[] {
+  return [
+    "-c",
+    'exec "$@"',
+    "tenantry-runtime-agent",
+    process.execPath,
+    "--import",
+    import.meta.resolve("tsx"),
+    RUNTIME_AGENT,
+    ...args,
+  ];
 }
 
 /**

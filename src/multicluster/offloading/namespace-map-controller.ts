@@ -9,6 +9,7 @@
  * replicas a peer already holds (the thesis's chapter-8 curve grew with them).
  */
 import { PatchStrategy, type V1Namespace } from "@kubernetes/client-node";
+import pLimit from "p-limit";
 import type { Logger } from "pino";
 import {
   type ClusterClient,
@@ -43,7 +44,6 @@ export interface NamespaceMapControllerOptions {
   workers?: number;
 }
 
-/** Runs `task` over `items` with at most `limit` in flight. */
 /** How long one replica's requests to the provider may take before it counts as not answering. */
 const REMOTE_DEADLINE_MS = 10_000;
 
@@ -58,18 +58,6 @@ async function withDeadline<T>(work: Promise<T>, ms: number, fallback: T): Promi
   } finally {
     clearTimeout(timer);
   }
-}
-
-async function forEachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  task: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const run = async () => {
-    while (next < items.length) await task(items[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
 }
 
 type Outcome = { phase: MappingPhase; message?: string } | "gone";
@@ -191,7 +179,7 @@ export class NamespaceMapController {
     if (probeDue) this.lastProbe.set(name, now);
 
     const changes: Record<string, CurrentMapping | null> = {};
-    await forEachLimited(work, this.options.concurrency ?? 16, async ({ local, act }) => {
+    await pLimit(this.options.concurrency ?? 16).map(work, async ({ local, act }) => {
       const outcome = await withDeadline(act(), REMOTE_DEADLINE_MS, {
         phase: "CreationLoopBackOff",
         message: `cluster ${cluster} does not answer: no answer within ${REMOTE_DEADLINE_MS} ms`,

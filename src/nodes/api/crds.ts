@@ -1,9 +1,4 @@
-import {
-  type CustomResourceDefinition,
-  customResourceDefinition,
-  type FieldViolation,
-  SchemaValidator,
-} from "../../apis/index.js";
+import { type CustomResourceDefinition, crdValidator, customResourceDefinition } from "../../apis/index.js";
 import { AGE_COLUMN, CRD_COMMON, READY_COLUMN, USER_LABEL } from "../../tenants/index.js";
 import { type NodeProvider, NodeProviderSchema } from "./node-provider.js";
 import { type WorkerNode, WorkerNodeSchema } from "./worker-node.js";
@@ -86,14 +81,6 @@ export const NODE_PROVIDER_CRD: CustomResourceDefinition = customResourceDefinit
 
 export const NODES_CRDS: readonly CustomResourceDefinition[] = [NODE_PROVIDER_CRD, WORKER_NODE_CRD];
 
-function validator<T>(crd: CustomResourceDefinition): (value: unknown) => FieldViolation[] {
-  let compiled: SchemaValidator<T> | undefined;
-  return (value) => {
-    compiled ??= new SchemaValidator<T>(crd.spec.versions[0]!.schema.openAPIV3Schema);
-    return compiled.violations(value);
-  };
-}
-
 /** Schema violations with Kubernetes field paths (CEL rules are the API server's). */
-export const validateWorkerNode = validator<WorkerNode>(WORKER_NODE_CRD);
-export const validateNodeProvider = validator<NodeProvider>(NODE_PROVIDER_CRD);
+export const validateWorkerNode = crdValidator<WorkerNode>(WORKER_NODE_CRD);
+export const validateNodeProvider = crdValidator<NodeProvider>(NODE_PROVIDER_CRD);

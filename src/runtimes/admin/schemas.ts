@@ -1,7 +1,9 @@
 /** The Admin REST API's wire shapes (document 000, Table 2), published in its OpenAPI document. */
 import { type Static, Type } from "@sinclair/typebox";
 import { DNS1123_LABEL } from "../../apis/index.js";
+import { ProblemSchema } from "../../common/index.js";
 import { MAX_USER_NAME, RUNTIME_PHASES } from "../api/runtime.js";
+import { MAX_CULL_SECONDS, MIN_CULL_SECONDS } from "../api/runtime-service.js";
 
 export const MAX_PAGE = 500;
 export const DEFAULT_PAGE = 100;
@@ -34,11 +36,71 @@ export const StartBody = Type.Object(
   },
 );
 
+const CullSeconds = (description: string) =>
+  Type.Optional(Type.Integer({ description, minimum: MIN_CULL_SECONDS, maximum: MAX_CULL_SECONDS }));
+
 export const StartQuery = Type.Object({
   tenant: Type.Optional(
     Label("Delegated starts only: the tenant the user's runtime belongs to (a DNS label)."),
   ),
+  idleTimeoutSeconds: CullSeconds(
+    "Cull this runtime after this long idle: at most the service's idleTimeoutSeconds.",
+  ),
+  maxAgeSeconds: CullSeconds(
+    "Cull this runtime after running this long: at most the service's maxAgeSeconds.",
+  ),
 });
+export type StartQuery = Static<typeof StartQuery>;
+
+export const StopQuery = Type.Object({
+  idleSeconds: Type.Optional(
+    Type.Integer({
+      description:
+        "The runtime's agent only: it stops its runtime for being idle this long (recorded as a cull).",
+      minimum: 0,
+      maximum: 31_536_000,
+    }),
+  ),
+});
+export type StopQuery = Static<typeof StopQuery>;
+
+export const ActivityBody = Type.Object(
+  {
+    lastActivity: Type.Optional(
+      Type.String({
+        description:
+          "When the runtime was last active, as it says itself (RFC 3339). Absent: nothing to report, only the answer is wanted.",
+        format: "date-time",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ActivityBody = Static<typeof ActivityBody>;
+
+export const ActivityAnswer = Type.Object(
+  {
+    lastActivity: Type.String({
+      description:
+        "The runtime's last activity as culling counts it: the latest of the proxy's and its agent's.",
+    }),
+    idleTimeoutSeconds: Type.Optional(
+      Type.Integer({
+        description: "tenantry culls the runtime after this long idle (absent: not for idleness).",
+      }),
+    ),
+    maxAgeSeconds: Type.Optional(
+      Type.Integer({ description: "tenantry culls the runtime after running this long." }),
+    ),
+    activityLagSeconds: Type.Optional(
+      Type.Integer({
+        description:
+          "How late the proxy's activity may show here: idle culling waits this much past the idle timeout.",
+      }),
+    ),
+  },
+  { description: "What culling knows of the runtime." },
+);
 
 export const PageQuery = Type.Object({
   limit: Type.Optional(
@@ -92,15 +154,10 @@ export const RuntimeListBody = Type.Object({
 
 export const Problem = Type.Object(
   {
-    type: Type.String(),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
-    field: Type.Optional(Type.String({ description: "The request field at fault." })),
-    limit: Type.Optional(Type.Union([Type.String(), Type.Number()], { description: "The limit it broke." })),
+    ...ProblemSchema.properties,
     phase: Type.Optional(Type.String()),
     reason: Type.Optional(Type.String()),
     runtime: Type.Optional(Type.Unknown({ description: "503: the runtime's state." })),
   },
-  { description: "An RFC 9457 problem." },
+  { description: "An RFC 9457 problem.", additionalProperties: true },
 );

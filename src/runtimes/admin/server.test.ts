@@ -141,3 +141,37 @@ describe("start limits", () => {
     assert.equal(r, undefined);
   });
 });
+
+describe("the JupyterHub REST API beside it", () => {
+  const admin = new RuntimesAdmin({ client: unreachableClient() });
+
+  it("tells its version without credentials, as JupyterHub does", async () => {
+    for (const url of ["/hub/api", "/hub/api/"]) {
+      const res = await admin.inject({ method: "GET", url });
+      assert.equal(res.statusCode, 200, url);
+      assert.match((res.json() as { version: string }).version, /^\d+\.\d+\.\d+$/);
+    }
+  });
+
+  it("refuses everything else without credentials, in JupyterHub's error shape", async () => {
+    for (const [method, url] of [
+      ["GET", "/hub/api/users"],
+      ["GET", "/hub/api/users/alice"],
+      ["POST", "/hub/api/users/alice/servers/lab"],
+      ["DELETE", "/hub/api/users/alice/server"],
+      ["POST", "/hub/api/users/alice/tokens"],
+    ] as const) {
+      const res = await admin.inject({ method, url });
+      assert.equal(res.statusCode, 403, `${method} ${url}`);
+      assert.deepEqual(res.json(), { status: 403, message: "Missing or invalid credentials." });
+    }
+    const unknown = await admin.inject({ method: "GET", url: "/hub/api/no/such/path" });
+    assert.equal(unknown.statusCode, 404);
+    assert.equal((unknown.json() as { status: number }).status, 404);
+  });
+
+  it("is not in the Admin API's OpenAPI document", async () => {
+    const doc = (await admin.inject({ method: "GET", url: OPENAPI_PATH })).json() as { paths: object };
+    assert.ok(!Object.keys(doc.paths).some((p) => p.startsWith("/hub")));
+  });
+});

@@ -13,33 +13,42 @@ import Fastify, {
   type FastifyRequest,
   type InjectOptions,
 } from "fastify";
+import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
-import { answerOversizedBodies } from "../../common/index.js";
+import { ProblemError, problemServerOptions, serveProblems } from "../../common/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
   type ClusterClient,
   describeError,
+  formatKubeTime,
   type Informer,
   isAlreadyExists,
   isNotFound,
   silentLogger,
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
-import { runtimeNamespaceLabels, runtimePlacement } from "../api/placement.js";
+import { runtimeNamespaceAnnotations, runtimeNamespaceLabels, runtimePlacement } from "../api/placement.js";
 import { RUNTIME_FINALIZER, type Runtime, START_STEPS } from "../api/runtime.js";
 import type { RuntimeService } from "../api/runtime-service.js";
-import { KubeconfigClients, type RuntimesCluster } from "../clusters.js";
+import { KubeconfigClients, type RuntimesCluster, SECRETS_NAMESPACE } from "../clusters.js";
+import { type CullingLimits, cullRuntime, lastUsed } from "../controller/culling.js";
 import { recordRuntimeEvent } from "../events.js";
+import type { HubBackend } from "../hub/backend.js";
+import { HUB_API_PREFIX, type HubRouteOptions, hubRoutes } from "../hub/routes.js";
+import { HubTokens } from "../hub/tokens.js";
 import { BY_KEY, BY_SERVICE, BY_USER, RuntimesInformers, runtimeKeyOf } from "../informers.js";
 import type { ServicePlugin } from "../plugins/spi.js";
+import { KubeActivityWriter } from "../proxy/activity.js";
+import { activityRoutes } from "./activity-routes.js";
 import {
   AdminCallers,
+  type AgentCaller,
   type Caller,
   ON_BEHALF_OF_HEADER,
   type PodCaller,
-  type UserCaller,
 } from "./callers.js";
 import { checkStartLimits, isStarting } from "./limits.js";
+import type { Acting, ActivityRouteContext } from "./route-context.js";
 import {
   DEFAULT_PAGE,
   InstanceParams,
@@ -50,6 +59,7 @@ import {
   RuntimeStatusBody,
   StartBody,
   StartQuery,
+  StopQuery,
   UserParams,
 } from "./schemas.js";
 
@@ -74,6 +84,14 @@ export interface RuntimesAdminOptions {
   pluginOf?: (service: RuntimeService) => ServicePlugin | undefined;
   /** Retry-After of a 429 and of a 503 while starting, in seconds (default 2). */
   retryAfterSeconds?: number;
+  /** What else culls a runtime when idle (a BackupPolicy), as the runtimes controller is told. */
+  idleCulledBy?: (runtime: Runtime) => string | undefined;
+  /** How late the proxy's activity may reach a Runtime (its write interval; default 30 s). */
+  activityLagMs?: number;
+  /** tenantry's namespace: where the JupyterHub API's tokens are kept (default tenantry-system). */
+  namespace?: string;
+  /** The JupyterHub REST API served at /hub/api. */
+  hub?: HubRouteOptions;
   logger?: Logger;
   /** Other capabilities' routes served here too (e.g. the backup agents' broker). */
   routes?: readonly AdminRoutes[];
@@ -97,18 +115,6 @@ interface Answer {
   status: number;
   body: unknown;
   headers?: Record<string, string>;
-}
-
-class ProblemError extends Error {
-  constructor(
-    readonly status: number,
-    readonly title: string,
-    detail: string,
-    readonly extra: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(detail);
-  }
 }
 
 const keyOf = runtimeKeyOf;
@@ -137,6 +143,11 @@ export class RuntimesAdmin {
   /** Clients of the runtimes clusters services name. */
   private readonly clusterClients: KubeconfigClients;
   private address?: AddressInfo;
+  /** API tokens of the JupyterHub REST API served beside this one. */
+  private readonly hubTokens: HubTokens;
+  private readonly activityWriter: KubeActivityWriter;
+  /** Whether a user holds the delegation permission, for a few seconds (JupyterHub API callers' admin role). */
+  private readonly admins = new LRUCache<string, boolean>({ max: 10_000, ttl: 10_000 });
 
   constructor(private readonly options: RuntimesAdminOptions) {
     const { client } = options;
@@ -167,6 +178,8 @@ export class RuntimesAdmin {
       onUpdate: (_old, runtime) => seen(runtime),
       onDelete: (runtime) => this.unseenStarts.delete(keyOfRuntime(runtime)),
     });
+    this.hubTokens = new HubTokens(client, options.namespace ?? SECRETS_NAMESPACE);
+    this.activityWriter = new KubeActivityWriter(client);
     this.app = this.build();
   }
 
@@ -178,6 +191,7 @@ export class RuntimesAdmin {
 
   async start(): Promise<string> {
     if (this.ownInformers) await this.informers.start();
+    await this.hubTokens.start();
     await this.app.listen({ host: this.options.host ?? "127.0.0.1", port: this.options.port ?? 0 });
     this.address = this.app.server.address() as AddressInfo;
     this.logger.info({ url: this.url }, "runtimes Admin API serving");
@@ -186,6 +200,7 @@ export class RuntimesAdmin {
 
   async stop(): Promise<void> {
     await this.app.close();
+    await this.hubTokens.stop();
     this.removeUnseenHandler?.();
     if (this.ownInformers) await this.informers.stop();
   }
@@ -205,7 +220,7 @@ export class RuntimesAdmin {
 
   private build(): FastifyInstance {
     const app = Fastify({
-      bodyLimit: MAX_BODY_BYTES,
+      ...problemServerOptions({ bodyLimit: MAX_BODY_BYTES }),
       forceCloseConnections: true,
       ajv: { customOptions: { allErrors: false, coerceTypes: true } },
     }) as unknown as FastifyInstance;
@@ -221,37 +236,12 @@ export class RuntimesAdmin {
         security: [{ bearer: [] }],
       },
     });
-    answerOversizedBodies(app, 8 * MAX_BODY_BYTES);
-    app.setErrorHandler(
-      (
-        err: Error & { validation?: ValidationIssue[]; validationContext?: string; statusCode?: number },
-        _request,
-        reply,
-      ) => {
-        if (err instanceof ProblemError) return this.problem(reply, err);
-        if (err.validation) return this.problem(reply, invalidRequest(err.validation, err.validationContext));
-        if (err.statusCode === 413) {
-          return this.problem(
-            reply,
-            new ProblemError(400, "invalid request", `the body is larger than ${MAX_BODY_BYTES} bytes`, {
-              field: "body",
-              limit: MAX_BODY_BYTES,
-            }),
-          );
-        }
-        if (err.statusCode && err.statusCode < 500) {
-          return this.problem(reply, new ProblemError(err.statusCode, "bad request", err.message));
-        }
-        this.logger.error({ err }, "runtimes Admin API request failed");
-        return this.problem(reply, new ProblemError(500, "internal error", describeError(err)));
-      },
-    );
-    app.setNotFoundHandler((request, reply) =>
-      this.problem(
-        reply,
-        new ProblemError(404, "not found", `no route ${request.method} ${request.url.split("?")[0]}`),
-      ),
-    );
+    serveProblems(app, {
+      bodyLimit: MAX_BODY_BYTES,
+      logger: this.logger,
+      what: "runtimes Admin API request",
+      describeInternal: describeError,
+    });
 
     const problems = {
       400: Problem,
@@ -262,6 +252,17 @@ export class RuntimesAdmin {
       429: Problem,
       503: Problem,
     };
+    app.register(async (api) => activityRoutes(api, this.activityContext(), problems));
+    app.register(
+      async (api) => {
+        // JupyterHub's API is documented by JupyterHub: not in this API's OpenAPI document.
+        api.addHook("onRoute", (route) => {
+          route.schema = { ...route.schema, hide: true };
+        });
+        hubRoutes(api, this.hubBackend(), this.options.hub ?? {});
+      },
+      { prefix: HUB_API_PREFIX },
+    );
     app.register(async (api) => {
       api.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
 
@@ -369,6 +370,7 @@ export class RuntimesAdmin {
           schema: {
             summary: "Stop: deployment and service go, volumes and secrets stay; the next POST resumes.",
             params: InstanceParams,
+            querystring: StopQuery,
             response: { 202: RuntimeStatusBody, 204: { type: "null" }, ...problems },
           },
         },
@@ -376,18 +378,21 @@ export class RuntimesAdmin {
           const params = request.params as InstanceParams;
           const acting = await this.actingFor(request, params.user, { agentMayStop: true });
           const runtime = await this.find(params, acting);
-          if (
-            acting.agent &&
-            (acting.agent.runtime !== runtime.metadata?.name ||
-              acting.agent.namespace !== runtime.metadata?.namespace ||
-              acting.agent.cluster !== this.services.get(undefined, runtime.spec.service)?.spec.cluster?.name)
-          ) {
-            throw forbidden(
-              `the agent of runtime ${acting.agent.namespace}/${acting.agent.runtime} may stop only its own runtime`,
-            );
-          }
+          if (acting.agent) this.checkOwnRuntime(acting.agent, runtime, "stop");
           if (runtime.status?.phase === "Stopped" && runtime.spec.desiredState === "Stopped") {
             return reply.code(204).send();
+          }
+          const idle = (request.query as StopQuery).idleSeconds;
+          if (acting.agent && idle !== undefined && runtime.spec.desiredState === "Running") {
+            // The agent stops its runtime for idleness: a cull, recorded as one.
+            await cullRuntime(
+              this.options.client,
+              runtime,
+              `idle for ${idle} s, as its agent found (pod ${acting.agent.pod})`,
+              this.logger,
+              "tenantry-runtime-agent",
+            );
+            return reply.code(202).send(this.statusOf(runtime, request));
           }
           const stopped = await this.patchSpec(runtime, { desiredState: "Stopped" });
           await this.recordDelegation(acting, stopped, "stop");
@@ -516,6 +521,79 @@ export class RuntimesAdmin {
     return { caller, delegated: true };
   }
 
+  /** A runtime's agent acts only on its own runtime (same pod label, namespace and cluster). */
+  private checkOwnRuntime(agent: AgentCaller, runtime: Runtime, action: string): void {
+    if (
+      agent.runtime !== runtime.metadata?.name ||
+      agent.namespace !== runtime.metadata?.namespace ||
+      agent.cluster !== this.services.get(undefined, runtime.spec.service)?.spec.cluster?.name
+    ) {
+      throw forbidden(
+        `the agent of runtime ${agent.namespace}/${agent.runtime} may ${action} only its own runtime`,
+      );
+    }
+  }
+
+  /** What route files registered beside the Admin API's own routes use of it. */
+  private activityContext(): ActivityRouteContext {
+    return {
+      client: this.options.client,
+      services: this.services,
+      logger: this.logger,
+      ...(this.options.idleCulledBy ? { idleCulledBy: this.options.idleCulledBy } : {}),
+      activityLagMs: this.options.activityLagMs ?? 30_000,
+      problem: (status, title, detail, extra) => new ProblemError(status, title, detail, extra),
+      agentsRuntime: async (request) => {
+        const params = request.params as InstanceParams;
+        const acting = await this.actingFor(request, params.user, { agentMayStop: true });
+        if (!acting.agent) throw forbidden("only a runtime's agent reports its activity");
+        const runtime = await this.find(params, acting);
+        this.checkOwnRuntime(acting.agent, runtime, "report the activity of");
+        return runtime;
+      },
+    };
+  }
+
+  /** What the JupyterHub REST API uses of this one. */
+  private hubBackend(): HubBackend {
+    return {
+      runtimes: this.runtimes,
+      services: this.services,
+      tokens: this.hubTokens,
+      authenticate: (token) => this.callers.authenticate({ authorization: `Bearer ${token}` }),
+      isAdmin: async (caller) => {
+        const key = `${caller.username}\n${caller.groups.join(",")}`;
+        const known = this.admins.get(key);
+        if (known !== undefined) return known;
+        const admin = await this.callers.mayDelegate(caller);
+        this.admins.set(key, admin);
+        return admin;
+      },
+      start: (acting, params, body, query) => this.startFor(acting, params, body, query),
+      stop: async (acting, runtime) => {
+        const stopped = await this.patchSpec(runtime, { desiredState: "Stopped" });
+        await this.recordDelegation(acting, stopped, "stop");
+        return stopped;
+      },
+      remove: async (acting, runtime) => {
+        await this.recordDelegation(acting, runtime, "delete");
+        try {
+          await this.options.client.objects.delete(runtime as never);
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+      },
+      writeActivity: async (runtime, time) => {
+        if (Math.floor(time.getTime() / 1000) * 1000 <= (lastUsed(runtime) ?? 0)) return;
+        await this.activityWriter.write(runtime, formatKubeTime(time));
+      },
+      statusOf: (runtime, request) => this.statusOf(runtime, request),
+      publicBase: (request) => this.publicBase(request),
+      streamProgress: (runtime, request, reply, format) =>
+        this.streamProgress(runtime, request, reply, format),
+    };
+  }
+
   /** A delegated call is recorded as an Event on the Runtime and an audit log line naming both. */
   private async recordDelegation(acting: Acting, runtime: Runtime, action: string): Promise<void> {
     if (!acting.delegated) return;
@@ -550,6 +628,31 @@ export class RuntimesAdmin {
   private async startRuntime(request: FastifyRequest): Promise<Answer> {
     const params = request.params as InstanceParams;
     const acting = await this.actingFor(request, params.user);
+    const runtime = await this.startFor(
+      acting,
+      params,
+      request.body as Record<string, unknown>,
+      request.query as StartQuery,
+    );
+    const status = this.statusOf(runtime, request);
+    if (status.ready) return { status: 201, body: status };
+    return {
+      status: 202,
+      body: status,
+      headers: { location: status.progressUrl, "retry-after": String(this.retryAfter) },
+    };
+  }
+
+  /**
+   * Starts, resumes or retries `params`' runtime for whom `acting` acts; the runtime as written (or
+   * found running). Shared by the Admin API's POST and the JupyterHub API's.
+   */
+  private async startFor(
+    acting: Acting,
+    params: InstanceParams,
+    body: Record<string, unknown>,
+    query: StartQuery,
+  ): Promise<Runtime> {
     const service = this.services.get(undefined, params.service);
     if (!service) throw notFound(`no service ${params.service}`, "service");
     if (service.metadata?.deletionTimestamp) {
@@ -566,7 +669,7 @@ export class RuntimesAdmin {
       );
     }
     const tenant = acting.delegated
-      ? ((request.query as { tenant?: string }).tenant ?? this.existing(params)?.spec.tenant)
+      ? (query.tenant ?? this.existing(params)?.spec.tenant)
       : acting.caller.tenant;
     if (!tenant) {
       throw new ProblemError(
@@ -580,7 +683,7 @@ export class RuntimesAdmin {
     }
     const config = {
       ...((service.spec.defaults as Record<string, unknown>) ?? {}),
-      ...(request.body as object),
+      ...body,
     };
     const violation = this.options.pluginOf?.(service)?.validateConfig?.(config)[0];
     if (violation) {
@@ -589,6 +692,7 @@ export class RuntimesAdmin {
         ...(violation.limit !== undefined ? { limit: violation.limit } : {}),
       });
     }
+    const culling = cullingRequest(service, query);
     const placement = runtimePlacement(
       { ...params, tenant },
       service.spec.namespaceMode ?? "Segregated",
@@ -618,7 +722,7 @@ export class RuntimesAdmin {
         throw notFound(`no runtime ${params.service}/${params.instance} of ${params.user}`);
       if (!runtime) {
         admit(true);
-        runtime = await this.create(placement, { ...params, tenant, config });
+        runtime = await this.create(placement, { ...params, tenant, config, ...culling });
         this.written(key, runtime);
         await this.recordDelegation(acting, runtime, "start");
         return runtime;
@@ -633,6 +737,7 @@ export class RuntimesAdmin {
         );
       }
       await this.checkCompatible(service, runtime, config);
+      checkCullingUnchanged(runtime, culling);
       // A stopped runtime resumes; a failed start is tried again (with the parameters now asked for).
       const stopped = runtime.spec.desiredState === "Stopped";
       if (stopped || runtime.status?.phase === "Failed") {
@@ -640,8 +745,8 @@ export class RuntimesAdmin {
         runtime = await this.patchSpec(
           runtime,
           stopped
-            ? { desiredState: "Running", config }
-            : { config, startRequestedAt: new Date().toISOString() },
+            ? { desiredState: "Running", config, ...culling }
+            : { config, ...culling, startRequestedAt: new Date().toISOString() },
         );
         this.written(key, runtime);
         await this.recordDelegation(acting, runtime, stopped ? "resume" : "retry");
@@ -650,14 +755,7 @@ export class RuntimesAdmin {
     })();
     this.starting.set(key, work);
     try {
-      const runtime = await work;
-      const status = this.statusOf(runtime, request);
-      if (status.ready) return { status: 201, body: status };
-      return {
-        status: 202,
-        body: status,
-        headers: { location: status.progressUrl, "retry-after": String(this.retryAfter) },
-      };
+      return await work;
     } finally {
       if (this.starting.get(key) === work) this.starting.delete(key);
     }
@@ -701,9 +799,9 @@ export class RuntimesAdmin {
 
   private async create(
     placement: { namespace: string; name: string },
-    spec: InstanceParams & { tenant: string; config: Record<string, unknown> },
+    spec: InstanceParams & { tenant: string; config: Record<string, unknown> } & CullingLimits,
   ): Promise<Runtime> {
-    await this.ensureNamespace(placement.namespace, spec.tenant);
+    await this.ensureNamespace(placement.namespace, spec.tenant, spec.user);
     const body: Runtime = {
       apiVersion: API_VERSION,
       kind: "Runtime",
@@ -720,8 +818,11 @@ export class RuntimesAdmin {
     }
   }
 
-  /** The Runtime object's namespace, created in the user's tenant when missing (segregated mode). */
-  private async ensureNamespace(namespace: string, tenant: string): Promise<void> {
+  /**
+   * The Runtime object's namespace, created when missing: in segregated mode in the user's tenant
+   * and marked as the user's (the runtimes controller checks an existing one is).
+   */
+  private async ensureNamespace(namespace: string, tenant: string, user: string): Promise<void> {
     if (this.knownNamespaces.has(namespace)) return;
     const combined = !namespace.startsWith(`${tenant}-rt-`);
     try {
@@ -730,6 +831,7 @@ export class RuntimesAdmin {
           metadata: {
             name: namespace,
             labels: runtimeNamespaceLabels(combined ? undefined : tenant),
+            ...(combined ? {} : { annotations: runtimeNamespaceAnnotations(user) }),
           },
         },
       });
@@ -903,7 +1005,12 @@ export class RuntimesAdmin {
   }
 
   /** Server-sent events from the informer: one event per change of the runtime's steps or phase. */
-  private streamProgress(runtime: Runtime, request: FastifyRequest, reply: FastifyReply): void {
+  private streamProgress(
+    runtime: Runtime,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    format: ProgressFormat = adminProgressEvent,
+  ): void {
     const ns = runtime.metadata!.namespace!;
     const name = runtime.metadata!.name!;
     reply.hijack();
@@ -936,16 +1043,11 @@ export class RuntimesAdmin {
       }
       const status = this.statusOf(current, request);
       const doneSteps = status.steps.filter((s) => s.state === "Done").length;
-      const event = {
+      const event = format(status, {
         progress: Math.round((doneSteps / START_STEPS.length) * 100),
-        phase: status.phase,
         message:
           status.steps.findLast((s) => s.state !== "Pending")?.message ?? status.message ?? `${status.phase}`,
-        steps: status.steps,
-        ready: status.ready,
-        failed: status.phase === "Failed",
-        ...(status.ready && status.url ? { url: status.url } : {}),
-      };
+      });
       const text = JSON.stringify(event);
       if (text !== last) {
         last = text;
@@ -973,41 +1075,6 @@ export class RuntimesAdmin {
     for (const [k, v] of Object.entries(answer.headers ?? {})) reply.header(k, v);
     return reply.code(answer.status).send(answer.body);
   }
-
-  private problem(reply: FastifyReply, err: ProblemError) {
-    for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
-    return reply
-      .code(err.status)
-      .type("application/problem+json")
-      .send({ type: "about:blank", title: err.title, status: err.status, detail: err.message, ...err.extra });
-  }
-}
-
-interface Acting {
-  caller: UserCaller;
-  /** The caller acts for another user (a delegation, or a runtime's agent). */
-  delegated: boolean;
-  agent?: Extract<Caller, { kind: "agent" }>;
-}
-
-interface ValidationIssue {
-  instancePath: string;
-  keyword: string;
-  params: Record<string, unknown>;
-  message?: string;
-}
-
-/** Ajv's complaint as a problem naming the field and the limit it broke. */
-function invalidRequest(issues: ValidationIssue[], context = "request"): ProblemError {
-  const issue = issues[0]!;
-  const path = issue.instancePath.replace(/^\//, "").replaceAll("/", ".");
-  const field = path || (issue.params.missingProperty as string | undefined) || context;
-  const limitKey = ["limit", "pattern", "format", "allowedValues"].find((k) => k in issue.params);
-  const limit = limitKey ? (issue.params[limitKey] as string | number) : undefined;
-  return new ProblemError(400, "invalid request", `${context} ${field}: ${issue.message ?? issue.keyword}`, {
-    field,
-    ...(limit !== undefined ? { limit: Array.isArray(limit) ? limit.join(", ") : limit } : {}),
-  });
 }
 
 function decodeContinue(token: string): string {
@@ -1031,6 +1098,56 @@ const notFound = (detail: string, field?: string) =>
   new ProblemError(404, "not found", detail, field ? { field } : {});
 const conflict = (field: string, detail: string) =>
   new ProblemError(409, "incompatible with the running runtime", detail, { field });
+
+/** One progress event from a runtime's state, its progress (percent of steps done) and message. */
+export type ProgressFormat = (
+  status: RuntimeStatusBody,
+  progress: { progress: number; message: string },
+) => Record<string, unknown>;
+
+const adminProgressEvent: ProgressFormat = (status, { progress, message }) => ({
+  progress,
+  phase: status.phase,
+  message,
+  steps: status.steps,
+  ready: status.ready,
+  failed: status.phase === "Failed",
+  ...(status.ready && status.url ? { url: status.url } : {}),
+});
+
+/** A start's own culling limits (query `idleTimeoutSeconds`, `maxAgeSeconds`): within the service's bounds. */
+function cullingRequest(service: RuntimeService, query: StartQuery): CullingLimits {
+  const limits: CullingLimits = {};
+  for (const field of ["idleTimeoutSeconds", "maxAgeSeconds"] as const) {
+    const asked = query[field];
+    if (asked === undefined) continue;
+    const bound = service.spec[field];
+    if (bound !== undefined && asked > bound) {
+      throw new ProblemError(
+        400,
+        "invalid request",
+        `${field} ${asked} is more than service ${service.metadata?.name} allows (${bound})`,
+        { field, limit: bound },
+      );
+    }
+    limits[field] = asked;
+  }
+  return limits;
+}
+
+/** A running runtime keeps the culling limits it started with (changing them is a new start). */
+function checkCullingUnchanged(runtime: Runtime, asked: CullingLimits): void {
+  const running = runtime.spec.desiredState !== "Stopped" && runtime.status?.phase !== "Failed";
+  if (!running) return;
+  for (const field of ["idleTimeoutSeconds", "maxAgeSeconds"] as const) {
+    if (asked[field] !== undefined && asked[field] !== runtime.spec[field]) {
+      throw conflict(
+        field,
+        `${field} is ${asked[field]} in the request but ${runtime.spec[field] ?? "unset"} for the running runtime; stop it first to change it`,
+      );
+    }
+  }
+}
 
 /** Starts a runtimes Admin API; its informers are synced when it resolves. */
 export async function startRuntimesAdmin(options: RuntimesAdminOptions): Promise<RuntimesAdmin> {

@@ -79,6 +79,70 @@ export const PluginRefSchema = Type.Object(
 );
 export type PluginRef = Static<typeof PluginRefSchema>;
 
+/** Shortest and longest idle timeout or maximum age a service or runtime may set. */
+export const MIN_CULL_SECONDS = 10;
+export const MAX_CULL_SECONDS = 31_536_000;
+
+/** The runtime agent's image (src/runtimes/agent, run with node) unless the service names another. */
+export const DEFAULT_RUNTIME_AGENT_IMAGE = "ghcr.io/tenantry/runtime-agent:0.1.0";
+
+export const RuntimeAgentSchema = Type.Object(
+  {
+    image: Type.Optional(
+      Type.String({
+        description: `The agent's image (default ${DEFAULT_RUNTIME_AGENT_IMAGE}).`,
+        minLength: 1,
+        maxLength: 1024,
+      }),
+    ),
+    activity: Type.Optional(
+      Type.Object(
+        {
+          path: Type.String({
+            description:
+              "Path under the runtime's endpoint (its port and base path) answering JSON with the runtime's last activity, e.g. Jupyter Server's `/api/status`.",
+            minLength: 1,
+            maxLength: 1024,
+            pattern: "^/",
+          }),
+          field: Type.Optional(
+            Type.String({
+              description:
+                "The JSON field holding the time (default `last_activity`, as Jupyter Server names it).",
+              minLength: 1,
+              maxLength: 128,
+              default: "last_activity",
+            }),
+          ),
+          tokenFromEnv: Type.Optional(
+            Type.String({
+              description:
+                "An environment variable of the runtime's first container (e.g. `JUPYTER_TOKEN`) the agent gets too and sends as `Authorization: token <value>`.",
+              minLength: 1,
+              maxLength: 253,
+              pattern: "^[A-Za-z_][A-Za-z0-9_]*$",
+            }),
+          ),
+        },
+        { description: "Where the agent reads the runtime's own last activity." },
+      ),
+    ),
+    periodSeconds: Type.Optional(
+      Type.Integer({
+        description: "How often the agent reads and reports activity.",
+        minimum: 5,
+        maximum: 3600,
+        default: 60,
+      }),
+    ),
+  },
+  {
+    description:
+      "Give every runtime pod the runtime agent, a sidecar that reports what the runtime says of its own activity (culling counts it) and stops its runtime itself once it is idle past its timeout (with its pod's projected token).",
+  },
+);
+export type RuntimeAgent = Static<typeof RuntimeAgentSchema>;
+
 export const RuntimeServiceSpecSchema = Type.Object(
   {
     plugin: PluginRefSchema,
@@ -165,11 +229,20 @@ export const RuntimeServiceSpecSchema = Type.Object(
     idleTimeoutSeconds: Type.Optional(
       Type.Integer({
         description:
-          "A runtime with no proxy activity for this long is idle (culled, backed up and torn down).",
-        minimum: 60,
-        maximum: 31536000,
+          "Culling: a running runtime with no activity for this long — no request or WebSocket frame through the proxy, and none its agent reports — is stopped (an Event `Culled` says how long it was idle). A runtime may ask for less (`spec.idleTimeoutSeconds`), never more. Absent: runtimes are not culled for idleness.",
+        minimum: MIN_CULL_SECONDS,
+        maximum: MAX_CULL_SECONDS,
       }),
     ),
+    maxAgeSeconds: Type.Optional(
+      Type.Integer({
+        description:
+          "Culling: a runtime running for this long is stopped however active it is. A runtime may ask for less (`spec.maxAgeSeconds`), never more.",
+        minimum: MIN_CULL_SECONDS,
+        maximum: MAX_CULL_SECONDS,
+      }),
+    ),
+    agent: Type.Optional(RuntimeAgentSchema),
     pods: Type.Optional(
       Type.Object(
         {

@@ -13,6 +13,7 @@ import {
   ResourceSchema,
   StringEnum,
 } from "../../apis/index.js";
+import { MAX_CULL_SECONDS, MIN_CULL_SECONDS } from "./runtime-service.js";
 
 export const DESIRED_STATES = ["Running", "Stopped"] as const;
 export type DesiredState = (typeof DESIRED_STATES)[number];
@@ -55,6 +56,41 @@ export const RUNTIME_PAUSED_ANNOTATION = "tenantry.dev/paused";
  * start (the next start, a new generation, waits on the gate again).
  */
 export const RUNTIME_START_GATE_ANNOTATION = "tenantry.dev/start-gate";
+
+/**
+ * Set on a Runtime with the spec change that culls it: why tenantry stopped it (a {@link Culled} as
+ * JSON). The stopped runtime gives that as its reason while the spec is the one the cull wrote
+ * (`generation`); a resume and a later stop are told apart by their own generation.
+ */
+export const RUNTIME_CULLED_ANNOTATION = "tenantry.dev/culled";
+
+export interface Culled {
+  /** `Culled`. */
+  reason: string;
+  message: string;
+  /** The generation the cull's spec change made. */
+  generation: number;
+}
+
+/** The runtime's cull, when its current spec is the one that culled it. */
+export function culledOf(runtime: {
+  metadata?: { annotations?: Record<string, string>; generation?: number };
+}): Culled | undefined {
+  const value = runtime.metadata?.annotations?.[RUNTIME_CULLED_ANNOTATION];
+  if (value === undefined) return undefined;
+  try {
+    const culled = JSON.parse(value) as Partial<Culled>;
+    if (
+      typeof culled.reason === "string" &&
+      typeof culled.message === "string" &&
+      culled.generation === runtime.metadata?.generation
+    )
+      return { reason: culled.reason, message: culled.message, generation: culled.generation as number };
+  } catch {
+    // Not ours to read: ignored.
+  }
+  return undefined;
+}
 
 export interface StartGate {
   /** One CamelCase word, e.g. `Restoring`. */
@@ -124,6 +160,22 @@ export const RuntimeSpecSchema = Type.Object(
         "Running: deployed and serving. Stopped: deployment and service removed, volumes and secrets kept.",
       default: "Running",
     }),
+    idleTimeoutSeconds: Type.Optional(
+      Type.Integer({
+        description:
+          "Culled after this long without activity; at most the service's idleTimeoutSeconds (a longer value counts as the service's).",
+        minimum: MIN_CULL_SECONDS,
+        maximum: MAX_CULL_SECONDS,
+      }),
+    ),
+    maxAgeSeconds: Type.Optional(
+      Type.Integer({
+        description:
+          "Culled after running this long; at most the service's maxAgeSeconds (a longer value counts as the service's).",
+        minimum: MIN_CULL_SECONDS,
+        maximum: MAX_CULL_SECONDS,
+      }),
+    ),
     startRequestedAt: Type.Optional(
       Type.String({
         description:
@@ -212,7 +264,8 @@ export const RuntimeStatusSchema = Type.Object(
     ),
     lastActivity: Type.Optional(
       Type.String({
-        description: "Last request through the proxy (idle culling reads it).",
+        description:
+          "Last activity: a request or WebSocket frame through the proxy, or what the runtime's agent reports (culling reads it).",
         format: "date-time",
       }),
     ),

@@ -5,8 +5,10 @@ import { stringify } from "yaml";
 import { GenericPlugin } from "../plugins/generic.js";
 import { RUNTIME_LABEL, RUNTIME_SERVICE_LABEL } from "../plugins/spi.js";
 import {
+  AGENT_CONTAINER,
   AGENT_ENV,
   AGENT_SERVICE_ACCOUNT,
+  AGENT_SIDECAR_ENV,
   buildManifest,
   ENDPOINT_ANNOTATION,
   ManifestError,
@@ -169,5 +171,65 @@ describe("a plugin's manifest", () => {
     assert.match(refusal("a: [1").message, /not valid YAML/);
     assert.match(refusal("- 1\n").message, /not an object/);
     assert.match(refusal("").message, /no objects/);
+  });
+});
+
+describe("the runtime agent sidecar", () => {
+  const agent = {
+    spec: { activity: { path: "/api/status", tokenFromEnv: "JUPYTER_TOKEN" }, periodSeconds: 30 },
+    image: "ghcr.io/tenantry/runtime-agent:0.1.0",
+    reportUrl: "http://127.0.0.1:9000/services/alice/echo/main/activity",
+  };
+  const withToken = deployment();
+  (withToken.spec.template.spec.containers[0] as { env?: unknown }).env = [
+    { name: "JUPYTER_TOKEN", valueFrom: { secretKeyRef: { name: "echo-main-token", key: "token" } } },
+  ];
+
+  it("reads the runtime's activity on its own address and port, with the token its container has", () => {
+    const manifest = buildManifest(
+      { yaml: yamlOf(withToken), endpoint: { port: 8888, path: "/r/abc" } },
+      { ...context, agent },
+    );
+    const pod = (manifest.objects[0] as V1Deployment).spec!.template.spec!;
+    const sidecar = pod.containers.find((c) => c.name === AGENT_CONTAINER)!;
+    assert.equal(sidecar.image, agent.image);
+    assert.deepEqual(sidecar.args, ["--token-file", "$(TENANTRY_AGENT_TOKEN_FILE)"]);
+    const env = Object.fromEntries((sidecar.env ?? []).map((e) => [e.name, e]));
+    assert.deepEqual(env[AGENT_SIDECAR_ENV.podIp]?.valueFrom, { fieldRef: { fieldPath: "status.podIP" } });
+    assert.equal(env[AGENT_SIDECAR_ENV.sourceUrl]?.value, "http://$(TENANTRY_POD_IP):8888/r/abc/api/status");
+    assert.equal(env[AGENT_SIDECAR_ENV.sourceField]?.value, "last_activity");
+    assert.deepEqual(env[AGENT_SIDECAR_ENV.sourceToken]?.valueFrom, {
+      secretKeyRef: { name: "echo-main-token", key: "token" },
+    });
+    assert.equal(env[AGENT_SIDECAR_ENV.reportUrl]?.value, agent.reportUrl);
+    assert.equal(env[AGENT_SIDECAR_ENV.periodSeconds]?.value, "30");
+    // Like every container of the pod, it has the agent's token and stop URL.
+    assert.equal(env[AGENT_ENV.stopUrl]?.value, context.stopUrl);
+    assert.ok(sidecar.volumeMounts?.some((m) => m.name === "tenantry-agent"));
+  });
+
+  it("is refused naming the setting when no container has the token's variable", () => {
+    assert.throws(
+      () => buildManifest({ yaml: yamlOf(deployment()) }, { ...context, agent }),
+      (err: unknown) => err instanceof ManifestError && err.field === "agent.activity.tokenFromEnv",
+    );
+  });
+
+  it("keeps its name: a plugin's container of that name is refused", () => {
+    const clash = deployment();
+    clash.spec.template.spec.containers.push({ name: AGENT_CONTAINER, image: "x:1", ports: [] } as never);
+    assert.throws(
+      () => buildManifest({ yaml: yamlOf(clash) }, { ...context, agent: { ...agent, spec: {} } }),
+      /tenantry-agent is tenantry's/,
+    );
+  });
+
+  it("is not there unless the service asks for it", () => {
+    const manifest = buildManifest({ yaml: yamlOf(withToken) }, context);
+    const pod = (manifest.objects[0] as V1Deployment).spec!.template.spec!;
+    assert.deepEqual(
+      pod.containers.map((c) => c.name),
+      ["echo"],
+    );
   });
 });

@@ -17,10 +17,18 @@
  * admission policies (pod security, quota, allowed classes) still apply: the objects are created
  * through the API server like any other.
  */
-import type { KubernetesObject, V1OwnerReference, V1PodSpec, V1Toleration } from "@kubernetes/client-node";
+import type {
+  KubernetesObject,
+  V1Container,
+  V1EnvVar,
+  V1OwnerReference,
+  V1PodSpec,
+  V1Toleration,
+} from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { RUNTIMES_AUDIENCE } from "../admin/callers.js";
-import type { RuntimeServiceSpec } from "../api/runtime-service.js";
+import { AGENT_CONTAINER, AGENT_ENV, AGENT_SIDECAR_ENV } from "../agent/env.js";
+import type { RuntimeAgent, RuntimeServiceSpec } from "../api/runtime-service.js";
 import { type DeployServiceResult, RUNTIME_LABEL, RUNTIME_SERVICE_LABEL } from "../plugins/spi.js";
 
 export interface AllowedKind {
@@ -50,12 +58,7 @@ export const AGENT_SERVICE_ACCOUNT = "tenantry-runtime-agent";
 export const AGENT_VOLUME = "tenantry-agent";
 export const AGENT_TOKEN_DIR = "/var/run/secrets/tenantry.dev/agent";
 export const AGENT_TOKEN_SECONDS = 3600;
-/** Environment every runtime container gets. */
-export const AGENT_ENV = {
-  tokenFile: "TENANTRY_AGENT_TOKEN_FILE",
-  stopUrl: "TENANTRY_STOP_URL",
-  runtime: "TENANTRY_RUNTIME",
-} as const;
+export { AGENT_CONTAINER, AGENT_ENV, AGENT_SIDECAR_ENV };
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -83,6 +86,8 @@ export interface ManifestContext {
   stopUrl: string;
   /** Audience of the agent's token (default `tenantry-runtimes`). */
   audience?: string;
+  /** The runtime agent sidecar, when the service asks for it: its settings, image and report URL. */
+  agent?: { spec: RuntimeAgent; image: string; reportUrl: string };
 }
 
 export interface Manifest {
@@ -280,11 +285,16 @@ function complete(
   for (const claim of claimTemplates ?? []) {
     claim.metadata = { ...claim.metadata, labels: { ...(claim.metadata?.labels ?? {}), ...labels } };
   }
-  template.spec = podSpec(podSpecOf(copy, at), context, `${at}.spec.template.spec`);
+  template.spec = podSpec(podSpecOf(copy, at), context, `${at}.spec.template.spec`, endpoint!);
   return copy;
 }
 
-function podSpec(given: V1PodSpec, context: ManifestContext, at: string): V1PodSpec {
+function podSpec(
+  given: V1PodSpec,
+  context: ManifestContext,
+  at: string,
+  endpoint: { port: number; path: string },
+): V1PodSpec {
   if (given.serviceAccountName !== undefined || given.serviceAccount !== undefined) {
     throw new ManifestError(`${at}.serviceAccountName`, "set by tenantry (the runtime's agent account)");
   }
@@ -330,7 +340,10 @@ function podSpec(given: V1PodSpec, context: ManifestContext, at: string): V1PodS
         },
       },
     ],
-    containers: given.containers.map((container) => ({
+    containers: [
+      ...given.containers,
+      ...(context.agent ? [agentContainer(given, context.agent, endpoint, `${at}.containers`)] : []),
+    ].map((container) => ({
       ...container,
       env: [...(container.env ?? []).filter((e) => !ours.has(e.name)), ...env],
       volumeMounts: [
@@ -338,5 +351,58 @@ function podSpec(given: V1PodSpec, context: ManifestContext, at: string): V1PodS
         { name: AGENT_VOLUME, mountPath: AGENT_TOKEN_DIR, readOnly: true },
       ],
     })),
+  };
+}
+
+/**
+ * The runtime agent sidecar: it reads the runtime's own last activity at `spec.activity.path` on the
+ * pod's address (the plugin's port and base path) and reports it to the Admin API with the pod's
+ * projected token, which every container of the pod gets.
+ */
+function agentContainer(
+  pod: V1PodSpec,
+  agent: NonNullable<ManifestContext["agent"]>,
+  endpoint: { port: number; path: string },
+  at: string,
+): V1Container {
+  if (pod.containers.some((c) => c.name === AGENT_CONTAINER)) {
+    throw new ManifestError(
+      `${at}`,
+      `the container name ${AGENT_CONTAINER} is tenantry's (the runtime agent)`,
+    );
+  }
+  const { activity, periodSeconds } = agent.spec;
+  const env: V1EnvVar[] = [
+    { name: AGENT_SIDECAR_ENV.podIp, valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+    { name: AGENT_SIDECAR_ENV.reportUrl, value: agent.reportUrl },
+    { name: AGENT_SIDECAR_ENV.periodSeconds, value: String(periodSeconds ?? 60) },
+  ];
+  if (activity) {
+    env.push(
+      {
+        name: AGENT_SIDECAR_ENV.sourceUrl,
+        value: `http://$(${AGENT_SIDECAR_ENV.podIp}):${endpoint.port}${endpoint.path}${activity.path}`,
+      },
+      { name: AGENT_SIDECAR_ENV.sourceField, value: activity.field ?? "last_activity" },
+    );
+    if (activity.tokenFromEnv) {
+      const source = pod.containers.flatMap((c) => c.env ?? []).find((e) => e.name === activity.tokenFromEnv);
+      if (!source) {
+        throw new ManifestError(
+          "agent.activity.tokenFromEnv",
+          `no container of the runtime's pod sets ${activity.tokenFromEnv}`,
+        );
+      }
+      env.push({ ...source, name: AGENT_SIDECAR_ENV.sourceToken });
+    }
+  }
+  return {
+    name: AGENT_CONTAINER,
+    image: agent.image,
+    // The token's path as an argument too: where containers see host paths, the runtime maps it.
+    args: ["--token-file", `$(${AGENT_ENV.tokenFile})`],
+    env,
+    // A small Node.js process: enough for one request a period.
+    resources: { requests: { cpu: "10m", memory: "48Mi" }, limits: { memory: "128Mi" } },
   };
 }

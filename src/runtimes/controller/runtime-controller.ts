@@ -38,18 +38,20 @@ import {
 import { TENANTS_API_VERSION, type Tenant } from "../../tenants/index.js";
 import { RUNTIMES_AUDIENCE } from "../admin/callers.js";
 import {
+  culledOf,
   RUNTIME_FINALIZER,
   RUNTIME_PAUSED_ANNOTATION,
   type Runtime,
   type StartGate,
   startGateOf,
 } from "../api/runtime.js";
-import type { RuntimeService } from "../api/runtime-service.js";
+import { DEFAULT_RUNTIME_AGENT_IMAGE, type RuntimeService } from "../api/runtime-service.js";
 import { KubeconfigClients } from "../clusters.js";
 import { recordRuntimeEvent } from "../events.js";
 import { BY_SERVICE, type RuntimesInformers } from "../informers.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import { PluginError, RUNTIME_LABEL, type RuntimeRegistration } from "../plugins/spi.js";
+import { cullDecision, cullingLimits, cullRuntime } from "./culling.js";
 import { ALLOWED_KINDS, buildManifest, ENDPOINT_ANNOTATION, kindOf, ManifestError } from "./manifest.js";
 import { NamespaceNotReady, RuntimeNamespaces } from "./namespaces.js";
 import { observe } from "./progress.js";
@@ -60,6 +62,8 @@ const COMPONENT = "tenantry-runtimes-controller";
 const DEFAULT_START_TIMEOUT_SECONDS = 300;
 /** How often a start is looked at while nothing signals progress (image pulls report by events). */
 const PROGRESS_POLL_MS = 2_000;
+/** The longest a culling deadline is waited for before the runtime is looked at again. */
+const MAX_RECHECK_MS = 6 * 3600_000;
 /** deregister-service is tried this many times (1 s, 2 s, 4 s … apart) before the controller goes on without it. */
 const DEREGISTER_ATTEMPTS = 5;
 
@@ -76,6 +80,16 @@ export interface RuntimeControllerOptions {
   adminUrl: () => string | undefined;
   /** Audience of the agents' tokens (default `tenantry-runtimes`). */
   audience?: string;
+  /**
+   * How late proxy activity may reach `status.lastActivity` (the proxy's write interval, default
+   * 30 s): an idle runtime is culled that much after its idle timeout, so no request is missed.
+   */
+  activityLagMs?: number;
+  /**
+   * What else culls this runtime when idle (a BackupPolicy backing it up first), if anything: idle
+   * culling is then left to it (a maximum age still applies).
+   */
+  idleCulledBy?: (runtime: Runtime) => string | undefined;
   logger: Logger;
   workers?: number;
 }
@@ -311,7 +325,11 @@ export class RuntimeController {
     const tenant = runtime.spec.tenant;
     const segregated = (service.spec.namespaceMode ?? "Segregated") === "Segregated";
     try {
-      const message = await this.namespaces.ensure(target, namespace, segregated ? tenant : undefined);
+      const message = await this.namespaces.ensure(
+        target,
+        namespace,
+        segregated ? { tenant, user: runtime.spec.user } : undefined,
+      );
       status.step("Namespace", { state: "Done", message });
     } catch (err) {
       const message = describeError(err);
@@ -335,8 +353,17 @@ export class RuntimeController {
         service: service.metadata!.name!,
         ...(target.local ? { owner: this.ownerOf(runtime) } : {}),
         ...(service.spec.pods ? { pods: service.spec.pods } : {}),
-        stopUrl: this.stopUrl(runtime),
+        stopUrl: this.adminUrl(runtime, "stop"),
         audience: this.options.audience ?? RUNTIMES_AUDIENCE,
+        ...(service.spec.agent
+          ? {
+              agent: {
+                spec: service.spec.agent,
+                image: service.spec.agent.image ?? DEFAULT_RUNTIME_AGENT_IMAGE,
+                reportUrl: this.adminUrl(runtime, "activity"),
+              },
+            }
+          : {}),
       });
     } catch (err) {
       if (err instanceof ManifestError) {
@@ -453,7 +480,7 @@ export class RuntimeController {
           this.logger,
         );
       }
-      return reconcileDone();
+      return this.cullOrWait(runtime, service, status);
     }
     delete current.endpoint;
     const waiting = progress.waiting ?? { step: "Ready", message: "waiting for the pod" };
@@ -472,6 +499,27 @@ export class RuntimeController {
       return this.timeOut(runtime, service, target, status, timeoutMs);
     if (current.startedAt) return requeueAfter(30_000);
     return requeueAfter(Math.max(100, Math.min(remaining, PROGRESS_POLL_MS)));
+  }
+
+  // --- culling ---------------------------------------------------------------------------------
+
+  /** A running runtime past its idle timeout or maximum age is stopped; otherwise looked at again then. */
+  private async cullOrWait(runtime: Runtime, service: RuntimeService, status: StatusDraft): Promise<Outcome> {
+    const view = { status: { ...status.status, lastActivity: runtime.status?.lastActivity } };
+    const decision = cullDecision(
+      view,
+      cullingLimits(service, runtime, this.options.idleCulledBy),
+      Date.now(),
+      this.options.activityLagMs ?? 30_000,
+    );
+    if (!decision.cull) {
+      if (decision.recheckMs === undefined) return reconcileDone();
+      // Activity or a change brings it back sooner; far deadlines are looked at again within hours.
+      return requeueAfter(Math.min(decision.recheckMs + 50, MAX_RECHECK_MS));
+    }
+    const culled = await cullRuntime(this.options.client, runtime, decision.message, this.logger, COMPONENT);
+    // Changed meanwhile (activity written, a stop): decided again on the new version.
+    return culled ? reconcileDone() : requeueAfter(200);
   }
 
   private async timeOut(
@@ -547,10 +595,11 @@ export class RuntimeController {
   ): Promise<Outcome> {
     const current = status.status;
     // A gate on a stopped runtime says why it stopped (torn down while idle, its data in a backup).
-    const why = startGateOf(runtime) ?? {
-      reason: "Stopped",
-      message: "stopped; volumes and secrets kept: the next start resumes with them",
-    };
+    const why = startGateOf(runtime) ??
+      culledOf(runtime) ?? {
+        reason: "Stopped",
+        message: "stopped; volumes and secrets kept: the next start resumes with them",
+      };
     if (
       current.phase === "Stopped" &&
       current.observedGeneration === status.generation &&
@@ -689,10 +738,11 @@ export class RuntimeController {
     };
   }
 
-  private stopUrl(runtime: Runtime): string {
+  /** `<Admin API>/services/<user>/<service>/<instance>/<action>`, as runtime pods reach it. */
+  private adminUrl(runtime: Runtime, action: "stop" | "activity"): string {
     const base = (this.options.adminUrl() ?? "").replace(/\/+$/, "");
     const { user, service, instance } = runtime.spec;
-    return `${base}/services/${encodeURIComponent(user)}/${service}/${instance}/stop`;
+    return `${base}/services/${encodeURIComponent(user)}/${service}/${instance}/${action}`;
   }
 
   private ownerOf(runtime: Runtime): V1OwnerReference {

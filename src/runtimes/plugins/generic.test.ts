@@ -16,7 +16,6 @@ describe("generic plugin parameters", () => {
         memory: "512Mi",
         volumeSize: "10Gi",
         mountPath: "/srv",
-        idleTimeoutSeconds: 600,
         readinessProbe: "tcp",
       }),
       [],

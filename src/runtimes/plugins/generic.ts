@@ -1,7 +1,7 @@
 /**
  * The built-in `generic` plugin: any container image as a runtime. Parameters: image, port,
  * command, args, env, cpu, memory, volumeSize (a PersistentVolumeClaim mounted at mountPath),
- * storageClassName, idleTimeoutSeconds, readinessProbe/readinessPath, servesUnderBasePath. Its
+ * storageClassName, readinessProbe/readinessPath, servesUnderBasePath. Its
  * container gets a readiness probe on the port, so "Ready" means "answering".
  */
 import { type Static, Type } from "@sinclair/typebox";
@@ -76,13 +76,6 @@ export const GenericConfigSchema = Type.Object({
     Type.String({ description: "Where the volume is mounted.", maxLength: 1024, pattern: "^/" }),
   ),
   storageClassName: Type.Optional(DnsSubdomain({ description: "StorageClass of the volume." })),
-  idleTimeoutSeconds: Type.Optional(
-    Type.Integer({
-      description: "Idle time after which the runtime's agent may stop it.",
-      minimum: 60,
-      maximum: 31536000,
-    }),
-  ),
   readinessProbe: Type.Optional(
     StringEnum(["http", "tcp"], { description: "http: a GET on readinessPath; tcp: a connection." }),
   ),
@@ -201,9 +194,6 @@ export class GenericPlugin implements ServicePlugin {
       PORT: String(port),
       ...(config.env ?? {}),
       TENANTRY_BASE_PATH: registration.basePath,
-      ...(config.idleTimeoutSeconds
-        ? { TENANTRY_IDLE_TIMEOUT_SECONDS: String(config.idleTimeoutSeconds) }
-        : {}),
     };
     const resources = {
       cpu: String(config.cpu ?? GENERIC_DEFAULTS.cpu),
@@ -233,9 +223,6 @@ export class GenericPlugin implements ServicePlugin {
         name,
         namespace,
         labels,
-        ...(config.idleTimeoutSeconds
-          ? { annotations: { "tenantry.dev/idle-timeout-seconds": String(config.idleTimeoutSeconds) } }
-          : {}),
       },
       spec: {
         replicas: 1,

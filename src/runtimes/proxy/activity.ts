@@ -7,6 +7,7 @@
  */
 import type { Duplex } from "node:stream";
 import { PatchStrategy } from "@kubernetes/client-node";
+import pLimit from "p-limit";
 import type { Logger } from "pino";
 import {
   type ClusterClient,
@@ -183,27 +184,20 @@ export class ActivityRecorder {
       }
       due.push({ route, runtime, stamp });
     }
-    let next = 0;
-    const worker = async () => {
-      for (;;) {
-        const item = due[next++];
-        if (!item) return;
-        const { route, runtime, stamp } = item;
-        const seen = route.lastActivity;
-        try {
-          const result = await this.options.writer.write(runtime, formatKubeTime(stamp));
-          this.options.onWrite?.(result);
-          if (result === "written" || result === "newer") route.written = Math.max(route.written, seen);
-          else if (result === "gone") this.routes.delete(route.key);
-        } catch (err) {
-          this.options.onWrite?.("failed");
-          this.options.logger.warn(
-            { err: describeError(err), runtime: route.key },
-            "could not write a runtime's last activity; trying again at the next interval",
-          );
-        }
+    await pLimit(this.options.concurrency ?? 8).map(due, async ({ route, runtime, stamp }) => {
+      const seen = route.lastActivity;
+      try {
+        const result = await this.options.writer.write(runtime, formatKubeTime(stamp));
+        this.options.onWrite?.(result);
+        if (result === "written" || result === "newer") route.written = Math.max(route.written, seen);
+        else if (result === "gone") this.routes.delete(route.key);
+      } catch (err) {
+        this.options.onWrite?.("failed");
+        this.options.logger.warn(
+          { err: describeError(err), runtime: route.key },
+          "could not write a runtime's last activity; trying again at the next interval",
+        );
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.options.concurrency ?? 8, due.length) }, worker));
+    });
   }
 }

@@ -1,6 +1,12 @@
 /** Answers the proxy (and its modules) give themselves: problem bodies, small pages, socket refusals. */
-import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
+import {
+  type Problem as CommonProblem,
+  problemOf,
+  sendProblem as sendCommonProblem,
+  writeProblemToSocket,
+} from "../../common/index.js";
 
 export interface Problem {
   status: number;
@@ -11,30 +17,14 @@ export interface Problem {
   headers?: Record<string, string>;
 }
 
-export function problemBody(problem: Problem): string {
-  return JSON.stringify({
-    type: "about:blank",
-    title: problem.title,
-    status: problem.status,
-    detail: problem.detail,
-    ...problem.extra,
-  });
+/** The RFC 9457 body of a proxy's problem. */
+export function problemBody(problem: Problem): CommonProblem {
+  return problemOf(problem.status, problem.title, problem.detail, problem.extra);
 }
 
 /** An RFC 9457 problem; a response already under way is cut off instead. */
 export function sendProblem(res: ServerResponse, problem: Problem): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const body = problemBody(problem);
-  res.writeHead(problem.status, {
-    ...problem.headers,
-    "content-type": "application/problem+json",
-    "content-length": Buffer.byteLength(body),
-    "cache-control": "no-store",
-  });
-  res.end(body);
+  sendCommonProblem(res, problemBody(problem), problem.headers);
 }
 
 export function sendHtml(
@@ -59,19 +49,7 @@ export function sendHtml(
 
 /** Refuses an upgrade on its raw socket with a problem body, then closes it. */
 export function refuseUpgrade(socket: Duplex, problem: Problem): void {
-  if (socket.destroyed) return;
-  const body = problemBody(problem);
-  const headers = {
-    ...problem.headers,
-    "content-type": "application/problem+json",
-    "content-length": String(Buffer.byteLength(body)),
-    connection: "close",
-  };
-  const lines = [`HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status] ?? ""}`];
-  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
-  socket.end(`${lines.join("\r\n")}\r\n\r\n${body}`);
-  // A client that never reads must not keep the socket.
-  setTimeout(() => socket.destroy(), 1000).unref();
+  writeProblemToSocket(socket, problemBody(problem), problem.headers);
 }
 
 /** Whether the caller asked for JSON rather than a page (API clients, the CLI, fetch with Accept). */

@@ -18,6 +18,7 @@ import type { TLSSocket } from "node:tls";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { type Dispatcher, Pool } from "undici";
+import { answerClientError } from "../../common/index.js";
 import type { Authenticator } from "../../identity/index.js";
 import { describeError, silentLogger } from "../../kube/index.js";
 import type { Runtime } from "../api/runtime.js";
@@ -177,10 +178,8 @@ export class RuntimesProxy {
       this.onRequest,
     );
     this.server.on("upgrade", this.onUpgrade);
-    this.server.on("clientError", (_err, socket) => {
-      if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n");
-      else socket.destroy();
-    });
+    // A request node's parser refused (malformed, headers too large): a problem, like every refusal.
+    this.server.on("clientError", (err, socket) => answerClientError(err, socket));
   }
 
   get url(): string {

@@ -82,7 +82,7 @@ describe("tenants CRDs", () => {
     ]);
     assert.deepEqual(columns(TENANT_RESOURCE_QUOTA_CRD), [
       "Tenant .spec.tenant",
-      "Used/Hard .status.summary",
+      "Usage .status.summary",
       "Age .metadata.creationTimestamp",
     ]);
     assert.deepEqual(columns(NAMESPACE_TEMPLATE_CRD), [

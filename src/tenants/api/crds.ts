@@ -4,11 +4,9 @@
  */
 import {
   type CustomResourceDefinition,
+  crdValidator,
   customResourceDefinition,
-  type FieldViolation,
-  type JSONSchemaProps,
   type PrinterColumn,
-  SchemaValidator,
 } from "../../apis/index.js";
 import { TENANTRY_CATEGORY, TENANTRY_GROUP, TENANTS_VERSION } from "./group.js";
 import { type NamespaceTemplate, NamespaceTemplateSchema } from "./namespace-template.js";
@@ -68,7 +66,8 @@ export const TENANT_CRD: CustomResourceDefinition = customResourceDefinition({
       name: "Quota",
       type: "string",
       jsonPath: ".status.usage.summary",
-      description: "Usage against the quota.",
+      description:
+        "The most used resources as shares of the quota (every resource: tenantry tenant usage NAME).",
     },
     READY_COLUMN,
     AGE_COLUMN,
@@ -120,10 +119,10 @@ export const TENANT_RESOURCE_QUOTA_CRD: CustomResourceDefinition = customResourc
   printerColumns: [
     { name: "Tenant", type: "string", jsonPath: ".spec.tenant", description: "Tenant the quota covers." },
     {
-      name: "Used/Hard",
+      name: "Usage",
       type: "string",
       jsonPath: ".status.summary",
-      description: "Usage against the limits.",
+      description: "The most used resources as shares of the limits (every resource: -o yaml).",
     },
     AGE_COLUMN,
     { ...READY_COLUMN, priority: 1 },
@@ -138,24 +137,10 @@ export const TENANTS_CRDS: readonly CustomResourceDefinition[] = [
   TENANT_RESOURCE_QUOTA_CRD,
 ];
 
-function openApiSchemaOf(crd: CustomResourceDefinition): JSONSchemaProps {
-  const [version] = crd.spec.versions;
-  if (!version) throw new Error(`${crd.metadata.name} has no version`);
-  return version.schema.openAPIV3Schema;
-}
-
-function lazyValidator<T>(crd: CustomResourceDefinition): (value: unknown) => FieldViolation[] {
-  let validator: SchemaValidator<T> | undefined;
-  return (value) => {
-    validator ??= new SchemaValidator<T>(openApiSchemaOf(crd));
-    return validator.violations(value);
-  };
-}
-
 /**
  * Schema violations of a whole object, with Kubernetes field paths; empty when valid. CEL rules
  * are checked by the API server only.
  */
-export const validateTenant = lazyValidator<Tenant>(TENANT_CRD);
-export const validateNamespaceTemplate = lazyValidator<NamespaceTemplate>(NAMESPACE_TEMPLATE_CRD);
-export const validateTenantResourceQuota = lazyValidator<TenantResourceQuota>(TENANT_RESOURCE_QUOTA_CRD);
+export const validateTenant = crdValidator<Tenant>(TENANT_CRD);
+export const validateNamespaceTemplate = crdValidator<NamespaceTemplate>(NAMESPACE_TEMPLATE_CRD);
+export const validateTenantResourceQuota = crdValidator<TenantResourceQuota>(TENANT_RESOURCE_QUOTA_CRD);

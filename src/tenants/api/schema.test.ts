@@ -374,7 +374,26 @@ describe("summaries", () => {
       formatOwnerSummary(fullTenant.spec.owners),
       "User/alice, Group/devs, ServiceAccount/ci/deployer",
     );
-    assert.equal(formatUsageSummary({ pods: 20, cpu: "4" }, { pods: 3 }), "cpu: 0/4, pods: 3/20");
+    assert.equal(formatUsageSummary({ pods: 20, cpu: "4" }, { pods: 3 }), "pods 15%, cpu 0%");
     assert.equal(formatUsageSummary(undefined, undefined), "-");
+    assert.equal(formatUsageSummary({ pods: 20 }, {}), "none used of 1 limit");
+  });
+
+  it("a usage summary stays one short line however many resources are limited", () => {
+    const hard = Object.fromEntries(
+      [...Array(15).keys()].map((i) => [`count/things${String(i).padStart(2, "0")}.example.com`, "100"]),
+    );
+    const summary = formatUsageSummary(
+      { ...hard, pods: "20", "requests.cpu": "8", "requests.memory": "16Gi", "services.nodeports": "0" },
+      { pods: "19", "requests.cpu": "300m", "requests.memory": "384Mi", "count/things03.example.com": "1" },
+    );
+    assert.equal(summary, "pods 95% (19/20), requests.cpu 3%, requests.memory 2%, +16 more");
+    assert.ok(summary.length < 80);
+    // A forbidden resource (limit 0) counts only once something uses it; a tiny share is not "0%".
+    assert.equal(
+      formatUsageSummary({ "services.nodeports": "0", cpu: "1000" }, { "services.nodeports": "1", cpu: "1" }),
+      "services.nodeports 100% (1/0), cpu <1%",
+    );
+    assert.equal(formatUsageSummary({ cpu: "4" }, { cpu: "lots" }), "cpu lots/4");
   });
 });

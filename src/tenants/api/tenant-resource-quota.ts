@@ -146,7 +146,11 @@ export const TenantResourceQuotaStatusSchema = Type.Object(
       ),
     ),
     summary: Type.Optional(
-      Type.String({ description: "Used/hard on one line, e.g. `cpu: 1/4, pods: 3/20`.", maxLength: 1024 }),
+      Type.String({
+        description:
+          "The most used resources on one short line, e.g. `pods 95% (19/20), requests.cpu 40%, +13 more`.",
+        maxLength: 1024,
+      }),
     ),
   },
   { description: "Observed usage, written by the quota controller." },

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import { type ClusterClient, isConflict } from "../../kube/index.js";
 import { TENANTRY_GROUP, TENANTS_VERSION } from "../api/group.js";
@@ -81,7 +82,7 @@ export class QuotaStore {
         this.latest.delete(name);
         quota = undefined;
         // Back off a little with jitter so that racing writers spread out.
-        if (attempt > 1) await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 5)));
+        if (attempt > 1) await sleep(Math.random() * Math.min(50, attempt * 5));
       }
     }
   }

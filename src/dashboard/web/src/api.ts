@@ -56,10 +56,15 @@ async function request(method: string, path: string, body?: unknown): Promise<Re
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   if (res.ok) return res;
-  const parsed = (await res.json().catch(() => ({}))) as { error?: ApiProblem };
+  // Refusals are RFC 9457 problems: detail says what is wrong, field where.
+  const problem = (await res.json().catch(() => ({}))) as { detail?: string; title?: string; field?: string };
   // A session that ended (expired, logged out elsewhere) brings the login page back.
   if (res.status === 401 && path !== "/login" && path !== "/session") dispatchEvent(new Event(LOGGED_OUT));
-  throw new ApiError(parsed.error ?? { status: res.status, message: `HTTP ${res.status}` });
+  throw new ApiError({
+    status: res.status,
+    message: problem.detail ?? problem.title ?? `HTTP ${res.status}`,
+    ...(problem.field ? { field: problem.field } : {}),
+  });
 }
 
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
