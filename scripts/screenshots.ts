@@ -140,8 +140,10 @@ async function stopDemo(demo: Demo): Promise<void> {
     say("stopping the tenantry up it started");
     const exited = once(child, "exit");
     child.kill("SIGINT");
-    // tenantry up bounds its own stop (20 s, then it kills what is left); this only guards a hang.
-    const ended = await Promise.race([exited.then(() => true), sleep(90_000).then(() => false)]);
+    // tenantry up bounds its own stop (20 s, then it kills what is left); this only guards a hang,
+    // unreferenced so that it does not keep the script alive once tenantry up has ended.
+    const hang = sleep(90_000, false, { ref: false });
+    const ended = await Promise.race([exited.then(() => true), hang]);
     if (!ended) {
       child.kill("SIGKILL");
       say(
