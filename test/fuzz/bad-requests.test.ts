@@ -100,7 +100,7 @@ const SERVERS: Server[] = [
         }
       );
     },
-    post: "/validate/cluster",
+    post: "/validate/workernodes",
     bodyLimit: 8 * 1024 * 1024,
   },
   {
