@@ -83,7 +83,6 @@ import {
   QuotaAdmission,
   QuotaController,
   QuotaStore,
-  runtimeViewerClusterRole,
   TenantController,
   TenantInformers,
   tenantryIdentity,
@@ -343,7 +342,6 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       : awaitWebhookTls(client.kubeConfig, tlsOptions, logger),
     ...[
       namespaceProvisionerClusterRole,
-      runtimeViewerClusterRole,
       ...accessGrantClusterRoles,
       gatewayClusterRole,
       runtimesDelegateClusterRole,
@@ -440,7 +438,6 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     client,
     informers,
     isSystem: (requester) => isSystemComponent(requester, systemIdentity),
-    workerNodes: nodes.informers.workerNodes,
     logger,
     registry: metrics,
   });
