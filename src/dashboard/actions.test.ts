@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import { ActionError, Actions, RestClient, stamped } from "./actions.js";
+import { ActionError, Actions, actionErrorOf, RestClient, stamped } from "./actions.js";
 
 // Nothing listens here: input refused locally never reaches it.
 const actions = new Actions({ url: "https://127.0.0.1:9", caPem: "" });
@@ -82,4 +82,15 @@ test("a REST API that is not running or does not answer is named in the refusal"
   );
   assert.equal(gone.status, 502);
   assert.match(gone.message, /the logical clouds API did not answer: .*ECONNREFUSED/);
+});
+
+test("an admission refusal names its field after the refusing check's name, as tenantry's dispatcher writes it", () => {
+  const message =
+    'admission webhook "tenant-namespaces.admission.tenantry.dev" denied the request: accessgrants: spec.rules[0]: you may not grant "get nodes"';
+  const refused = actionErrorOf({ body: JSON.stringify({ kind: "Status", code: 403, message }) });
+  assert.equal(refused.field, "spec.rules[0]");
+  const plain = actionErrorOf({
+    body: JSON.stringify({ kind: "Status", code: 422, message: "spec.owners: required" }),
+  });
+  assert.equal(plain.field, "spec.owners");
 });

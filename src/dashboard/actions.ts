@@ -55,7 +55,8 @@ export function userKubeConfig(door: ApiDoor, token: string): KubeConfig {
   return kc;
 }
 
-const FIELD_PREFIX = /^((?:metadata|spec|status)(?:\.[\w-]+|\[[^\]]+\])*): /;
+/** A refusal's leading field path; tenantry's admission puts the refusing check's name before it ("pod-safety: spec…"). */
+const FIELD_PREFIX = /^(?:[a-z][\w-]*: )?((?:metadata|spec|status)(?:\.[\w-]+|\[[^\]]+\])*): /;
 
 /** The API's refusal, with the field it names: a Status cause's field, else a message's leading path. */
 export function actionErrorOf(err: unknown): ActionError {

@@ -60,7 +60,7 @@ export interface AccessServerOptions {
   authorize?: AuthorizeFunction;
   /** The Kubernetes API's audiences (kube-apiserver's --api-audiences); tokens are meant for them too. */
   apiAudiences?: readonly string[];
-  /** How wrong passwords are slowed: per user and client, per client, and (much later) per user. */
+  /** Lockout and per-client limits of password logins. */
   loginThrottle?: LoginThrottleOptions;
   /** The namespaces of a tenant, told to a user at login (waits briefly for a tenant created just now). */
   namespacesOf?: (tenant: string) => Promise<string[]>;
@@ -355,12 +355,7 @@ export class AccessServer {
           );
         }
         const throttleKey = `${provider.name}:${body.domain ? `${body.domain}/` : ""}${body.username}`;
-        // A built-in user's lock is lifted by `tenantry user unlock` (its User's status says when).
-        const unlockedAt =
-          options.builtin && provider.name === options.builtin.name
-            ? options.builtin.loginsUnlockedAt(body.username)
-            : 0;
-        const verdict = throttle.check(throttleKey, request.ip, unlockedAt);
+        const verdict = throttle.check(throttleKey, request.ip);
         if (!verdict.allowed) {
           reply.header("retry-after", String(verdict.retryAfterSeconds));
           return problem(reply, 429, "too many login attempts", verdict.reason);
@@ -372,7 +367,7 @@ export class AccessServer {
             ...(body.domain ? { domain: body.domain } : {}),
             ...(body.tenant ? { tenant: body.tenant } : {}),
           });
-          throttle.succeeded(throttleKey, request.ip);
+          throttle.succeeded(throttleKey);
           await options.provisioner?.ensure(issued.identity);
           const tenant = issued.identity.tenant;
           return {
@@ -383,7 +378,7 @@ export class AccessServer {
           };
         } catch (err) {
           if (err instanceof AuthenticationError) {
-            throttle.failed(throttleKey, request.ip, unlockedAt);
+            throttle.failed(throttleKey, request.ip);
             return problem(reply, 401, "login refused", err.message);
           }
           if (err instanceof IdentityProviderUnavailable)

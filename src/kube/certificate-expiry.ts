@@ -66,6 +66,3 @@ export async function recordCertificateEvent(
     logger.warn({ err, reason: event.reason }, "recording an Event failed");
   }
 }
-
-/** {@link recordCertificateEvent} is not about certificates only: an Event about any object. */
-export const recordEvent = recordCertificateEvent;

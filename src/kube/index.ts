@@ -16,7 +16,6 @@ export {
   type CertificateEventTarget,
   certificateExpiryGauge,
   recordCertificateEvent,
-  recordEvent,
 } from "./certificate-expiry.js";
 export {
   ClusterClient,

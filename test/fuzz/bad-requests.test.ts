@@ -8,10 +8,11 @@
  * TENANTRY_FUZZ_SEED replays a run.
  */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { startTestGateway, type TestGateway } from "../gateway/support.js";
-import { testEnvironment, testKubeConfig } from "../support/clusters.js";
+import { testEnvironment, testKubeConfig, webhookClientOf } from "../support/clusters.js";
 import { assertProblem, exchange, firstAnswer, type RawTarget } from "../support/raw-http.js";
 import { seeded } from "../support/seeded.js";
 
@@ -84,8 +85,22 @@ const SERVERS: Server[] = [
   },
   {
     name: "admission webhooks",
-    target: async () => secure(env().tenantry.webhookUrl, await webhookCa()),
-    post: "/validate/cluster",
+    // As kube-apiserver, the one caller the webhook server reads a body from (others get a 401 first).
+    target: async () => {
+      const target = secure(env().tenantry.webhookUrl, await webhookCa());
+      const client = webhookClientOf("home");
+      return (
+        target && {
+          ...target,
+          tls: {
+            ...target.tls!,
+            cert: readFileSync(client.certFile, "utf8"),
+            key: readFileSync(client.keyFile, "utf8"),
+          },
+        }
+      );
+    },
+    post: "/validate/workernodes",
     bodyLimit: 8 * 1024 * 1024,
   },
   {

@@ -6,7 +6,7 @@
 import { CoreV1Api } from "@kubernetes/client-node";
 import { IDENTITY_OPENAPI_PATH } from "../../src/identity/index.js";
 import { WEBHOOKS_OPENAPI_PATH } from "../../src/webhooks/index.js";
-import { type TestEnvironment, testKubeConfig, uniqueName } from "../support/clusters.js";
+import { type TestEnvironment, testKubeConfig, uniqueName, webhookClientOf } from "../support/clusters.js";
 import { createTestUser, sharedBuiltinIdentity } from "../support/identity.js";
 
 export interface FuzzAccess {
@@ -51,7 +51,11 @@ export const FUZZ_TARGETS: FuzzTarget[] = [
       const secret = await testKubeConfig("home")
         .makeApiClient(CoreV1Api)
         .readNamespacedSecret({ name: "tenantry-webhook-tls", namespace: "tenantry-system" });
-      return { caPem: Buffer.from(secret.data!["ca.crt"]!, "base64").toString() };
+      // As kube-apiserver: anyone else is refused before the body is read, and nothing would be fuzzed.
+      return {
+        caPem: Buffer.from(secret.data!["ca.crt"]!, "base64").toString(),
+        clientCert: webhookClientOf("home"),
+      };
     },
   },
   {

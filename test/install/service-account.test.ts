@@ -86,6 +86,11 @@ describe("tenantry as the chart's ServiceAccount", { timeout: 15 * 60_000 }, () 
       "--namespace",
       NAMESPACE,
       "--include-crds",
+      // Required by the chart: what kube-apiserver presents to webhooks, and where it calls from.
+      "--set-file",
+      `apiServerClient.caBundle=${webhookClientCaFile(cluster)}`,
+      "--set",
+      "networkPolicy.controlPlane[0].ipBlock.cidr=127.0.0.1/32",
     ]);
     assert.equal(rendered.code, 0, rendered.stderr);
     const identityObjects = parseAllDocuments(rendered.stdout)

@@ -325,11 +325,7 @@ export class RuntimeController {
     const tenant = runtime.spec.tenant;
     const segregated = (service.spec.namespaceMode ?? "Segregated") === "Segregated";
     try {
-      const message = await this.namespaces.ensure(
-        target,
-        namespace,
-        segregated ? { tenant, user: runtime.spec.user } : undefined,
-      );
+      const message = await this.namespaces.ensure(target, namespace, segregated ? tenant : undefined);
       status.step("Namespace", { state: "Done", message });
     } catch (err) {
       const message = describeError(err);
