@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { MachineHost } from "../../src/localcluster/index.js";
-import { clusterTag, type NodeProvider, OpenStackProvider } from "../../src/nodes/index.js";
+import { clusterTag, NODE_OWNER_LABEL, type NodeProvider, OpenStackProvider } from "../../src/nodes/index.js";
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
@@ -206,7 +206,7 @@ describe("worker nodes of an openstack NodeProvider", () => {
       /^#cloud-config\n/,
     );
     const node = await core.readNode({ name });
-    assert.equal(node.metadata?.labels?.["tenantry.dev/node-owner"], owner.name);
+    assert.equal(node.metadata?.labels?.[NODE_OWNER_LABEL], owner.name);
 
     succeeded(await as(owner, ["delete", "workernode", name, "--wait=false"]));
     await waitForGone(kc, name, 180_000);
