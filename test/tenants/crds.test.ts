@@ -126,7 +126,7 @@ describe("tenants CRDs on a real API server", () => {
       assert.match(header ?? "", /^NAME\s+OWNERS\s+NAMESPACES\s+QUOTA\s+READY\s+AGE$/);
       assert.match(
         row ?? "",
-        new RegExp(`^${name}\\s+User/alice, Group/devs\\s+0\\s+cpu: 0/4, pods: 0/20\\s+True\\s+\\d+s$`),
+        new RegExp(`^${name}\\s+User/alice, Group/devs\\s+0\\s+none used of 2 limits\\s+True\\s+\\d+s$`),
       );
       return out;
     });
@@ -326,11 +326,11 @@ describe("tenants CRDs on a real API server", () => {
     await eventually(async () => {
       const out = await run(["get", "trq", name]);
       const [header, row] = out.trimEnd().split("\n");
-      assert.match(header ?? "", /^NAME\s+TENANT\s+USED\/HARD\s+AGE$/);
+      assert.match(header ?? "", /^NAME\s+TENANT\s+USAGE\s+AGE$/);
       assert.match(
         row ?? "",
         new RegExp(
-          `^${name}\\s+tenant-a\\s+count/deployments.apps: 0/5, pods: 0/20, requests.dummy/dummyResource: 0/100\\s+\\d+s$`,
+          `^${name}\\s+tenant-a\\s+none used of 3 limits\\s+\\d+s$`,
         ),
       );
       const counted = JSON.parse(await run(["get", "trq", name, "-o", "json"])) as TenantResourceQuota;
