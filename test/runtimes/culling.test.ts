@@ -143,21 +143,25 @@ describe("culling", () => {
       headers: { authorization: `token ${jupyterToken}` },
     });
     assert.equal(direct.status, 200);
+    const agentLog = () =>
+      runtimes.home.core.readNamespacedPodLog({
+        namespace: pod.metadata!.namespace!,
+        name: pod.metadata!.name!,
+        container: "tenantry-agent",
+      });
     await eventually(
       async () => {
         const r = await runtimes.read(user, jupyter, "lab");
-        assert.ok(
-          Date.parse(r.status?.lastActivity ?? "0") >= before,
-          `the agent reported Jupyter's own last activity: ${r.status?.lastActivity}`,
+        if (Date.parse(r.status?.lastActivity ?? "0") >= before) return;
+        // The agent's log says why (a failed report, an unreadable status) when it never gets there.
+        assert.fail(
+          `the agent did not report Jupyter's own last activity (after ${new Date(before).toISOString()}): ` +
+            `the Runtime shows ${r.status?.lastActivity}; the agent logged:\n${await agentLog()}`,
         );
       },
       { timeoutMs: 60_000, intervalMs: 1000 },
     );
-    const log = await runtimes.home.core.readNamespacedPodLog({
-      namespace: pod.metadata!.namespace!,
-      name: pod.metadata!.name!,
-      container: "tenantry-agent",
-    });
+    const log = await agentLog();
     assert.match(log, /runtime agent running/);
     assert.doesNotMatch(log, /report failed|could not be read/);
   });
