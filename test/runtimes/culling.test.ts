@@ -153,10 +153,18 @@ describe("culling", () => {
       async () => {
         const r = await runtimes.read(user, jupyter, "lab");
         if (Date.parse(r.status?.lastActivity ?? "0") >= before) return;
-        // The agent's log says why (a failed report, an unreadable status) when it never gets there.
+        // The agent's log says why (a failed report, an unreadable status) when it never gets there,
+        // and what Jupyter's status says to the test's own request.
+        const status = await fetch(`${endpoint}/api/status`, {
+          headers: { authorization: `token ${jupyterToken}` },
+        }).then(
+          async (res) => `${res.status} ${(await res.text()).slice(0, 300)}`,
+          (err: Error) => err.message,
+        );
         assert.fail(
           `the agent did not report Jupyter's own last activity (after ${new Date(before).toISOString()}): ` +
-            `the Runtime shows ${r.status?.lastActivity}; the agent logged:\n${await agentLog()}`,
+            `the Runtime shows ${r.status?.lastActivity}; ${endpoint}/api/status answers ${status}; ` +
+            `the agent logged:\n${await agentLog()}`,
         );
       },
       { timeoutMs: 60_000, intervalMs: 1000 },

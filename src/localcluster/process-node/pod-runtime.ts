@@ -477,8 +477,11 @@ export class PodRuntime {
               `Successfully pulled image "${image}" in ${(waitedMs / 1000).toFixed(3)}s (${seconds}s including waiting)`,
             );
             slot.pullBackoff = undefined;
-            slot.starting = false;
-            return this.spawn(slot, pod, kind);
+            // Starting until the process runs: a resync during spawn's awaits would start a second
+            // process, which terminate() never stops (it knows only the last one).
+            return this.spawn(slot, pod, kind).finally(() => {
+              slot.starting = false;
+            });
           },
           (err) => {
             slot.starting = false;

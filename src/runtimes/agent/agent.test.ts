@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { type ActivityAnswer, idlePastTimeout, tick } from "./agent.js";
+import { type ActivityAnswer, type AgentState, idlePastTimeout, readActivity, tick } from "./agent.js";
 
 interface Seen {
   method: string;
@@ -92,6 +92,22 @@ describe("the runtime agent", () => {
       ),
       undefined,
     );
+  });
+
+  it("while its runtime starts, says now and then why it does not answer; once it answered, every time", async () => {
+    const lines: string[] = [];
+    const record = (message: string, fields: Record<string, unknown> = {}) =>
+      lines.push(`${message} ${JSON.stringify(fields)}`);
+    const state: AgentState = { answered: false };
+    const wrong = { ...settings(), sourceUrl: `${base}/r/wrong/api/status` };
+    for (let i = 0; i < 7; i++) assert.equal(await readActivity(wrong, record, state), undefined);
+    assert.equal(lines.length, 2, "the first failed read and the seventh");
+    assert.match(lines[0]!, /^the runtime has not answered yet .*"status":404/);
+    assert.match(lines[1]!, /"reads":7/);
+    assert.ok(await readActivity(settings(), record, state));
+    assert.equal(state.answered, true);
+    await readActivity(wrong, record, state);
+    assert.match(lines[2]!, /^the runtime's activity could not be read .*"status":404/);
   });
 
   it("fails a period the Admin API refuses (the next period tries again)", async () => {

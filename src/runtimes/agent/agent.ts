@@ -35,9 +35,17 @@ export type Log = (message: string, fields?: Record<string, unknown>) => void;
 
 /** What the agent remembers between periods. */
 export interface AgentState {
-  /** The runtime has answered once: until then it is starting, and not answering is no news. */
+  /** The runtime has answered once: until then it is starting, and not answering is little news. */
   answered: boolean;
+  /** Reads that failed before the runtime first answered. */
+  unansweredReads?: number;
 }
+
+/**
+ * Before the runtime first answers, one failed read in this many is logged (the first included):
+ * a runtime that is starting stays quiet, one that never answers (a wrong token, URL or field) says why.
+ */
+const STARTING_LOG_EVERY = 6;
 
 /** Reads the runtime's own last activity; undefined when it does not say (or cannot be reached). */
 export async function readActivity(
@@ -48,6 +56,12 @@ export async function readActivity(
   if (!settings.sourceUrl) return undefined;
   const failed = (fields: Record<string, unknown>) => {
     if (state.answered) log("the runtime's activity could not be read", fields);
+    else {
+      const reads = state.unansweredReads ?? 0;
+      if (reads % STARTING_LOG_EVERY === 0)
+        log("the runtime has not answered yet", { ...fields, reads: reads + 1 });
+      state.unansweredReads = reads + 1;
+    }
     return undefined;
   };
   try {
@@ -59,7 +73,12 @@ export async function readActivity(
     state.answered = true;
     const value = ((await res.json()) as Record<string, unknown>)[settings.sourceField];
     const time = typeof value === "string" ? new Date(value) : undefined;
-    return time && Number.isFinite(time.getTime()) ? time : undefined;
+    if (time && Number.isFinite(time.getTime())) return time;
+    log("the runtime's answer has no time in its activity field", {
+      field: settings.sourceField,
+      value: JSON.stringify(value ?? null).slice(0, 100),
+    });
+    return undefined;
   } catch (err) {
     return failed({ error: (err as Error).message });
   }
