@@ -310,14 +310,6 @@ describe("a private worker node", () => {
         "workernode-owner",
         /spec\.owner: "wn-bob-.*" is not you \("wn-alice-.*"\): users ask for worker nodes for themselves only/,
       ],
-      [dave, `${nodeName}-d`, {}, "workernode-owner", /spec\.owner: "wn-dave-.*" belongs to no tenant/],
-      [
-        carol,
-        `${nodeName}-c`,
-        {},
-        "workernodes",
-        /spec\.tenant: tenant "wnb-.*" may not ask for worker nodes \(its spec\.workerNodes is not set\)/,
-      ],
       [
         alice,
         "home-node-0",
@@ -332,6 +324,23 @@ describe("a private worker node", () => {
         `${webhook}.nodes.tenantry.dev`,
         message,
       );
+      assert.equal(await readWorkerNode(kc, name), undefined, `${name} was not created`);
+    }
+    // Users who may not have worker nodes are refused before admission: tenantry's authorizer
+    // refuses a tenant without spec.workerNodes by name, RBAC a user in no tenant.
+    const refused: [TestUser, string, RegExp][] = [
+      [
+        carol,
+        `${nodeName}-c`,
+        /none of your tenants \("wnb-.*"\) may ask for worker nodes \(their spec\.workerNodes allows none\)/,
+      ],
+      [dave, `${nodeName}-d`, /cannot create resource "workernodes"/],
+    ];
+    for (const [user, name, message] of refused) {
+      const result = await as(user, ["create", "-f", "-"], workerNodeManifest(name, {}));
+      assert.notEqual(result.code, 0, `${user.name} was refused`);
+      assert.match(result.stderr, /\(Forbidden\)/);
+      assert.match(result.stderr, message);
       assert.equal(await readWorkerNode(kc, name), undefined, `${name} was not created`);
     }
     // A dry run is decided as the real request, and makes no token.

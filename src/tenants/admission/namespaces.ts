@@ -13,6 +13,7 @@ import {
   MANAGED_BY_LABEL,
   NAMESPACE_ORIGIN_LABEL,
   POD_SECURITY_ENFORCE_LABEL,
+  RUNTIME_USER_ANNOTATION,
   TENANT_LABEL,
 } from "../controllers/labels.js";
 import { declaredNamespaceName } from "../controllers/render.js";
@@ -161,6 +162,17 @@ export function checkNamespaceCreate(
   if (prefix && !name.startsWith(prefix)) {
     return refuse(
       `metadata.name: "${name}" must start with "${prefix}" (spec.namespacePrefix of tenant "${requested}")`,
+    );
+  }
+  // A runtimes namespace is one user's: an owner who made it first would have set it up for themselves.
+  if (name.startsWith(`${requested}-rt-`)) {
+    return refuse(
+      `metadata.name: names "${requested}-rt-…" are kept for the runtimes namespaces of tenant "${requested}"'s users, which tenantry creates`,
+    );
+  }
+  if (namespace.metadata?.annotations?.[RUNTIME_USER_ANNOTATION] !== undefined) {
+    return refuse(
+      `metadata.annotations[${RUNTIME_USER_ANNOTATION}]: only tenantry marks a namespace as a user's runtimes namespace`,
     );
   }
   return { allowed: true, tenant };
