@@ -13,6 +13,7 @@ export {
 } from "./admission/identity.js";
 export { tenantWebhooks } from "./admission/index.js";
 export { KeyedMutex } from "./admission/keyed-mutex.js";
+export { tenantNameOfNamespace } from "./admission/lookup.js";
 export * from "./api/index.js";
 export {
   MANAGED_BY,

@@ -21,6 +21,7 @@ import {
 } from "../../src/nodes/index.js";
 import { createCertificateRequest } from "../../src/pki/index.js";
 import { TENANT_LABEL, USER_LABEL } from "../../src/tenants/index.js";
+import { refusalPattern } from "../support/admission.js";
 import { testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { tenantryCli } from "../support/kubectl.js";
@@ -55,11 +56,12 @@ let dave: TestUser;
 /** The node's bootstrap token as it was before the node joined (what a thief could have copied). */
 let usedToken = "";
 
+/** Refused by a check of the nodes capability: WorkerNodes are cluster-scoped, pods here in tenant namespaces. */
 function denied(result: { code: number; stderr: string }, webhook: string, pattern: RegExp): void {
   assert.notEqual(result.code, 0, "refused");
   assert.match(
     result.stderr,
-    new RegExp(`admission webhook "${webhook.replaceAll(".", "\\.")}" denied the request: `),
+    new RegExp(refusalPattern(webhook, webhook.startsWith("pod-") ? "namespaced" : "cluster")),
   );
   assert.match(result.stderr, pattern);
 }

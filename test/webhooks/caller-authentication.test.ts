@@ -149,7 +149,7 @@ describe("admission reviews from callers other than kube-apiserver", () => {
   it("a forged pod review for another tenant's namespace gets 401 and reserves none of its quota", async () => {
     for (const client of [undefined, selfMade]) {
       const review = podReview(uniqueName("forged"));
-      const answer = await post("/validate/tenant-quota", review, client);
+      const answer = await post("/validate/tenant-namespaces", review, client);
       assert.equal(answer.status, 401, JSON.stringify(answer.body));
       assert.equal(answer.body.title, "client certificate required");
       const { reservations } = await quotaStatus();
@@ -166,7 +166,7 @@ describe("admission reviews from callers other than kube-apiserver", () => {
   it("a forged WorkerNode review gets 401: no bootstrap token Secret, none of the tenant's node count used", async () => {
     const name = `forged-${randomBytes(3).toString("hex")}`;
     for (const client of [undefined, selfMade]) {
-      const answer = await post("/validate/workernodes", workerNodeReview(name), client);
+      const answer = await post("/validate/cluster", workerNodeReview(name), client);
       assert.equal(answer.status, 401, JSON.stringify(answer.body));
     }
     assert.deepEqual(await bootstrapTokensOf(core, name), [], "the forged review created a bootstrap token");
@@ -181,7 +181,7 @@ describe("admission reviews from callers other than kube-apiserver", () => {
 describe("kube-apiserver, and dry runs", () => {
   it("a review with kube-apiserver's client certificate is answered (a dry run: nothing reserved)", async () => {
     const review = podReview(uniqueName("dry"), true);
-    const answer = await post("/validate/tenant-quota", review, apiServer);
+    const answer = await post("/validate/tenant-namespaces", review, apiServer);
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     // The tenant's pod takes its one pod of quota: the dry run is refused as the real one would be.
     assert.equal(answer.body.response?.allowed, false);

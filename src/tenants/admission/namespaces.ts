@@ -1,8 +1,8 @@
 import { isDeepStrictEqual } from "node:util";
 import {
+  type AdmissionCheck,
   type AdmissionDecision,
   type AdmissionRequest,
-  type AdmissionWebhook,
   allow,
   deny,
   setLabelsPatch,
@@ -281,9 +281,9 @@ const namespaceRule = (operations: string[]) => ({
   scope: "Cluster",
 });
 
-export function namespaceWebhooks(context: AdmissionContext): AdmissionWebhook[] {
+export function namespaceWebhooks(context: AdmissionContext): AdmissionCheck[] {
   const { lookup, namespaceQuota } = context;
-  const mutating: AdmissionWebhook = {
+  const mutating: AdmissionCheck = {
     name: "namespace-owners.tenants.tenantry.dev",
     kind: "mutating",
     path: "/mutate/namespaces",
@@ -304,7 +304,7 @@ export function namespaceWebhooks(context: AdmissionContext): AdmissionWebhook[]
       return mutateNamespaceCreate(namespace, request.userInfo, candidates, identity);
     },
   };
-  const validating: AdmissionWebhook = {
+  const validating: AdmissionCheck = {
     name: "namespaces.tenants.tenantry.dev",
     kind: "validating",
     path: "/validate/namespaces",
@@ -314,6 +314,8 @@ export function namespaceWebhooks(context: AdmissionContext): AdmissionWebhook[]
     // Reserving a slot reads and writes the Tenant, with retries under contention.
     timeoutSeconds: 10,
     sideEffects: "NoneOnDryRun",
+    // It takes a slot of the tenant's namespace quota: only once every other check allowed.
+    reserves: true,
     rules: [namespaceRule(["CREATE", "UPDATE", "DELETE"])],
     async handle(request: AdmissionRequest) {
       const requester = request.userInfo;
