@@ -9,7 +9,6 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { request } from "node:https";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { createCertificateAuthority, issueCertificate, type KeyPairPem } from "../../src/pki/index.js";
@@ -18,6 +17,7 @@ import { WEBHOOK_TLS_SECRET } from "../../src/webhooks/index.js";
 import { bootstrapTokensOf } from "../nodes/support.js";
 import { testEnvironment, testKubeConfig, uniqueName, webhookClientOf } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
+import { httpsJson } from "../support/https-json.js";
 import { type TestUser, testUser } from "../support/users.js";
 import { as, createTenant, deleteTenants, succeeded } from "../tenants/admission/support.js";
 
@@ -41,28 +41,12 @@ interface Answer {
 }
 
 /** POSTs an AdmissionReview to the home tenantry's webhook server, as whoever holds `client`. */
-function post(path: string, review: object, client?: KeyPairPem): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${testEnvironment().tenantry.webhookUrl}${path}`,
-      {
-        method: "POST",
-        ca: servingCaPem,
-        agent: false,
-        ...(client ? { cert: client.certPem, key: client.keyPem } : {}),
-        headers: { "content-type": "application/json" },
-      },
-      (res) => {
-        let text = "";
-        res.on("data", (c: Buffer) => {
-          text += c.toString();
-        });
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text || "{}") }));
-      },
-    );
-    req.on("error", reject);
-    req.end(JSON.stringify(review));
-  });
+async function post(path: string, review: object, client?: KeyPairPem): Promise<Answer> {
+  return (await httpsJson(`${testEnvironment().tenantry.webhookUrl}${path}`, {
+    ca: servingCaPem,
+    body: review,
+    ...(client ? { client } : {}),
+  })) as Answer;
 }
 
 function admissionReview(request: Record<string, unknown>) {
