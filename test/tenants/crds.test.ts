@@ -327,12 +327,7 @@ describe("tenants CRDs on a real API server", () => {
       const out = await run(["get", "trq", name]);
       const [header, row] = out.trimEnd().split("\n");
       assert.match(header ?? "", /^NAME\s+TENANT\s+USAGE\s+AGE$/);
-      assert.match(
-        row ?? "",
-        new RegExp(
-          `^${name}\\s+tenant-a\\s+none used of 3 limits\\s+\\d+s$`,
-        ),
-      );
+      assert.match(row ?? "", new RegExp(`^${name}\\s+tenant-a\\s+none used of 3 limits\\s+\\d+s$`));
       const counted = JSON.parse(await run(["get", "trq", name, "-o", "json"])) as TenantResourceQuota;
       assert.equal(counted.status?.reservations?.length, 1);
       assert.deepEqual(counted.status?.reserved, { pods: "1" });
