@@ -2,16 +2,23 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { Counter, type Registry } from "prom-client";
 import { type ClusterClient, Informer, isNotFound, silentLogger } from "../kube/index.js";
+import type { WorkerNode } from "../nodes/index.js";
 import {
   isClusterAdmin,
   type Requester,
+  RUNTIME_USER_ANNOTATION,
   TENANTS_API_VERSION,
+  type Tenant,
   type TenantInformers,
+  type TenantRole,
   tenantRole,
   USER_LABEL,
   userLabelValue,
 } from "../tenants/index.js";
 import type { AccessGrant, GrantRule } from "./api/access-grant.js";
+import { RuntimeNamespaceAccess } from "./runtime-namespaces.js";
+import type { SelectorAttributes } from "./selectors.js";
+import { isWorkerNodeKind, WorkerNodeAccess, type WorkerNodeOwnership } from "./worker-nodes.js";
 
 /** authorization.k8s.io/v1 SubjectAccessReview, as kube-apiserver sends it to a webhook. */
 export interface SubjectAccessReviewSpec {
@@ -27,6 +34,8 @@ export interface SubjectAccessReviewSpec {
     resource?: string;
     subresource?: string;
     name?: string;
+    labelSelector?: SelectorAttributes;
+    fieldSelector?: SelectorAttributes;
   };
   nonResourceAttributes?: { path?: string; verb?: string };
 }
@@ -46,27 +55,38 @@ export interface AuthorizerOptions {
   informers: TenantInformers;
   /** Usernames that are tenantry or other cluster components acting for everyone. */
   isSystem(requester: Requester): boolean;
+  /** The nodes capability's cache of WorkerNodes (who owns which). */
+  workerNodes?: Pick<Informer<WorkerNode>, "get">;
   logger?: Logger;
   registry?: Registry;
 }
 
-/**
- * tenantry's authorization webhook (document 001, step 8; Arktos cross-tenant access). It sits
- * after the Node authorizer and before RBAC:
- * - inside a tenant, a member changes only objects carrying their user label; owners change all;
- * - outside their own tenants, an AccessGrant of the namespace may allow exactly what it names;
- * - everything else gets "no opinion", so RBAC decides as it always does.
- */
 /** Index of AccessGrants by namespace: a request is matched only against its namespace's grants. */
 const GRANTS_BY_NAMESPACE = "namespace";
 
+/**
+ * tenantry's authorization webhook (document 001, step 8; Arktos cross-tenant access). It sits
+ * after the Node authorizer and before RBAC, and decides from caches:
+ * - inside a tenant, a member changes only objects carrying their user label; owners change all;
+ * - a user's runtimes namespace is theirs: others get what an AccessGrant there names, the
+ *   tenant's owners what its spec.runtimeAccess says, its other members nothing
+ *   (`runtime-namespaces.ts`);
+ * - outside their own tenants, an AccessGrant of the namespace may allow exactly what it names;
+ * - tenant users' WorkerNodes and NodeProviders (cluster-scoped): only their own nodes, in tenants
+ *   that may have some (`worker-nodes.ts`);
+ * - everything else gets "no opinion", so RBAC decides as it always does.
+ */
 export class Authorizer {
   readonly grants: Informer<AccessGrant>;
   private readonly logger: Logger;
   private readonly decisions?: Counter<"decision" | "reason">;
+  private readonly workerNodeAccess: WorkerNodeAccess;
+  private readonly runtimeAccess: RuntimeNamespaceAccess;
 
   constructor(private readonly options: AuthorizerOptions) {
     this.logger = (options.logger ?? silentLogger).child({ component: "authorizer" });
+    this.workerNodeAccess = new WorkerNodeAccess({ workerNode: (name) => this.workerNodeOwnership(name) });
+    this.runtimeAccess = new RuntimeNamespaceAccess({ core: options.client.core, logger: this.logger });
     this.grants = Informer.forResource<AccessGrant>(options.client, {
       apiVersion: TENANTS_API_VERSION,
       kind: "AccessGrant",
@@ -118,54 +138,123 @@ export class Authorizer {
     const none = (kind: string, reason = "") => ({ decision: { decision: "none" as const, reason }, kind });
     const attrs = spec.resourceAttributes;
     const requester: Requester = { username: spec.user ?? "", groups: spec.groups ?? [] };
-    if (!attrs?.namespace) return none("not-namespaced");
     if (isClusterAdmin(requester) || this.options.isSystem(requester)) return none("system");
+    if (!attrs?.namespace) {
+      if (!attrs || !isWorkerNodeKind(attrs)) return none("not-namespaced");
+      const tenants = this.options.informers.membershipsOf(requester);
+      if (tenants.length === 0) return none("outside-tenant");
+      const decision = await this.workerNodeAccess.decide(attrs, { requester, tenants });
+      return decision ? { decision, kind: "worker-nodes" } : none("worker-nodes");
+    }
     const tenant = this.options.informers.tenantOfNamespace(attrs.namespace);
     if (!tenant) return none("not-a-tenant-namespace");
     const tenantName = tenant.metadata!.name!;
     const role = tenantRole(tenant, requester);
+    const runtimeUser = this.options.informers.tenantNamespaces.get(undefined, attrs.namespace)?.metadata
+      ?.annotations?.[RUNTIME_USER_ANNOTATION];
+    if (runtimeUser !== undefined && runtimeUser !== requester.username) {
+      return this.inRuntimeNamespace(attrs, requester, tenant, runtimeUser, role);
+    }
+    if (runtimeUser !== undefined) return none("runtime-user");
     if (role === "owner") return none("tenant-owner");
-    if (role === "member") {
-      if (attrs.verb === "deletecollection") {
+    if (role === "member") return this.memberDecision(attrs, requester, tenantName);
+    return this.granted(attrs, requester, tenantName) ?? none("outside-tenant");
+  }
+
+  /** Inside their tenant, a member changes (and acts on) only the objects labelled with their user. */
+  private async memberDecision(
+    attrs: NonNullable<SubjectAccessReviewSpec["resourceAttributes"]>,
+    requester: Requester,
+    tenantName: string,
+  ): Promise<{ decision: AuthorizationDecision; kind: string }> {
+    if (attrs.verb === "deletecollection") {
+      return {
+        decision: {
+          decision: "deny",
+          reason: `only owners of tenant "${tenantName}" may delete collections: members delete their own objects one by one`,
+        },
+        kind: "not-own-object",
+      };
+    }
+    const acting = attrs.subresource ? ACTING_SUBRESOURCES.has(attrs.subresource) : false;
+    if (attrs.name && (CHANGING_VERBS.has(attrs.verb ?? "") || acting)) {
+      const target = await this.creatorOf(attrs);
+      const mine = userLabelValue(requester.username ?? "");
+      if (target.exists && target.creator !== mine) {
+        const what = `${attrs.resource}${attrs.subresource ? `/${attrs.subresource}` : ""} "${attrs.name}"`;
+        // An object nobody is labelled as creator of (the default ServiceAccount, what
+        // controllers make) belongs to the tenant's owners, not to every member.
+        const whose = target.creator ? `user "${target.creator}"` : `the owners of tenant "${tenantName}"`;
         return {
           decision: {
             decision: "deny",
-            reason: `only owners of tenant "${tenantName}" may delete collections: members delete their own objects one by one`,
+            reason: `${what} in namespace "${attrs.namespace}" belongs to ${whose}: members of tenant "${tenantName}" may ${attrs.verb} only their own objects (its owners may ${attrs.verb} any)`,
           },
           kind: "not-own-object",
         };
       }
-      const acting = attrs.subresource ? ACTING_SUBRESOURCES.has(attrs.subresource) : false;
-      if (attrs.name && (CHANGING_VERBS.has(attrs.verb ?? "") || acting)) {
-        const target = await this.creatorOf(attrs);
-        const mine = userLabelValue(requester.username ?? "");
-        if (target.exists && target.creator !== mine) {
-          const what = `${attrs.resource}${attrs.subresource ? `/${attrs.subresource}` : ""} "${attrs.name}"`;
-          // An object nobody is labelled as creator of (the default ServiceAccount, what
-          // controllers make) belongs to the tenant's owners, not to every member.
-          const whose = target.creator ? `user "${target.creator}"` : `the owners of tenant "${tenantName}"`;
-          return {
-            decision: {
-              decision: "deny",
-              reason: `${what} in namespace "${attrs.namespace}" belongs to ${whose}: members of tenant "${tenantName}" may ${attrs.verb} only their own objects (its owners may ${attrs.verb} any)`,
-            },
-            kind: "not-own-object",
-          };
-        }
-      }
-      return none("tenant-member");
     }
+    return { decision: { decision: "none", reason: "" }, kind: "tenant-member" };
+  }
+
+  /** An AccessGrant of the namespace that allows the request, as a decision. */
+  private granted(
+    attrs: NonNullable<SubjectAccessReviewSpec["resourceAttributes"]>,
+    requester: Requester,
+    tenantName: string,
+  ): { decision: AuthorizationDecision; kind: string } | undefined {
     const grant = this.matchingGrant(attrs, requester);
-    if (grant) {
-      return {
-        decision: {
-          decision: "allow",
-          reason: `allowed by AccessGrant ${attrs.namespace}/${grant.metadata!.name} of tenant "${tenantName}"`,
-        },
-        kind: "grant",
-      };
+    if (!grant) return undefined;
+    return {
+      decision: {
+        decision: "allow",
+        reason: `allowed by AccessGrant ${attrs.namespace}/${grant.metadata!.name} of tenant "${tenantName}"`,
+      },
+      kind: "grant",
+    };
+  }
+
+  /** Someone other than its user in a user's runtimes namespace: a grant, else the tenant's rule. */
+  private inRuntimeNamespace(
+    attrs: NonNullable<SubjectAccessReviewSpec["resourceAttributes"]>,
+    requester: Requester,
+    tenant: Tenant,
+    runtimeUser: string,
+    role: TenantRole | undefined,
+  ): { decision: AuthorizationDecision; kind: string } {
+    const granted = this.granted(attrs, requester, tenant.metadata!.name!);
+    if (granted) return granted;
+    const ruled = this.runtimeAccess.decide(
+      { ...attrs, namespace: attrs.namespace! },
+      requester,
+      tenant,
+      runtimeUser,
+      role,
+    );
+    if (!ruled) return { decision: { decision: "none", reason: "" }, kind: "outside-tenant" };
+    return { decision: { decision: ruled.decision, reason: ruled.reason }, kind: ruled.kind };
+  }
+
+  /**
+   * Who a WorkerNode belongs to: from the nodes capability's cache, else (created a moment ago, or
+   * none by that name) read once from the API server.
+   */
+  private async workerNodeOwnership(name: string): Promise<WorkerNodeOwnership | undefined> {
+    let node = this.options.workerNodes?.get(undefined, name);
+    if (!node) {
+      try {
+        node = (await this.options.client.objects.getJson(
+          `/apis/${TENANTS_API_VERSION}/workernodes/${encodeURIComponent(name)}`,
+        )) as WorkerNode;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
     }
-    return none("outside-tenant");
+    return {
+      ...(node.spec?.owner ? { owner: node.spec.owner } : {}),
+      ...(node.spec?.tenant ? { tenant: node.spec.tenant } : {}),
+    };
   }
 
   /** Whether the object the request targets exists, and its user label if it has one. */

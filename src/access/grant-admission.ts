@@ -5,7 +5,7 @@
  */
 import { AuthorizationV1Api, type KubeConfig, type V1SubjectAccessReview } from "@kubernetes/client-node";
 import { isClusterAdmin } from "../tenants/index.js";
-import { type AdmissionRequest, type AdmissionWebhook, allow, deny } from "../webhooks/index.js";
+import { type AdmissionCheck, type AdmissionRequest, allow, deny } from "../webhooks/index.js";
 import type { AccessGrant } from "./api/access-grant.js";
 
 /** SubjectAccessReviews asked at once for one grant (a grant may name up to 16 rules). */
@@ -53,7 +53,7 @@ export function describePermission(p: GrantPermission): string {
   return `${p.verb} ${resource}${group}${p.name ? ` "${p.name}"` : ""}`;
 }
 
-export function accessGrantWebhook(kubeConfig: KubeConfig): AdmissionWebhook {
+export function accessGrantWebhook(kubeConfig: KubeConfig): AdmissionCheck {
   const authorization = kubeConfig.makeApiClient(AuthorizationV1Api);
   const allowed = async (request: AdmissionRequest, p: GrantPermission): Promise<boolean> => {
     const { username, uid, groups, extra } = request.userInfo;

@@ -25,6 +25,7 @@ import { certificateValidity, isIssuedBy } from "../pki/index.js";
 import {
   DEFAULT_RENEW_BEFORE_DAYS,
   privilegedConfigurationName,
+  SHARED_ENTRIES,
   WEBHOOK_CONFIGURATION,
   WEBHOOK_TLS_SECRET,
 } from "../webhooks/index.js";
@@ -197,6 +198,28 @@ async function readTlsSecret(
 }
 
 /**
+ * How many entries, and which: the dispatcher's shared entries (one call each way for everything
+ * in tenant namespaces and for cluster-scoped objects) and the narrow ones that keep their own.
+ */
+function registrationDetail(webhooks: RegisteredWebhook[]): string {
+  const sharedNames = new Set<string>(Object.values(SHARED_ENTRIES).map((e) => e.name));
+  const names = (kind: RegisteredWebhook["kind"], shared: boolean) =>
+    [
+      ...new Set(
+        webhooks.filter((w) => w.kind === kind && sharedNames.has(w.name) === shared).map((w) => w.name),
+      ),
+    ]
+      .sort()
+      .join(", ") || "none";
+  const configurations = new Set(webhooks.map((w) => `${w.kind}WebhookConfiguration ${w.configuration}`));
+  return [
+    `${webhooks.length} entries in ${configurations.size} configurations`,
+    `shared (one call each way per request): mutating ${names("Mutating", true)}; validating ${names("Validating", true)}`,
+    `own (narrow): mutating ${names("Mutating", false)}; validating ${names("Validating", false)}`,
+  ].join("; ");
+}
+
+/**
  * The webhook configurations exist, carry the CA that signed the serving certificate, and the
  * server behind them answers over TLS verified with that CA.
  */
@@ -216,7 +239,7 @@ async function checkWebhooks(options: DoctorOptions): Promise<Finding[]> {
   findings.push({
     check: "webhooks/registration",
     status: missing.length ? "warning" : "ok",
-    detail: `${new Set(webhooks.map((w) => w.name)).size} webhooks registered in ${new Set(webhooks.map((w) => `${w.kind}WebhookConfiguration ${w.configuration}`)).size} configurations`,
+    detail: registrationDetail(webhooks),
   });
 
   const secret = await readTlsSecret(options);

@@ -83,13 +83,16 @@ import {
   QuotaAdmission,
   QuotaController,
   QuotaStore,
+  runtimeViewerClusterRole,
+  TENANT_LABEL,
   TenantController,
   TenantInformers,
   tenantryIdentity,
   tenantWebhooks,
 } from "../tenants/index.js";
 import {
-  type AdmissionWebhook,
+  type AdmissionCheck,
+  admissionEntries,
   applyWebhookConfigurations,
   awaitWebhookTls,
   ensureWebhookTls,
@@ -342,6 +345,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       : awaitWebhookTls(client.kubeConfig, tlsOptions, logger),
     ...[
       namespaceProvisionerClusterRole,
+      runtimeViewerClusterRole,
       ...accessGrantClusterRoles,
       gatewayClusterRole,
       runtimesDelegateClusterRole,
@@ -374,14 +378,18 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   });
   const cloudInformers = new CloudInformers(client);
   await Promise.all([clusterRegistry.start(), cloudInformers.start(), nodes.start()]);
-  const webhooks: AdmissionWebhook[] = [
+  // The declared order of admission: mutators change the object in this order, and the quota
+  // reservation runs after every other validator allowed the request.
+  const checks: AdmissionCheck[] = [
     ...tenantWebhooks(informers, { ownNamespace: namespace }),
     quotaAdmission.webhook(),
     offloadingPodWebhook(offloading),
     accessGrantWebhook(client.kubeConfig),
-    // After the tenants' pod webhooks: the node pool's tolerations are in place when they look.
+    // After the tenants' pod checks: the node pool's tolerations are in place when they look.
     ...nodes.webhooks(),
   ];
+  // One mutating and one validating entry per request: kube-apiserver calls tenantry once each way.
+  const webhooks = admissionEntries(checks, { tenantLabel: TENANT_LABEL, logger });
 
   const server =
     callers === undefined
@@ -438,6 +446,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     client,
     informers,
     isSystem: (requester) => isSystemComponent(requester, systemIdentity),
+    workerNodes: nodes.informers.workerNodes,
     logger,
     registry: metrics,
   });

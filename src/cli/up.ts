@@ -228,7 +228,7 @@ async function startEmbeddedDefault(
       `  kubectl --kubeconfig ${ownerKubeconfig} -n ${DEMO_TENANT}-dev run root --image=nginx --privileged   # refused`,
       `  kubectl --kubeconfig ${ownerKubeconfig} get namespaces                                    # forbidden`,
       `  npx tenantry node create my-node-01 --flavor m1.large --kubeconfig ${ownerKubeconfig}     # a private worker node`,
-      `  kubectl --kubeconfig ${ownerKubeconfig} get workernodes -o wide`,
+      `  kubectl --kubeconfig ${ownerKubeconfig} get workernodes -l tenantry.dev/tenant=${DEMO_TENANT} -o wide   # the tenant's`,
       `and as ${DEMO_MEMBER}, a member who logs in with a password (${DEMO_PASSWORDS[DEMO_MEMBER]}):`,
       `  echo ${DEMO_PASSWORDS[DEMO_MEMBER]} | npx tenantry login -u ${DEMO_MEMBER} --password-stdin`,
       `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig run web --image=nginx`,

@@ -28,7 +28,7 @@ async function readSecret(): Promise<string> {
   return text.replace(/\r?\n$/, "");
 }
 
-/** `tenantry user create|list|delete|passwd|revoke-tokens`: accounts of the built-in identity service. */
+/** `tenantry user create|list|delete|passwd|revoke-tokens|unlock`: accounts of the built-in identity service. */
 export function registerUserAccountCommands(user: Command): void {
   user
     .command("create")
@@ -116,5 +116,15 @@ export function registerUserAccountCommands(user: Command): void {
     .action(async (name: string, _opts: unknown, command: Command) => {
       await identityFor(command).revokeAllTokens(name);
       process.stdout.write(`every token of ${name} issued until now is revoked\n`);
+    });
+
+  user
+    .command("unlock")
+    .description("lift a built-in user's login lock at once (wrong passwords until now stop counting)")
+    .argument("<name>")
+    .option("--kubeconfig <path>", "cluster admin kubeconfig")
+    .action(async (name: string, _opts: unknown, command: Command) => {
+      await identityFor(command).unlockLogins(name);
+      process.stdout.write(`${name} may log in again: wrong passwords until now no longer count\n`);
     });
 }

@@ -241,7 +241,7 @@ export class GatewayProxy {
       }
       return forwardAsCaller;
     }
-    return this.filteredRead(kind, info, query, headers, scope, !!pathTenant, callerPath);
+    return this.filteredRead(kind, info, query, headers, scope, caller, !!pathTenant, callerPath);
   }
 
   private filteredRead(
@@ -250,6 +250,7 @@ export class GatewayProxy {
     query: URLSearchParams,
     headers: IncomingHttpHeaders,
     scope: Tenant[],
+    caller: Caller,
     tenantPath: boolean,
     callerPath: string,
   ): Plan {
@@ -259,7 +260,7 @@ export class GatewayProxy {
       }
     }
     const basePath = this.options.upstream.basePath;
-    const visible = kind.visible(scope);
+    const visible = kind.visible(scope, caller);
     const accept = headers.accept;
     const missing = notFound(kind.resource, info.name ?? "", kind.group);
     const params = new URLSearchParams(query);

@@ -20,6 +20,11 @@ export const gatewayClusterRole: KubernetesObject = {
     { apiGroups: ["networking.k8s.io"], resources: ["ingressclasses"], verbs: ["get", "list", "watch"] },
     { apiGroups: ["scheduling.k8s.io"], resources: ["priorityclasses"], verbs: ["get", "list", "watch"] },
     { apiGroups: ["node.k8s.io"], resources: ["runtimeclasses"], verbs: ["get", "list", "watch"] },
+    {
+      apiGroups: ["tenantry.dev"],
+      resources: ["workernodes", "nodeproviders"],
+      verbs: ["get", "list", "watch"],
+    },
     { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
     {
       apiGroups: [""],

@@ -1,3 +1,4 @@
+import { NODE_OWNER_LABEL } from "../nodes/index.js";
 import {
   type AllowedClasses,
   classAllowed,
@@ -5,6 +6,9 @@ import {
   TENANT_LABEL,
   type Tenant,
   type TenantInformers,
+  tenantRole,
+  USER_LABEL,
+  userLabelValue,
 } from "../tenants/index.js";
 import type { ResourceRequest } from "./request-info.js";
 
@@ -84,7 +88,8 @@ export interface ObjectLike {
 export interface FilteredKind {
   group: string;
   resource: string;
-  visible(tenants: Tenant[]): (object: ObjectLike) => boolean;
+  /** What `caller` sees, in the scope of `tenants` (theirs, or the one of a `/tenants/{t}/` path). */
+  visible(tenants: Tenant[], caller: Pick<Caller, "username" | "groups">): (object: ObjectLike) => boolean;
 }
 
 function byClass(rule: (tenant: Tenant) => AllowedClasses | undefined): FilteredKind["visible"] {
@@ -107,20 +112,61 @@ export const NAMESPACES: FilteredKind = {
   },
 };
 
+/**
+ * Nodes a caller may use: those of one of their tenants' node pools (any node, for a tenant without
+ * a pool), and of the private nodes only their own.
+ */
+const NODES: FilteredKind = {
+  group: "",
+  resource: "nodes",
+  visible: (tenants, caller) => {
+    const me = userLabelValue(caller.username);
+    return (object) => {
+      const labels = object.metadata?.labels;
+      const owner = labels?.[NODE_OWNER_LABEL];
+      if (owner !== undefined && owner !== me) return false;
+      return tenants.some((tenant) => {
+        const selector = tenant.spec.nodePool?.nodeSelector;
+        return !selector || Object.keys(selector).length === 0 || labelsMatch(selector, labels);
+      });
+    };
+  },
+};
+
+/** A caller's own WorkerNodes, and every WorkerNode of the tenants they own. */
+const WORKER_NODES: FilteredKind = {
+  group: "tenantry.dev",
+  resource: "workernodes",
+  visible: (tenants, caller) => {
+    const me = userLabelValue(caller.username);
+    const owned = new Set(
+      tenants.filter((t) => tenantRole(t, caller) === "owner").map((t) => t.metadata!.name!),
+    );
+    const inScope = new Set(tenants.map((t) => t.metadata!.name!));
+    return (object) => {
+      const tenant = object.metadata?.labels?.[TENANT_LABEL] ?? "";
+      return inScope.has(tenant) && (owned.has(tenant) || object.metadata?.labels?.[USER_LABEL] === me);
+    };
+  },
+};
+
+/** The NodeProviders a caller's tenants may ask for worker nodes from (none, for tenants that may not). */
+const NODE_PROVIDERS: FilteredKind = {
+  group: "tenantry.dev",
+  resource: "nodeproviders",
+  visible: (tenants) => (object) =>
+    tenants.some((tenant) => {
+      const allowed = tenant.spec.workerNodes;
+      if (!allowed || allowed.maxNodes === 0) return false;
+      return !allowed.providers || allowed.providers.includes(object.metadata?.name ?? "");
+    }),
+};
+
 export const FILTERED_KINDS: readonly FilteredKind[] = [
   NAMESPACES,
-  {
-    group: "",
-    resource: "nodes",
-    // A tenant without a node pool runs anywhere, so it sees every node.
-    visible: (tenants) => (object) =>
-      tenants.some((tenant) => {
-        const selector = tenant.spec.nodePool?.nodeSelector;
-        return (
-          !selector || Object.keys(selector).length === 0 || labelsMatch(selector, object.metadata?.labels)
-        );
-      }),
-  },
+  NODES,
+  WORKER_NODES,
+  NODE_PROVIDERS,
   {
     group: "storage.k8s.io",
     resource: "storageclasses",

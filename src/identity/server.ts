@@ -60,7 +60,7 @@ export interface AccessServerOptions {
   authorize?: AuthorizeFunction;
   /** The Kubernetes API's audiences (kube-apiserver's --api-audiences); tokens are meant for them too. */
   apiAudiences?: readonly string[];
-  /** Lockout and per-client limits of password logins. */
+  /** How wrong passwords are slowed: per user and client, per client, and (much later) per user. */
   loginThrottle?: LoginThrottleOptions;
   /** The namespaces of a tenant, told to a user at login (waits briefly for a tenant created just now). */
   namespacesOf?: (tenant: string) => Promise<string[]>;
@@ -355,7 +355,12 @@ export class AccessServer {
           );
         }
         const throttleKey = `${provider.name}:${body.domain ? `${body.domain}/` : ""}${body.username}`;
-        const verdict = throttle.check(throttleKey, request.ip);
+        // A built-in user's lock is lifted by `tenantry user unlock` (its User's status says when).
+        const unlockedAt =
+          options.builtin && provider.name === options.builtin.name
+            ? options.builtin.loginsUnlockedAt(body.username)
+            : 0;
+        const verdict = throttle.check(throttleKey, request.ip, unlockedAt);
         if (!verdict.allowed) {
           reply.header("retry-after", String(verdict.retryAfterSeconds));
           return problem(reply, 429, "too many login attempts", verdict.reason);
@@ -367,7 +372,7 @@ export class AccessServer {
             ...(body.domain ? { domain: body.domain } : {}),
             ...(body.tenant ? { tenant: body.tenant } : {}),
           });
-          throttle.succeeded(throttleKey);
+          throttle.succeeded(throttleKey, request.ip);
           await options.provisioner?.ensure(issued.identity);
           const tenant = issued.identity.tenant;
           return {
@@ -378,7 +383,7 @@ export class AccessServer {
           };
         } catch (err) {
           if (err instanceof AuthenticationError) {
-            throttle.failed(throttleKey, request.ip);
+            throttle.failed(throttleKey, request.ip, unlockedAt);
             return problem(reply, 401, "login refused", err.message);
           }
           if (err instanceof IdentityProviderUnavailable)

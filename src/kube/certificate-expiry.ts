@@ -66,3 +66,6 @@ export async function recordCertificateEvent(
     logger.warn({ err, reason: event.reason }, "recording an Event failed");
   }
 }
+
+/** {@link recordCertificateEvent} is not about certificates only: an Event about any object. */
+export const recordEvent = recordCertificateEvent;

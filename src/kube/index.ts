@@ -16,6 +16,7 @@ export {
   type CertificateEventTarget,
   certificateExpiryGauge,
   recordCertificateEvent,
+  recordEvent,
 } from "./certificate-expiry.js";
 export {
   ClusterClient,

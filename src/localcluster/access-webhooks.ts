@@ -148,16 +148,21 @@ function webhookKubeconfig(server: string, caFile: string, client: WebhookClient
 }
 
 /**
- * Only namespaced resource requests of people and tenant workloads reach the authorization webhook:
- * the cluster's own components (every `system:` user except service accounts outside the `kube-`
- * namespaces) never wait on it, so a tenantry outage cannot stall the cluster.
+ * Only namespaced resource requests of people and tenant workloads, and their requests about worker
+ * nodes on demand (cluster-scoped WorkerNodes and NodeProviders, which tenantry authorizes per
+ * owner), reach the authorization webhook: the cluster's own components (every `system:` user
+ * except service accounts outside the `kube-` namespaces) never wait on it, so a tenantry outage
+ * cannot stall the cluster.
  */
 const AUTHORIZATION_MATCH_CONDITIONS = [
   {
     expression:
       "!request.user.startsWith('system:') || (request.user.startsWith('system:serviceaccount:') && !request.user.startsWith('system:serviceaccount:kube-'))",
   },
-  { expression: "has(request.resourceAttributes) && request.resourceAttributes.namespace != ''" },
+  {
+    expression:
+      "has(request.resourceAttributes) && (request.resourceAttributes.namespace != '' || (request.resourceAttributes.group == 'tenantry.dev' && request.resourceAttributes.resource in ['workernodes', 'nodeproviders']))",
+  },
 ];
 
 /**

@@ -8,7 +8,7 @@
  * Decisions read the informers' caches only (the tenant of a just-created namespace excepted).
  */
 import { CustomObjectsApi, type V1CertificateSigningRequest } from "@kubernetes/client-node";
-import { type ClusterClient, isAlreadyExists, isNotFound, readNamespaceIfExists } from "../kube/index.js";
+import { type ClusterClient, isAlreadyExists, isNotFound } from "../kube/index.js";
 import { certificateRequestSubject } from "../pki/index.js";
 import {
   isClusterAdmin,
@@ -20,15 +20,16 @@ import {
   TENANTS_VERSION,
   type Tenant,
   type TenantInformers,
+  tenantNameOfNamespace,
   tenantRole,
   tenantryIdentity,
   USER_LABEL,
   userLabelValue,
 } from "../tenants/index.js";
 import {
+  type AdmissionCheck,
   type AdmissionDecision,
   type AdmissionRequest,
-  type AdmissionWebhook,
   allow,
   deny,
   type JsonPatchOperation,
@@ -145,6 +146,23 @@ export const podRule = (operations: string[]) => ({
 /** CEL: the pod has a toleration that could reach private nodes (the handler decides whose). */
 const TOLERATES_PRIVATE = `has(object.spec.tolerations) && object.spec.tolerations.exists(t, (has(t.key) && t.key == '${NODE_OWNER_TAINT}') || ((!has(t.key) || t.key == '') && has(t.operator) && t.operator == 'Exists'))`;
 
+type PodTolerations = { spec?: { nodeName?: string; tolerations?: { key?: string; operator?: string }[] } };
+
+const toleratesPrivate = (pod: PodTolerations | undefined): boolean =>
+  (pod?.spec?.tolerations ?? []).some(
+    (t) => t.key === NODE_OWNER_TAINT || (!t.key && t.operator === "Exists"),
+  );
+
+/**
+ * The guard's match condition, in process, for when it runs in the dispatcher's shared entry: the
+ * pods that could reach a private node in spite of its taint.
+ */
+export function mayReachPrivateNodes(request: AdmissionRequest): boolean {
+  const pod = request.object as PodTolerations | undefined;
+  if (request.operation === "CREATE") return Boolean(pod?.spec?.nodeName) || toleratesPrivate(pod);
+  return !(request.oldObject as PodTolerations | undefined)?.spec?.nodeName && toleratesPrivate(pod);
+}
+
 export class NodeAdmission {
   private readonly reservations: QuotaReservations;
   private readonly identity;
@@ -156,7 +174,7 @@ export class NodeAdmission {
     this.identity = tenantryIdentity("", options.ownNamespace);
   }
 
-  webhooks(): AdmissionWebhook[] {
+  webhooks(): AdmissionCheck[] {
     return [
       {
         name: "workernode-owner.nodes.tenantry.dev",
@@ -175,6 +193,8 @@ export class NodeAdmission {
         failurePolicy: "Fail",
         sideEffects: "NoneOnDryRun",
         timeoutSeconds: 10,
+        // It reserves the tenant's worker-node quota: only once every other check allowed.
+        reserves: true,
         rules: [workerNodeRule(["CREATE", "UPDATE", "DELETE"])],
         handle: (request) => this.validateWorkerNode(request),
       },
@@ -201,6 +221,7 @@ export class NodeAdmission {
             expression: `request.operation == 'CREATE' ? (has(object.spec.nodeName) || (${TOLERATES_PRIVATE})) : (!has(oldObject.spec.nodeName) && (${TOLERATES_PRIVATE}))`,
           },
         ],
+        matches: mayReachPrivateNodes,
         handle: (request) => this.guardPod(request),
       },
       {
@@ -224,6 +245,7 @@ export class NodeAdmission {
             expression: "request.userInfo.username.startsWith('system:bootstrap:')",
           },
         ],
+        ownEntry: "only bootstrap tokens' CSRs are sent, never an ordinary request",
         handle: (request) => this.guardBootstrapCsr(request),
       },
     ];
@@ -452,10 +474,7 @@ export class NodeAdmission {
   // --- pods ------------------------------------------------------------------------------------
 
   private async isTenantNamespace(namespace: string): Promise<boolean> {
-    const cached = this.options.tenants.tenantNamespaces.get(undefined, namespace);
-    if (cached) return true;
-    const fresh = await readNamespaceIfExists(this.options.client.core, namespace);
-    return fresh?.metadata?.labels?.[TENANT_LABEL] !== undefined;
+    return (await tenantNameOfNamespace(this.options.tenants, namespace)) !== undefined;
   }
 
   /**

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import { applyObject, type ClusterClient } from "../kube/index.js";
 import { TENANTS_API_VERSION, type TenantInformers } from "../tenants/index.js";
-import type { AdmissionWebhook } from "../webhooks/index.js";
+import type { AdmissionCheck } from "../webhooks/index.js";
 import { NodeAdmission } from "./admission.js";
 import type { NodeProvider } from "./api/node-provider.js";
 import { NodeInformers } from "./informers.js";
@@ -71,7 +71,7 @@ export class Nodes {
     await this.informers.start();
   }
 
-  webhooks(): AdmissionWebhook[] {
+  webhooks(): AdmissionCheck[] {
     return [...this.admission.webhooks(), ...this.identity.webhooks()];
   }
 

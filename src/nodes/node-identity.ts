@@ -15,9 +15,9 @@
 import type { V1Node } from "@kubernetes/client-node";
 import type { TenantInformers } from "../tenants/index.js";
 import {
+  type AdmissionCheck,
   type AdmissionDecision,
   type AdmissionRequest,
-  type AdmissionWebhook,
   allow,
   deny,
 } from "../webhooks/index.js";
@@ -48,7 +48,7 @@ export class NodeIdentityAdmission {
     private readonly tenants: TenantInformers,
   ) {}
 
-  webhooks(): AdmissionWebhook[] {
+  webhooks(): AdmissionCheck[] {
     return [
       {
         name: "pods-from-worker-nodes.nodes.tenantry.dev",

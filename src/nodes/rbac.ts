@@ -1,8 +1,10 @@
 /**
  * The RBAC tenantry installs for worker nodes. The bootstrap bindings are kubeadm's, for
  * tenantry's own bootstrappers group only: its tokens may ask for kubelet client certificates,
- * which kube-controller-manager then approves; Nodes may renew theirs. Users may ask for nodes
- * (admission decides who may have how many, and who may delete which).
+ * which kube-controller-manager then approves; Nodes may renew theirs. Tenant users get nothing
+ * here: tenantry's authorizer decides what they may do with WorkerNodes and NodeProviders (only
+ * their own nodes, only in tenants with `spec.workerNodes`), and admission how many they may have.
+ * The requester ClusterRole is for administrators to bind to identities outside any tenant.
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { BOOTSTRAP_GROUP } from "./labels.js";
@@ -35,8 +37,12 @@ export const nodesRbac: readonly KubernetesObject[] = [
       { apiGroups: ["tenantry.dev"], resources: ["nodeproviders"], verbs: ["get", "list", "watch"] },
     ],
   } as KubernetesObject,
-  // Every authenticated user may ask; the admission webhooks hold the quota and the ownership.
-  binding("tenantry:worker-node-requesters", WORKER_NODE_REQUESTER_CLUSTER_ROLE, "system:authenticated"),
+  // Bound nobody: it bound every authenticated user, who could then list everyone's WorkerNodes
+  // (owner, tenant, flavor, address). Applied empty so that an older installation's is emptied.
+  {
+    ...binding("tenantry:worker-node-requesters", WORKER_NODE_REQUESTER_CLUSTER_ROLE, ""),
+    subjects: [],
+  } as KubernetesObject,
   // kubeadm's kubeadm:kubelet-bootstrap: create and read CSRs.
   binding("tenantry:worker-node-bootstrap", "system:node-bootstrapper", BOOTSTRAP_GROUP),
   // kubeadm's kubeadm:node-autoapprove-bootstrap: kube-controller-manager approves their kubelet client CSRs.

@@ -13,6 +13,7 @@ export {
 } from "./admission/identity.js";
 export { tenantWebhooks } from "./admission/index.js";
 export { KeyedMutex } from "./admission/keyed-mutex.js";
+export { tenantNameOfNamespace } from "./admission/lookup.js";
 export * from "./api/index.js";
 export {
   MANAGED_BY,
@@ -20,10 +21,17 @@ export {
   NAMESPACE_ISOLATION,
   NAMESPACE_ORIGIN_LABEL,
   NETWORK_ISOLATION_LABEL,
+  RUNTIME_USER_ANNOTATION,
   TENANT_LABEL,
   USER_LABEL,
 } from "./controllers/labels.js";
-export { NAMESPACE_PROVISIONER_CLUSTER_ROLE, namespaceProvisionerClusterRole } from "./controllers/render.js";
+export {
+  NAMESPACE_PROVISIONER_CLUSTER_ROLE,
+  namespaceProvisionerClusterRole,
+  RUNTIME_VIEWER_CLUSTER_ROLE,
+  runtimeOwnerAccess,
+  runtimeViewerClusterRole,
+} from "./controllers/render.js";
 export { TenantController, type TenantControllerOptions } from "./controllers/tenant-controller.js";
 export { TenantInformers } from "./informers.js";
 export { QuotaAdmission, type QuotaAdmissionOptions } from "./quota/admission.js";

@@ -116,7 +116,7 @@ export function webhookConfigurations(
               : { name: "not-privileged-requester", expression: `!(${privileged})` },
           ],
         }),
-    ...(w.kind === "mutating" ? { reinvocationPolicy: "IfNeeded" } : {}),
+    ...(w.kind === "mutating" ? { reinvocationPolicy: w.reinvocationPolicy ?? "IfNeeded" } : {}),
     clientConfig: endpoint.url
       ? { url: `${endpoint.url}${w.path}`, caBundle }
       : { service: { ...endpoint.service, path: w.path }, caBundle },

@@ -15,6 +15,16 @@ export {
   webhookConfigurations,
 } from "./configuration.js";
 export {
+  type AdmissionCheck,
+  type AdmissionEntriesOptions,
+  admissionEntries,
+  checkLabel,
+  oncePerRequest,
+  SHARED_ENTRIES,
+  tenantKey,
+  tenantOfNamespaceKey,
+} from "./dispatcher.js";
+export {
   type AdmissionDecision,
   type AdmissionRequest,
   allow,

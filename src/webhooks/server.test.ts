@@ -3,6 +3,7 @@ import { Agent, request } from "node:https";
 import { before, describe, test } from "node:test";
 import { pino } from "pino";
 import { Registry } from "prom-client";
+import { type HttpsJsonAnswer, httpsJson } from "../../test/support/https-json.js";
 import { createCertificateAuthority, issueCertificate, type KeyPairPem } from "../pki/index.js";
 import type { AdmissionReviewRequest } from "./schema.js";
 import { type AdmissionWebhook, malformedReview, type WebhookCallers, WebhookServer } from "./server.js";
@@ -271,40 +272,11 @@ describe("who may send admission reviews", () => {
     stranger = await issueCertificate(other, { commonName: "kube-apiserver", usage: "client" });
   });
 
-  function call(
-    url: string,
-    path: string,
-    client?: KeyPairPem,
-    uid = "u",
-  ): Promise<{ status: number; body: Record<string, unknown> }> {
-    return new Promise((resolve, reject) => {
-      const req = request(
-        `${url}${path}`,
-        {
-          method: path === "/healthz" ? "GET" : "POST",
-          ca: tls.caPem,
-          agent: false,
-          ...(client ? { cert: client.certPem, key: client.keyPem } : {}),
-          headers: { "content-type": "application/json" },
-        },
-        (res) => {
-          let text = "";
-          res.on("data", (c: Buffer) => {
-            text += c.toString();
-          });
-          res.on("end", () => {
-            let parsed: Record<string, unknown> = {};
-            try {
-              parsed = JSON.parse(text);
-            } catch {
-              parsed = { text };
-            }
-            resolve({ status: res.statusCode ?? 0, body: parsed });
-          });
-        },
-      );
-      req.on("error", reject);
-      req.end(path === "/healthz" ? undefined : body(uid));
+  function call(url: string, path: string, client?: KeyPairPem, uid = "u"): Promise<HttpsJsonAnswer> {
+    return httpsJson(`${url}${path}`, {
+      ca: tls.caPem,
+      ...(client ? { client } : {}),
+      ...(path === "/healthz" ? {} : { body: body(uid) }),
     });
   }
 

@@ -56,7 +56,7 @@ export function malformedReview(
   return undefined;
 }
 
-/** One admission webhook: where it is served, what it intercepts, and how it decides. */
+/** One admission webhook entry: where it is served, what it intercepts, and how it decides. */
 export interface AdmissionWebhook {
   /** Fully qualified webhook name, e.g. `namespaces.tenants.tenantry.dev`. */
   name: string;
@@ -86,6 +86,11 @@ export interface AdmissionWebhook {
   everywhere?: boolean;
   /** `NoneOnDryRun` for webhooks that write (reservations) except on dry runs; default `None`. */
   sideEffects?: "None" | "NoneOnDryRun";
+  /**
+   * Mutating only; default `IfNeeded`, so that a webhook of its own sees what later ones changed.
+   * The dispatcher's shared entries say `Never`: their checks already ran in turn on one object.
+   */
+  reinvocationPolicy?: "Never" | "IfNeeded";
   handle(request: AdmissionRequest): Promise<AdmissionDecision> | AdmissionDecision;
 }
 

@@ -100,7 +100,7 @@ const SERVERS: Server[] = [
         }
       );
     },
-    post: "/validate/workernodes",
+    post: "/validate/cluster",
     bodyLimit: 8 * 1024 * 1024,
   },
   {

@@ -17,7 +17,7 @@ import {
   stopSharedBuiltinIdentity,
   tokenKubeconfig,
 } from "../support/identity.js";
-import { kubectl } from "../support/kubectl.js";
+import { kubectl, tenantryCli } from "../support/kubectl.js";
 import { testUser } from "../support/users.js";
 
 const tenant = uniqueName("acc");
@@ -405,22 +405,64 @@ describe("identity and access through kube-apiserver", () => {
     assert.equal(unknown.json<{ detail: string }>().detail, wrong.json<{ detail: string }>().detail);
   });
 
-  it("locks a user out after 5 wrong passwords in a row: 429 with Retry-After, even for the right one", async () => {
-    const guessed = uniqueName("guessed");
-    await createTestUser({ name: guessed, password, tenant });
-    try {
-      const attempt = (pw: string) =>
-        accessRequest("POST", "/identity/v1/login", { body: { username: guessed, password: pw } });
-      for (let i = 0; i < 5; i++) assert.equal((await attempt(`wrong-${i}`)).status, 401);
-      const locked = await attempt("wrong-again");
+  describe("wrong passwords slow the guesser, never lock the user out from elsewhere", () => {
+    const loginFrom = (client: string, username: string, pw: string) =>
+      accessRequest("POST", "/identity/v1/login", {
+        body: { username, password: pw },
+        anonymous: true,
+        localAddress: client,
+      });
+    let guessed: string;
+
+    before(async () => {
+      guessed = uniqueName("guessed");
+      await createTestUser({ name: guessed, password, tenant });
+    });
+    after(async () => (await sharedBuiltinIdentity()).deleteUser(guessed));
+
+    it("an attacker's client waits ever longer; the user's right password from another client works", async () => {
+      const attacker = "127.0.0.2";
+      const waits: number[] = [];
+      for (let failures = 0; failures < 5; ) {
+        const res = await loginFrom(attacker, guessed, `wrong-${failures}`);
+        if (res.status === 429) {
+          assert.match(res.json<{ detail: string }>().detail, /from this client/);
+          const wait = Number(res.headers["retry-after"]);
+          assert.ok(wait > 0, "Retry-After says when to come back");
+          waits.push(wait);
+          await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+          continue;
+        }
+        assert.equal(res.status, 401, res.body);
+        failures++;
+      }
+      assert.ok(waits.length >= 2, `the attacker was made to wait (${waits.join(", ")} s)`);
+      const throttled = await loginFrom(attacker, guessed, password);
+      assert.equal(throttled.status, 429, "the attacker's client is still held back");
+      const fromElsewhere = await loginFrom("127.0.0.3", guessed, password);
+      assert.equal(fromElsewhere.status, 200, `the user logs in from another client: ${fromElsewhere.body}`);
+    });
+
+    it("only wrong passwords from many clients lock a user, and `tenantry user unlock` lifts the lock at once", async () => {
+      const target = uniqueName("locked");
+      await createTestUser({ name: target, password, tenant });
+      // 100 wrong passwords, 3 from each client (none of them delayed yet): the lock's count.
+      for (let i = 0; i < 100; i++) {
+        const res = await loginFrom(`127.0.1.${10 + Math.floor(i / 3)}`, target, `wrong-${i}`);
+        assert.equal(res.status, 401, `attempt ${i + 1}: ${res.body}`);
+      }
+      const locked = await loginFrom("127.0.2.1", target, password);
       assert.equal(locked.status, 429, locked.body);
-      assert.ok(Number(locked.headers["retry-after"]) > 0, "Retry-After says when to come back");
-      assert.match(locked.json<{ detail: string }>().detail, /too many wrong passwords/);
-      assert.equal((await attempt(password)).status, 429, "the right password waits out the lockout too");
+      assert.match(locked.json<{ detail: string }>().detail, /locked .*tenantry user unlock/);
       assert.equal((await login(alice)).token.length > 0, true, "other users log in as before");
-    } finally {
-      await (await sharedBuiltinIdentity()).deleteUser(guessed);
-    }
+      const unlocked = await tenantryCli(["user", "unlock", target, "--kubeconfig", testKubeConfigPath()]);
+      assert.equal(unlocked.code, 0, unlocked.stderr);
+      await eventually(
+        async () => assert.equal((await loginFrom("127.0.2.1", target, password)).status, 200),
+        { timeoutMs: 30_000, intervalMs: 500 },
+      );
+      await (await sharedBuiltinIdentity()).deleteUser(target);
+    });
   });
 });
 

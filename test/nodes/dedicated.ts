@@ -43,7 +43,9 @@ export async function startDedicatedCluster(
 ): Promise<DedicatedCluster> {
   const dir = mkdtempSync(join(tmpdir(), "tenantry-nodes-"));
   const harness = new ClusterHarness({ dir, log: () => {} });
-  const [state] = await harness.up([{ name, nodes: 1 }]);
+  // Tenant users reach WorkerNodes and NodeProviders through tenantry's authorizer (RBAC gives
+  // them nothing there), as on the run's shared clusters.
+  const [state] = await harness.up([{ name, nodes: 1, accessWebhooks: true }]);
   const machines = new MachineHost({ dir: join(dir, name, "machines"), ...hostOptions });
   const logFile = join(dir, "tenantry.log");
   const logger = pino({ level: "info" }, pino.destination({ dest: logFile, sync: false }));

@@ -114,14 +114,14 @@ before(async () => {
     spec: { type: "simulated", joinTimeoutSeconds: 8 },
   });
   await eventually(async () => {
-    const { stdout } = await cluster.kubectlAs(OWNER, [
+    const { stdout, stderr } = await cluster.kubectlAs(OWNER, [
       "get",
       "nodeprovider",
       "hurried",
       "-o",
       "jsonpath={.status.flavorSummary}",
     ]);
-    assert.match(stdout, /m1\.small/);
+    assert.match(stdout, /m1\.small/, stderr);
   });
 });
 

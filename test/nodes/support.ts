@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { request } from "node:https";
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import {
   BOOTSTRAP_NAMESPACE,
@@ -9,6 +8,7 @@ import {
 } from "../../src/nodes/index.js";
 import { TENANTRY_GROUP, TENANTS_API_VERSION, TENANTS_VERSION } from "../../src/tenants/index.js";
 import { eventually } from "../support/eventually.js";
+import { httpsJson } from "../support/https-json.js";
 
 export const workerNodes = { group: TENANTRY_GROUP, version: TENANTS_VERSION, plural: "workernodes" };
 
@@ -89,37 +89,10 @@ export function callWithToken(
   body?: unknown,
 ): Promise<{ status: number; body: { message?: string } & Record<string, unknown> }> {
   const cluster = kc.getCurrentCluster()!;
-  const url = new URL(path, cluster.server);
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method,
-        ca: Buffer.from(cluster.caData ?? "", "base64").toString(),
-        headers: {
-          Authorization: `Bearer ${token}`,
-          Accept: "application/json",
-          ...(payload ? { "Content-Type": "application/json" } : {}),
-        },
-      },
-      (res) => {
-        let text = "";
-        res.on("data", (c: Buffer) => {
-          text += c.toString();
-        });
-        res.on("end", () => {
-          let parsed: Record<string, unknown> = {};
-          try {
-            parsed = text ? JSON.parse(text) : {};
-          } catch {
-            parsed = { message: text };
-          }
-          resolve({ status: res.statusCode ?? 0, body: parsed });
-        });
-      },
-    );
-    req.on("error", reject);
-    req.end(payload);
+  return httpsJson(new URL(path, cluster.server), {
+    method,
+    ca: Buffer.from(cluster.caData ?? "", "base64").toString(),
+    headers: { authorization: `Bearer ${token}` },
+    ...(body === undefined ? {} : { body }),
   });
 }

@@ -95,7 +95,14 @@ export interface HttpResult {
 export function accessRequest(
   method: string,
   path: string,
-  options: { body?: unknown; token?: string; rawBody?: string; anonymous?: boolean } = {},
+  options: {
+    body?: unknown;
+    token?: string;
+    rawBody?: string;
+    anonymous?: boolean;
+    /** The loopback address to call from (127.0.0.0/8), to act as a different client. */
+    localAddress?: string;
+  } = {},
 ): Promise<HttpResult> {
   const env = testEnvironment();
   const client = options.anonymous ? undefined : env.tenantry.reviewClient;
@@ -107,6 +114,7 @@ export function accessRequest(
       {
         method,
         ca: env.tenantry.accessCaPem,
+        ...(options.localAddress ? { localAddress: options.localAddress, agent: false } : {}),
         ...(client ? { cert: readFileSync(client.certFile), key: readFileSync(client.keyFile) } : {}),
         headers: {
           ...(payload !== undefined ? { "content-type": "application/json" } : {}),

@@ -131,6 +131,18 @@ function compliantPod(namespace: string, name: string) {
 
 type PodManifest = ReturnType<typeof compliantPod>;
 
+/**
+ * What every tenant user may do at cluster scope: creating namespaces is the tenant's self-service
+ * (admission keeps them in the tenant and within its namespaceQuota); self-reviews are what every
+ * user may ask about themselves.
+ */
+const SELF_SERVICE = [
+  "create namespaces",
+  "create selfsubjectaccessreviews.authorization.k8s.io",
+  "create selfsubjectreviews.authentication.k8s.io",
+  "create selfsubjectrulesreviews.authorization.k8s.io",
+];
+
 describe("Multi-Tenancy Benchmarks, profile levels 1 and 2, against tenants created with tenantry's defaults", () => {
   const [tenantA, tenantB] = [uniqueName("mtba"), uniqueName("mtbb")];
   const [nsA, nsB] = [`${tenantA}-a1`, `${tenantB}-b1`];
@@ -221,26 +233,12 @@ describe("Multi-Tenancy Benchmarks, profile levels 1 and 2, against tenants crea
   describe("profile level 1", () => {
     it("MTB-PL1-CC-CPI-1 block access to cluster resources", async () => {
       const clusterScoped = await apiResources(false);
-      // Creating namespaces is the tenant's self-service (admission keeps them in the tenant and
-      // within its namespaceQuota); self-reviews are what every user may ask about themselves.
-      const selfService = [
-        "create namespaces",
-        "create selfsubjectaccessreviews.authorization.k8s.io",
-        "create selfsubjectreviews.authentication.k8s.io",
-        "create selfsubjectrulesreviews.authorization.k8s.io",
-        // Worker nodes on demand are self-service too: admission stamps the requester as owner and
-        // lets only them and their tenant's owners change one; NodeProviders list the flavors.
-        "create workernodes.tenantry.dev",
-        "get nodeproviders.tenantry.dev",
-        "get workernodes.tenantry.dev",
-        "update workernodes.tenantry.dev",
-      ];
       const atClusterScope = await allowed(ownerA.kubeConfig, undefined, clusterScoped, [
         ...MTB_VERBS,
         "create",
       ]);
       assert.deepEqual(
-        atClusterScope.filter((g) => !selfService.includes(g)),
+        atClusterScope.filter((g) => !SELF_SERVICE.includes(g)),
         [],
       );
       // kubectl-mtb asks inside the tenant namespace: there an owner reads and deletes their own
@@ -248,10 +246,56 @@ describe("Multi-Tenancy Benchmarks, profile levels 1 and 2, against tenants crea
       const inNamespace = await allowed(ownerA.kubeConfig, nsA, clusterScoped, MTB_VERBS);
       assert.deepEqual(
         inNamespace.filter(
-          (g) => !selfService.includes(g) && !/^(get|list|watch|delete) namespaces$/.test(g),
+          (g) => !SELF_SERVICE.includes(g) && !/^(get|list|watch|delete) namespaces$/.test(g),
         ),
         [],
       );
+    });
+
+    it("MTB-PL1-CC-CPI-1 block access to cluster resources, every verb, for the owner and a member of a default tenant", async () => {
+      // A default tenant has no spec.workerNodes: its users get nothing of WorkerNodes and
+      // NodeProviders either (only their own WorkerNodes, in tenants that may have some).
+      const member = await testUser(uniqueName("mtb-mem"));
+      const patched = await kubectl(adminKubeconfig, [
+        "patch",
+        "tenant",
+        tenantA,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { users: [{ name: member.name, role: "edit" }] } }),
+      ]);
+      assert.equal(patched.code, 0, patched.stderr);
+      await eventually(
+        async () =>
+          assert.deepEqual(
+            await allowed(member.kubeConfig, nsA, [{ group: "", resource: "pods" }], ["create"]),
+            ["create pods"],
+          ),
+        { timeoutMs: 60_000 },
+      );
+      const clusterScoped = await apiResources(false);
+      for (const [who, user] of [
+        ["owner", ownerA],
+        ["member", member],
+      ] as const) {
+        const granted = await allowed(user.kubeConfig, undefined, clusterScoped, ALL_VERBS);
+        assert.deepEqual(
+          granted.filter((g) => !SELF_SERVICE.includes(g)),
+          [],
+          `the ${who} of a default tenant at cluster scope`,
+        );
+        const named = await allowed(
+          user.kubeConfig,
+          undefined,
+          [
+            { group: "tenantry.dev", resource: "workernodes" },
+            { group: "tenantry.dev", resource: "nodeproviders" },
+          ],
+          ALL_VERBS,
+          "simulated",
+        );
+        assert.deepEqual(named, [], `the ${who}, naming an object`);
+      }
     });
 
     it("MTB-PL1-BC-CPI-2 block multi-tenant resources: what tenantry set up cannot be changed or deleted", async () => {

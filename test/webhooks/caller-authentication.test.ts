@@ -9,7 +9,6 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { request } from "node:https";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { createCertificateAuthority, issueCertificate, type KeyPairPem } from "../../src/pki/index.js";
@@ -18,6 +17,7 @@ import { WEBHOOK_TLS_SECRET } from "../../src/webhooks/index.js";
 import { bootstrapTokensOf } from "../nodes/support.js";
 import { testEnvironment, testKubeConfig, uniqueName, webhookClientOf } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
+import { httpsJson } from "../support/https-json.js";
 import { type TestUser, testUser } from "../support/users.js";
 import { as, createTenant, deleteTenants, succeeded } from "../tenants/admission/support.js";
 
@@ -41,28 +41,12 @@ interface Answer {
 }
 
 /** POSTs an AdmissionReview to the home tenantry's webhook server, as whoever holds `client`. */
-function post(path: string, review: object, client?: KeyPairPem): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${testEnvironment().tenantry.webhookUrl}${path}`,
-      {
-        method: "POST",
-        ca: servingCaPem,
-        agent: false,
-        ...(client ? { cert: client.certPem, key: client.keyPem } : {}),
-        headers: { "content-type": "application/json" },
-      },
-      (res) => {
-        let text = "";
-        res.on("data", (c: Buffer) => {
-          text += c.toString();
-        });
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text || "{}") }));
-      },
-    );
-    req.on("error", reject);
-    req.end(JSON.stringify(review));
-  });
+async function post(path: string, review: object, client?: KeyPairPem): Promise<Answer> {
+  return (await httpsJson(`${testEnvironment().tenantry.webhookUrl}${path}`, {
+    ca: servingCaPem,
+    body: review,
+    ...(client ? { client } : {}),
+  })) as Answer;
 }
 
 function admissionReview(request: Record<string, unknown>) {
@@ -149,7 +133,7 @@ describe("admission reviews from callers other than kube-apiserver", () => {
   it("a forged pod review for another tenant's namespace gets 401 and reserves none of its quota", async () => {
     for (const client of [undefined, selfMade]) {
       const review = podReview(uniqueName("forged"));
-      const answer = await post("/validate/tenant-quota", review, client);
+      const answer = await post("/validate/tenant-namespaces", review, client);
       assert.equal(answer.status, 401, JSON.stringify(answer.body));
       assert.equal(answer.body.title, "client certificate required");
       const { reservations } = await quotaStatus();
@@ -166,7 +150,7 @@ describe("admission reviews from callers other than kube-apiserver", () => {
   it("a forged WorkerNode review gets 401: no bootstrap token Secret, none of the tenant's node count used", async () => {
     const name = `forged-${randomBytes(3).toString("hex")}`;
     for (const client of [undefined, selfMade]) {
-      const answer = await post("/validate/workernodes", workerNodeReview(name), client);
+      const answer = await post("/validate/cluster", workerNodeReview(name), client);
       assert.equal(answer.status, 401, JSON.stringify(answer.body));
     }
     assert.deepEqual(await bootstrapTokensOf(core, name), [], "the forged review created a bootstrap token");
@@ -181,7 +165,7 @@ describe("admission reviews from callers other than kube-apiserver", () => {
 describe("kube-apiserver, and dry runs", () => {
   it("a review with kube-apiserver's client certificate is answered (a dry run: nothing reserved)", async () => {
     const review = podReview(uniqueName("dry"), true);
-    const answer = await post("/validate/tenant-quota", review, apiServer);
+    const answer = await post("/validate/tenant-namespaces", review, apiServer);
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     // The tenant's pod takes its one pod of quota: the dry run is refused as the real one would be.
     assert.equal(answer.body.response?.allowed, false);

@@ -68,6 +68,13 @@ export const UserStatusSchema = Type.Object(
         format: "date-time",
       }),
     ),
+    loginsUnlockedAt: Type.Optional(
+      Type.String({
+        description:
+          "Wrong passwords before this time no longer count against the user: set by `tenantry user unlock`, it lifts a lock at once.",
+        format: "date-time",
+      }),
+    ),
     conditions: Type.Optional(ConditionList("Current state of the user.")),
   },
   { description: "Observed state of the user, written by tenantry." },

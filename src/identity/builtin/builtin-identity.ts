@@ -248,6 +248,27 @@ export class BuiltinIdentity implements IdentityProvider {
     } as User);
   }
 
+  /**
+   * Lifts a login lock at once, on every replica once its cache has the change: wrong passwords
+   * before now stop counting against the user (and against the clients that sent them).
+   */
+  async unlockLogins(username: string): Promise<void> {
+    const user = await this.readUser(username);
+    if (!user) throw new UserError(`user "${username}" does not exist`);
+    await applyStatus(this.options.client, {
+      apiVersion: TENANTS_API_VERSION,
+      kind: "User",
+      metadata: { name: username },
+      status: { ...user.status, loginsUnlockedAt: new Date().toISOString() },
+    } as User);
+  }
+
+  /** When an administrator last lifted the user's login lock (ms since the epoch), from the cache; 0 if never. */
+  loginsUnlockedAt(username: string): number {
+    const at = this.users.get(undefined, username)?.status?.loginsUnlockedAt;
+    return at ? Date.parse(at) : 0;
+  }
+
   jwks(): ReturnType<SigningKeys["jwks"]> {
     return this.keys.jwks();
   }

@@ -5,7 +5,7 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import type { V1Affinity, V1Toleration } from "@kubernetes/client-node";
-import { type AdmissionWebhook, allow, deny, type JsonPatchOperation } from "../../webhooks/index.js";
+import { type AdmissionCheck, allow, deny, type JsonPatchOperation } from "../../webhooks/index.js";
 import type { MulticlusterInformers } from "../informers.js";
 import { OFFLOADED_NAMESPACE_LABEL } from "./labels.js";
 import { placePod } from "./pod-placement.js";
@@ -14,7 +14,7 @@ interface PodObject {
   spec?: { affinity?: V1Affinity; tolerations?: V1Toleration[]; nodeName?: string };
 }
 
-export function offloadingPodWebhook(informers: MulticlusterInformers): AdmissionWebhook {
+export function offloadingPodWebhook(informers: MulticlusterInformers): AdmissionCheck {
   return {
     name: "pods.offloading.tenantry.dev",
     kind: "mutating",

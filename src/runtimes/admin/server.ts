@@ -27,7 +27,7 @@ import {
   silentLogger,
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
-import { runtimeNamespaceLabels, runtimePlacement } from "../api/placement.js";
+import { runtimeNamespaceAnnotations, runtimeNamespaceLabels, runtimePlacement } from "../api/placement.js";
 import { RUNTIME_FINALIZER, type Runtime, START_STEPS } from "../api/runtime.js";
 import type { RuntimeService } from "../api/runtime-service.js";
 import { KubeconfigClients, type RuntimesCluster, SECRETS_NAMESPACE } from "../clusters.js";
@@ -801,7 +801,7 @@ export class RuntimesAdmin {
     placement: { namespace: string; name: string },
     spec: InstanceParams & { tenant: string; config: Record<string, unknown> } & CullingLimits,
   ): Promise<Runtime> {
-    await this.ensureNamespace(placement.namespace, spec.tenant);
+    await this.ensureNamespace(placement.namespace, spec.tenant, spec.user);
     const body: Runtime = {
       apiVersion: API_VERSION,
       kind: "Runtime",
@@ -818,8 +818,11 @@ export class RuntimesAdmin {
     }
   }
 
-  /** The Runtime object's namespace, created in the user's tenant when missing (segregated mode). */
-  private async ensureNamespace(namespace: string, tenant: string): Promise<void> {
+  /**
+   * The Runtime object's namespace, created when missing: in segregated mode in the user's tenant
+   * and marked as the user's (the runtimes controller checks an existing one is).
+   */
+  private async ensureNamespace(namespace: string, tenant: string, user: string): Promise<void> {
     if (this.knownNamespaces.has(namespace)) return;
     const combined = !namespace.startsWith(`${tenant}-rt-`);
     try {
@@ -828,6 +831,7 @@ export class RuntimesAdmin {
           metadata: {
             name: namespace,
             labels: runtimeNamespaceLabels(combined ? undefined : tenant),
+            ...(combined ? {} : { annotations: runtimeNamespaceAnnotations(user) }),
           },
         },
       });

@@ -9,6 +9,7 @@ import {
   MANAGED_BY_LABEL,
   NAMESPACE_ISOLATION,
   NETWORK_ISOLATION_LABEL,
+  RUNTIME_USER_ANNOTATION,
   TENANT_LABEL,
 } from "../../tenants/index.js";
 import { DEFAULT_RUNTIMES_NAMESPACE, type NamespaceMode } from "./runtime-service.js";
@@ -82,6 +83,15 @@ export function runtimePlacement(
  * runtimes proxy reach it); the combined one belongs to no tenant, and enforces the baseline Pod
  * Security Standard itself.
  */
+/**
+ * Annotations of a user's (segregated) runtimes namespace: whose it is. The tenants capability
+ * makes it theirs (their RBAC only, the owners' per the tenant's spec.runtimeAccess) and tenantry's
+ * authorizer keeps the tenant's other members out unless an AccessGrant lets them in.
+ */
+export function runtimeNamespaceAnnotations(user: string): Record<string, string> {
+  return { [RUNTIME_USER_ANNOTATION]: user };
+}
+
 export function runtimeNamespaceLabels(tenant: string | undefined): Record<string, string> {
   return {
     [MANAGED_BY_LABEL]: MANAGED_BY,

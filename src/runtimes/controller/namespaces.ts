@@ -23,10 +23,11 @@ import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
   NAMESPACE_ORIGIN_LABEL,
+  RUNTIME_USER_ANNOTATION,
   TENANTS_API_VERSION,
   type Tenant,
 } from "../../tenants/index.js";
-import { runtimeNamespaceLabels } from "../api/placement.js";
+import { runtimeNamespaceAnnotations, runtimeNamespaceLabels } from "../api/placement.js";
 import { AGENT_SERVICE_ACCOUNT } from "./manifest.js";
 import type { Target } from "./targets.js";
 
@@ -74,8 +75,11 @@ export class RuntimeNamespaces {
 
   constructor(private readonly options: RuntimeNamespacesOptions) {}
 
-  /** Makes `namespace` ready in `target`; a message for the Namespace step. */
-  async ensure(target: Target, namespace: string, tenant: string | undefined): Promise<string> {
+  /**
+   * Makes `namespace` ready in `target`; a message for the Namespace step. `owner`: the tenant and
+   * user whose runtimes namespace it is (segregated mode); none for the combined one.
+   */
+  async ensure(target: Target, namespace: string, owner?: { tenant: string; user: string }): Promise<string> {
     const { client } = target;
     let current: V1Namespace | undefined;
     try {
@@ -86,28 +90,20 @@ export class RuntimeNamespaces {
     if (current?.metadata?.deletionTimestamp) {
       throw new NamespaceNotReady(`namespace ${namespace} in cluster ${target.name} is being deleted`);
     }
-    const labels = runtimeNamespaceLabels(tenant);
+    const labels = runtimeNamespaceLabels(owner?.tenant);
+    const annotations = owner ? runtimeNamespaceAnnotations(owner.user) : {};
     if (!current) {
-      const extra = tenant && !target.local ? await this.ensureTenant(target, tenant) : {};
+      const extra = owner && !target.local ? await this.ensureTenant(target, owner.tenant) : {};
       try {
         current = await client.core.createNamespace({
-          body: { metadata: { name: namespace, labels: { ...labels, ...extra } } },
+          body: { metadata: { name: namespace, labels: { ...labels, ...extra }, annotations } },
         });
       } catch (err) {
         if (!isAlreadyExists(err)) throw err;
         current = await client.core.readNamespace({ name: namespace });
       }
-    } else {
-      // Its tenant and isolation; the pod security level is its administrator's (or its tenant's).
-      const { [POD_SECURITY_ENFORCE_LABEL]: _level, ...required } = labels;
-      if (Object.entries(required).some(([k, v]) => current?.metadata?.labels?.[k] !== v)) {
-        // A merge patch, not an apply: the namespace's other labels are the tenants capability's.
-        await client.objects.patchRaw(
-          { apiVersion: "v1", kind: "Namespace", metadata: { name: namespace, labels: required } },
-          PatchStrategy.MergePatch,
-        );
-      }
     }
+    await this.keepMarks(target, current, labels, annotations);
     // Keyed by uid: a namespace deleted and made again needs its policy and account again.
     const key = `${target.name}/${namespace}/${current.metadata?.uid}`;
     if (!this.prepared.has(key)) {
@@ -115,6 +111,37 @@ export class RuntimeNamespaces {
       this.prepared.add(key);
     }
     return `namespace ${namespace} ready in cluster ${target.name}`;
+  }
+
+  /**
+   * Its tenant, isolation and user, set again when missing (a namespace from before it was marked
+   * as its user's gets the mark); the pod security level is its administrator's (or its tenant's).
+   * A namespace marked as another user's is never used.
+   */
+  private async keepMarks(
+    target: Target,
+    current: V1Namespace,
+    labels: Record<string, string>,
+    annotations: Record<string, string>,
+  ): Promise<void> {
+    const name = current.metadata!.name!;
+    const user = current.metadata?.annotations?.[RUNTIME_USER_ANNOTATION];
+    const wanted = annotations[RUNTIME_USER_ANNOTATION];
+    if (wanted !== undefined && user !== undefined && user !== wanted) {
+      throw new NamespaceNotReady(
+        `namespace ${name} in cluster ${target.name} is the runtimes namespace of another user`,
+      );
+    }
+    const { [POD_SECURITY_ENFORCE_LABEL]: _level, ...required } = labels;
+    const differs = (want: Record<string, string>, have: Record<string, string> | undefined) =>
+      Object.entries(want).some(([k, v]) => have?.[k] !== v);
+    if (differs(required, current.metadata?.labels) || differs(annotations, current.metadata?.annotations)) {
+      // A merge patch, not an apply: the namespace's other labels are the tenants capability's.
+      await target.client.objects.patchRaw(
+        { apiVersion: "v1", kind: "Namespace", metadata: { name, labels: required, annotations } },
+        PatchStrategy.MergePatch,
+      );
+    }
   }
 
   /** The Tenant in a runtimes cluster (a mirror unless its administrator made one); the namespace labels it implies. */

@@ -325,7 +325,11 @@ export class RuntimeController {
     const tenant = runtime.spec.tenant;
     const segregated = (service.spec.namespaceMode ?? "Segregated") === "Segregated";
     try {
-      const message = await this.namespaces.ensure(target, namespace, segregated ? tenant : undefined);
+      const message = await this.namespaces.ensure(
+        target,
+        namespace,
+        segregated ? { tenant, user: runtime.spec.user } : undefined,
+      );
       status.step("Namespace", { state: "Done", message });
     } catch (err) {
       const message = describeError(err);

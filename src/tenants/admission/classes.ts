@@ -1,4 +1,4 @@
-import { type AdmissionRequest, type AdmissionWebhook, allow, deny } from "../../webhooks/index.js";
+import { type AdmissionCheck, type AdmissionRequest, allow, deny } from "../../webhooks/index.js";
 import type { Tenant } from "../api/tenant.js";
 import { IN_TENANT_NAMESPACES } from "../controllers/labels.js";
 import type { AdmissionContext, AnyObject } from "./context.js";
@@ -108,7 +108,7 @@ export function checkClasses(request: AdmissionRequest, tenant: Tenant): string 
   return;
 }
 
-export function classWebhook(context: AdmissionContext): AdmissionWebhook {
+export function classWebhook(context: AdmissionContext): AdmissionCheck {
   const { lookup, ingressHosts } = context;
   return {
     name: "classes.tenants.tenantry.dev",

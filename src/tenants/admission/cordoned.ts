@@ -1,7 +1,7 @@
 import {
+  type AdmissionCheck,
   type AdmissionDecision,
   type AdmissionRequest,
-  type AdmissionWebhook,
   allow,
   deny,
 } from "../../webhooks/index.js";
@@ -57,7 +57,7 @@ export function checkCordoned(
  * the requests of every other tenant never wait on this webhook. The tenant itself is read again,
  * so uncordoning takes effect before the label is gone.
  */
-export function cordonedWebhook(context: AdmissionContext): AdmissionWebhook {
+export function cordonedWebhook(context: AdmissionContext): AdmissionCheck {
   const { lookup } = context;
   return {
     name: "cordoned.tenants.tenantry.dev",
@@ -65,6 +65,7 @@ export function cordonedWebhook(context: AdmissionContext): AdmissionWebhook {
     path: "/validate/cordoned",
     // Fail: a cordon is what an administrator relies on while investigating a tenant.
     failurePolicy: "Fail",
+    ownEntry: "only the namespaces of cordoned tenants are selected, and only for tenants' users",
     namespaceSelector: {
       matchExpressions: [
         { key: TENANT_LABEL, operator: "Exists" },

@@ -1,5 +1,5 @@
 import { AuthenticationV1Api, type KubeConfig } from "@kubernetes/client-node";
-import type { AdmissionWebhook } from "../../webhooks/index.js";
+import type { AdmissionCheck } from "../../webhooks/index.js";
 import type { TenantInformers } from "../informers.js";
 import { classWebhook } from "./classes.js";
 import type { AdmissionContext } from "./context.js";
@@ -31,10 +31,7 @@ export interface TenantWebhookOptions {
 }
 
 /** Every admission webhook of the tenants capability, quota aside (see quota/admission.ts). */
-export function tenantWebhooks(
-  informers: TenantInformers,
-  options: TenantWebhookOptions,
-): AdmissionWebhook[] {
+export function tenantWebhooks(informers: TenantInformers, options: TenantWebhookOptions): AdmissionCheck[] {
   let identity: Promise<TenantryIdentity> | undefined;
   const resolveIdentity = (): Promise<TenantryIdentity> => {
     identity ??= (

@@ -1,5 +1,6 @@
 import { CustomObjectsApi } from "@kubernetes/client-node";
 import { isNotFound, readNamespaceIfExists } from "../../kube/index.js";
+import { oncePerRequest, tenantKey, tenantOfNamespaceKey } from "../../webhooks/index.js";
 import { TENANTRY_GROUP, TENANTS_VERSION } from "../api/group.js";
 import type { Tenant } from "../api/tenant.js";
 import { TENANT_LABEL } from "../controllers/labels.js";
@@ -7,6 +8,23 @@ import type { TenantInformers } from "../informers.js";
 import type { Requester } from "./identity.js";
 
 const tenantCoordinates = { group: TENANTRY_GROUP, version: TENANTS_VERSION, plural: "tenants" };
+
+/**
+ * The name of the tenant a namespace belongs to (its tenant label), once per admission request
+ * whichever capability's check asks first; read from the API server when the cache has not seen
+ * the namespace yet.
+ */
+export function tenantNameOfNamespace(
+  informers: TenantInformers,
+  namespace: string,
+): Promise<string | undefined> {
+  return oncePerRequest(tenantOfNamespaceKey(namespace), async () => {
+    const cached = informers.tenantNamespaces.get(undefined, namespace);
+    if (cached) return cached.metadata?.labels?.[TENANT_LABEL];
+    const fresh = await readNamespaceIfExists(informers.client.core, namespace);
+    return fresh?.metadata?.labels?.[TENANT_LABEL];
+  });
+}
 
 /**
  * Tenants and tenant namespaces as admission needs them: from the informer caches, and from the
@@ -20,23 +38,22 @@ export class TenantLookup {
     this.customObjects = informers.client.kubeConfig.makeApiClient(CustomObjectsApi);
   }
 
-  async tenant(name: string): Promise<Tenant | undefined> {
-    const cached = this.informers.tenants.get(undefined, name);
-    if (cached) return cached;
-    try {
-      return (await this.customObjects.getClusterCustomObject({ ...tenantCoordinates, name })) as Tenant;
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+  /** Once per admission request, whichever check asks first (see oncePerRequest). */
+  tenant(name: string): Promise<Tenant | undefined> {
+    return oncePerRequest(tenantKey(name), async () => {
+      const cached = this.informers.tenants.get(undefined, name);
+      if (cached) return cached;
+      try {
+        return (await this.customObjects.getClusterCustomObject({ ...tenantCoordinates, name })) as Tenant;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    });
   }
 
-  /** The name of the tenant a namespace belongs to (its tenant label). */
-  async tenantNameOfNamespace(namespace: string): Promise<string | undefined> {
-    const cached = this.informers.tenantNamespaces.get(undefined, namespace);
-    if (cached) return cached.metadata?.labels?.[TENANT_LABEL];
-    const fresh = await readNamespaceIfExists(this.informers.client.core, namespace);
-    return fresh?.metadata?.labels?.[TENANT_LABEL];
+  tenantNameOfNamespace(namespace: string): Promise<string | undefined> {
+    return tenantNameOfNamespace(this.informers, namespace);
   }
 
   async tenantOfNamespace(namespace: string): Promise<Tenant | undefined> {

@@ -1,7 +1,7 @@
 import {
+  type AdmissionCheck,
   type AdmissionDecision,
   type AdmissionRequest,
-  type AdmissionWebhook,
   allow,
   deny,
 } from "../../webhooks/index.js";
@@ -34,7 +34,7 @@ export function checkManagedObject(request: AdmissionRequest, identity: Tenantry
   return deny(`${MANAGED_FIELD}: ${what} is managed by tenantry; only tenantry may change it`);
 }
 
-export function managedObjectsWebhook(context: AdmissionContext): AdmissionWebhook {
+export function managedObjectsWebhook(context: AdmissionContext): AdmissionCheck {
   return {
     name: "managed-objects.tenants.tenantry.dev",
     kind: "validating",

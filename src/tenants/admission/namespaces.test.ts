@@ -212,6 +212,31 @@ describe("namespace creation: rules on the final object", () => {
     );
   });
 
+  test("runtimes namespaces are tenantry's to create: neither their names nor their mark are an owner's", () => {
+    assert.deepEqual(
+      checkNamespaceCreate(namespace("acme-rt-bob", ownerLabels("acme")), alice, [acme], identity),
+      {
+        allowed: false,
+        message:
+          'metadata.name: names "acme-rt-…" are kept for the runtimes namespaces of tenant "acme"\'s users, which tenantry creates',
+      },
+    );
+    const marked = namespace("acme-x", ownerLabels("acme"), {
+      annotations: { "tenantry.dev/runtime-user": "bob" },
+    });
+    const refused = checkNamespaceCreate(marked, alice, [acme], identity);
+    assert.match(
+      refused.allowed ? "" : refused.message,
+      /only tenantry marks a namespace as a user's runtimes namespace/,
+    );
+    const tenantry = { username: "tenantry-admin", groups: [] };
+    assert.equal(
+      checkNamespaceCreate(namespace("acme-rt-bob", ownerLabels("acme")), tenantry, [acme], identity).allowed,
+      true,
+      "tenantry itself",
+    );
+  });
+
   test("the quota message names the tenant, the count and the limit", () => {
     assert.equal(
       namespaceQuotaMessage("acme", 3, 3),

@@ -1,8 +1,8 @@
 import { isDeepStrictEqual } from "node:util";
 import {
+  type AdmissionCheck,
   type AdmissionDecision,
   type AdmissionRequest,
-  type AdmissionWebhook,
   allow,
   deny,
   setLabelsPatch,
@@ -13,6 +13,7 @@ import {
   MANAGED_BY_LABEL,
   NAMESPACE_ORIGIN_LABEL,
   POD_SECURITY_ENFORCE_LABEL,
+  RUNTIME_USER_ANNOTATION,
   TENANT_LABEL,
 } from "../controllers/labels.js";
 import { declaredNamespaceName } from "../controllers/render.js";
@@ -163,6 +164,17 @@ export function checkNamespaceCreate(
       `metadata.name: "${name}" must start with "${prefix}" (spec.namespacePrefix of tenant "${requested}")`,
     );
   }
+  // A runtimes namespace is one user's: an owner who made it first would have set it up for themselves.
+  if (name.startsWith(`${requested}-rt-`)) {
+    return refuse(
+      `metadata.name: names "${requested}-rt-…" are kept for the runtimes namespaces of tenant "${requested}"'s users, which tenantry creates`,
+    );
+  }
+  if (namespace.metadata?.annotations?.[RUNTIME_USER_ANNOTATION] !== undefined) {
+    return refuse(
+      `metadata.annotations[${RUNTIME_USER_ANNOTATION}]: only tenantry marks a namespace as a user's runtimes namespace`,
+    );
+  }
   return { allowed: true, tenant };
 }
 
@@ -269,9 +281,9 @@ const namespaceRule = (operations: string[]) => ({
   scope: "Cluster",
 });
 
-export function namespaceWebhooks(context: AdmissionContext): AdmissionWebhook[] {
+export function namespaceWebhooks(context: AdmissionContext): AdmissionCheck[] {
   const { lookup, namespaceQuota } = context;
-  const mutating: AdmissionWebhook = {
+  const mutating: AdmissionCheck = {
     name: "namespace-owners.tenants.tenantry.dev",
     kind: "mutating",
     path: "/mutate/namespaces",
@@ -292,7 +304,7 @@ export function namespaceWebhooks(context: AdmissionContext): AdmissionWebhook[]
       return mutateNamespaceCreate(namespace, request.userInfo, candidates, identity);
     },
   };
-  const validating: AdmissionWebhook = {
+  const validating: AdmissionCheck = {
     name: "namespaces.tenants.tenantry.dev",
     kind: "validating",
     path: "/validate/namespaces",
@@ -302,6 +314,8 @@ export function namespaceWebhooks(context: AdmissionContext): AdmissionWebhook[]
     // Reserving a slot reads and writes the Tenant, with retries under contention.
     timeoutSeconds: 10,
     sideEffects: "NoneOnDryRun",
+    // It takes a slot of the tenant's namespace quota: only once every other check allowed.
+    reserves: true,
     rules: [namespaceRule(["CREATE", "UPDATE", "DELETE"])],
     async handle(request: AdmissionRequest) {
       const requester = request.userInfo;

@@ -1,7 +1,7 @@
 import {
+  type AdmissionCheck,
   type AdmissionDecision,
   type AdmissionRequest,
-  type AdmissionWebhook,
   allow,
   deny,
   type JsonPatchOperation,
@@ -177,7 +177,7 @@ const everyResource = (operations: string[]) => ({
   scope: "Namespaced",
 });
 
-export function ownerLabelWebhooks(context: AdmissionContext): AdmissionWebhook[] {
+export function ownerLabelWebhooks(context: AdmissionContext): AdmissionCheck[] {
   const { lookup } = context;
   return [
     {

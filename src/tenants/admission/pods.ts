@@ -1,8 +1,8 @@
 import { isDeepStrictEqual } from "node:util";
 import {
+  type AdmissionCheck,
   type AdmissionDecision,
   type AdmissionRequest,
-  type AdmissionWebhook,
   allow,
   deny,
   type JsonPatchOperation,
@@ -384,7 +384,7 @@ export function mutatePod(request: AdmissionRequest, tenant: Tenant): AdmissionD
   ]);
 }
 
-export function podWebhooks(context: AdmissionContext): AdmissionWebhook[] {
+export function podWebhooks(context: AdmissionContext): AdmissionCheck[] {
   const { lookup } = context;
   return [
     {

@@ -1,4 +1,4 @@
-import { type AdmissionWebhook, allow, deny } from "../../webhooks/index.js";
+import { type AdmissionCheck, allow, deny } from "../../webhooks/index.js";
 import type { Tenant } from "../api/tenant.js";
 import { IN_TENANT_NAMESPACES } from "../controllers/labels.js";
 import type { AdmissionContext, AnyObject } from "./context.js";
@@ -34,7 +34,7 @@ export function serviceViolations(service: Service, before: Service | undefined,
   return violations;
 }
 
-export function serviceWebhook(context: AdmissionContext): AdmissionWebhook {
+export function serviceWebhook(context: AdmissionContext): AdmissionCheck {
   const { lookup } = context;
   return {
     name: "services.tenants.tenantry.dev",

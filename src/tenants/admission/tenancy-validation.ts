@@ -4,9 +4,9 @@ import type { V1Namespace } from "@kubernetes/client-node";
 import { parseQuantity, QuantityError } from "../../common/index.js";
 import type { ClusterClient } from "../../kube/index.js";
 import {
+  type AdmissionCheck,
   type AdmissionDecision,
   type AdmissionRequest,
-  type AdmissionWebhook,
   allow,
   deny,
 } from "../../webhooks/index.js";
@@ -362,7 +362,7 @@ export class DiscoveryKindScope {
   }
 }
 
-export function tenancyValidationWebhook(context: AdmissionContext): AdmissionWebhook {
+export function tenancyValidationWebhook(context: AdmissionContext): AdmissionCheck {
   const { lookup } = context;
   const { informers } = lookup;
   const discovery = new DiscoveryKindScope(informers.client);

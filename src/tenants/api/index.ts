@@ -41,6 +41,8 @@ export {
   type OwnerKind,
   POD_SECURITY_LEVELS,
   type PodSecurityLevel,
+  RUNTIME_OWNER_ACCESS,
+  type RuntimeOwnerAccess,
   SERVICE_ACCOUNT_USERNAME_PATTERN,
   SERVICE_TYPES,
   type ServiceType,

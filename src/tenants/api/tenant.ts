@@ -37,6 +37,10 @@ export type PodSecurityLevel = (typeof POD_SECURITY_LEVELS)[number];
 export const SERVICE_TYPES = ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"] as const;
 export type ServiceType = (typeof SERVICE_TYPES)[number];
 
+/** What a tenant's owners get in its users' runtimes namespaces (spec.runtimeAccess.owners). */
+export const RUNTIME_OWNER_ACCESS = ["None", "View", "Full"] as const;
+export type RuntimeOwnerAccess = (typeof RUNTIME_OWNER_ACCESS)[number];
+
 export const IMAGE_PULL_POLICIES = ["Always", "IfNotPresent", "Never"] as const;
 export type ImagePullPolicy = (typeof IMAGE_PULL_POLICIES)[number];
 
@@ -469,6 +473,24 @@ export const TenantSpecSchema = Type.Object(
         {
           description:
             "Pod Security Standard enforced in every namespace of the tenant (pod-security.kubernetes.io/enforce).",
+          default: {},
+        },
+      ),
+    ),
+    runtimeAccess: Type.Optional(
+      Type.Object(
+        {
+          owners: Type.Optional(
+            StringEnum(RUNTIME_OWNER_ACCESS, {
+              description:
+                "None: nothing (they may still delete the namespace). View: read what runs there — pods, services, claims, events, Runtimes — but no Secrets, ConfigMaps or logs, no exec, attach, port-forward or proxy, no changes. Full: what they have in the tenant's other namespaces, every use of it recorded (an Event in the namespace and an audit line).",
+              default: "View",
+            }),
+          ),
+        },
+        {
+          description:
+            "A user's runtimes namespace is theirs: they get edit and may let others in with AccessGrants, the tenant's other members get nothing there, and its owners what this says.",
           default: {},
         },
       ),

@@ -18,6 +18,12 @@ export const POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce";
 export const NETWORK_ISOLATION_LABEL = "tenantry.dev/network-isolation";
 export const NAMESPACE_ISOLATION = "Namespace";
 /**
+ * On a user's runtimes namespace (the runtimes capability's Segregated mode): the user, exactly as
+ * authenticated. The namespace is theirs: they get `edit` and manage AccessGrants there, the
+ * tenant's owners what `spec.runtimeAccess.owners` gives them, its other members nothing.
+ */
+export const RUNTIME_USER_ANNOTATION = "tenantry.dev/runtime-user";
+/**
  * On the namespaces of a cordoned tenant (spec.cordoned), so that only their requests are sent to
  * the cordon webhook.
  */

@@ -1,8 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { KubernetesObject } from "@kubernetes/client-node";
+import type { KubernetesObject, V1RoleBinding } from "@kubernetes/client-node";
 import type { Tenant } from "../api/tenant.js";
-import { NAMESPACE_ISOLATION, NETWORK_ISOLATION_LABEL, TENANT_LABEL } from "./labels.js";
+import {
+  NAMESPACE_ISOLATION,
+  NETWORK_ISOLATION_LABEL,
+  RUNTIME_USER_ANNOTATION,
+  TENANT_LABEL,
+} from "./labels.js";
 import { planNamespace } from "./namespace-plan.js";
 import { ISOLATION_POLICY } from "./render.js";
 
@@ -44,5 +49,57 @@ describe("tenant isolation policy", () => {
       { podSelector: {} },
       { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "ingress" } } },
     ]);
+  });
+});
+
+describe("a user's runtimes namespace", () => {
+  const withUsers = {
+    ...tenant,
+    spec: {
+      ...tenant.spec,
+      users: [
+        { name: "alice", role: "edit" },
+        { name: "bob", role: "edit" },
+      ],
+    },
+  } as Tenant;
+  const bindings = (t: Tenant, annotations: Record<string, string> = {}) =>
+    planNamespace(t, "acme-rt-alice", { metadata: { name: "acme-rt-alice", annotations } }, new Map())!
+      .contents.filter((o) => o.kind === "RoleBinding")
+      .map((o) => {
+        const b = o as V1RoleBinding;
+        return `${b.metadata!.name} ${b.roleRef.name} ${b.subjects!.map((s) => s.name).join(",")}`;
+      })
+      .sort();
+
+  it("is its user's: they administer it, owners view it, the tenant's other users get nothing", () => {
+    assert.deepEqual(bindings(withUsers, { [RUNTIME_USER_ANNOTATION]: "alice" }), [
+      "tenantry-namespace-owner tenantry-namespace-owner alice",
+      "tenantry-owners-runtime-view tenantry:runtime-viewer alice",
+      "tenantry-runtime-user admin alice",
+    ]);
+  });
+
+  it("gives owners what spec.runtimeAccess.owners says", () => {
+    const access = (owners: "None" | "Full") =>
+      bindings({ ...withUsers, spec: { ...withUsers.spec, runtimeAccess: { owners } } } as Tenant, {
+        [RUNTIME_USER_ANNOTATION]: "bob",
+      });
+    assert.deepEqual(access("None"), [
+      "tenantry-namespace-owner tenantry-namespace-owner alice",
+      "tenantry-runtime-user admin bob",
+    ]);
+    assert.ok(access("Full").includes("tenantry-owners admin alice"));
+  });
+
+  it("keeps its user on the namespace; other namespaces bind every user as before", () => {
+    const plan = planNamespace(
+      withUsers,
+      "acme-rt-alice",
+      { metadata: { name: "acme-rt-alice", annotations: { [RUNTIME_USER_ANNOTATION]: "alice" } } },
+      new Map(),
+    )!;
+    assert.equal(plan.namespace.metadata?.annotations?.[RUNTIME_USER_ANNOTATION], "alice");
+    assert.equal(bindings(withUsers).filter((b) => b.startsWith("tenantry-user-")).length, 2);
   });
 });

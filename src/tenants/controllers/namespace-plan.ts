@@ -2,7 +2,12 @@ import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
 import { EXEMPT_NAMESPACES } from "../../webhooks/index.js";
 import type { NamespaceTemplate } from "../api/namespace-template.js";
 import type { Tenant } from "../api/tenant.js";
-import { NAMESPACE_ISOLATION, NAMESPACE_ORIGIN_LABEL, NETWORK_ISOLATION_LABEL } from "./labels.js";
+import {
+  NAMESPACE_ISOLATION,
+  NAMESPACE_ORIGIN_LABEL,
+  NETWORK_ISOLATION_LABEL,
+  RUNTIME_USER_ANNOTATION,
+} from "./labels.js";
 import { declaredNamespaceName, namespaceContents, namespaceObject } from "./render.js";
 
 /** Objects rendered from templates, remembered on the namespace so that removed ones are deleted. */
@@ -52,14 +57,20 @@ export function planNamespace(
   // Namespaces the owners created joined the tenant through admission; they stay until deleted.
   const origin = declared ? "declared" : "owner";
   const templateRefs = [...(tenant.spec.templates ?? []), ...(declared?.templates ?? [])];
+  const runtimeUser = current?.metadata?.annotations?.[RUNTIME_USER_ANNOTATION];
   const contents = namespaceContents(tenant, name, templateRefs, templates, {
     isolatedAlone: current?.metadata?.labels?.[NETWORK_ISOLATION_LABEL] === NAMESPACE_ISOLATION,
+    ...(runtimeUser ? { runtimeUser } : {}),
   });
   const templateIds = contents
     .filter((o) => o.metadata?.labels?.["tenantry.dev/template"])
     .map(objectId)
     .sort();
   const namespace = namespaceObject(tenant, name, origin, declared?.labels);
-  namespace.metadata!.annotations = { [TEMPLATE_OBJECTS_ANNOTATION]: JSON.stringify(templateIds) };
+  namespace.metadata!.annotations = {
+    [TEMPLATE_OBJECTS_ANNOTATION]: JSON.stringify(templateIds),
+    // The runtimes capability's, kept as it is: whose runtimes namespace this is never changes.
+    ...(runtimeUser ? { [RUNTIME_USER_ANNOTATION]: runtimeUser } : {}),
+  };
   return { name, origin, namespace, contents };
 }

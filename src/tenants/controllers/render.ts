@@ -7,7 +7,7 @@ import type {
   V1RoleBinding,
 } from "@kubernetes/client-node";
 import type { NamespaceTemplate } from "../api/namespace-template.js";
-import type { Tenant, TenantOwner, TenantUser } from "../api/tenant.js";
+import type { RuntimeOwnerAccess, Tenant, TenantOwner, TenantUser } from "../api/tenant.js";
 import {
   CORDONED_LABEL,
   managedMetadata,
@@ -37,6 +37,47 @@ export const namespaceProvisionerClusterRole: KubernetesObject = {
   },
   rules: [{ apiGroups: [""], resources: ["namespaces"], verbs: ["create"] }],
 } as KubernetesObject;
+
+/**
+ * What a tenant's owners get in a user's runtimes namespace under `spec.runtimeAccess.owners: View`:
+ * what runs there and how it is doing, not its contents or credentials (no Secrets, ConfigMaps or
+ * logs, no exec, attach, port-forward or proxy) and no changes.
+ */
+export const RUNTIME_VIEWER_CLUSTER_ROLE = "tenantry:runtime-viewer";
+
+const OBSERVE = ["get", "list", "watch"];
+
+export const runtimeViewerClusterRole: KubernetesObject = {
+  apiVersion: "rbac.authorization.k8s.io/v1",
+  kind: "ClusterRole",
+  metadata: { name: RUNTIME_VIEWER_CLUSTER_ROLE, labels: { "app.kubernetes.io/managed-by": "tenantry" } },
+  rules: [
+    {
+      apiGroups: [""],
+      resources: [
+        "pods",
+        "services",
+        "endpoints",
+        "persistentvolumeclaims",
+        "events",
+        "resourcequotas",
+        "limitranges",
+      ],
+      verbs: OBSERVE,
+    },
+    { apiGroups: ["apps"], resources: ["deployments", "statefulsets", "replicasets"], verbs: OBSERVE },
+    { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: OBSERVE },
+    {
+      apiGroups: ["tenantry.dev"],
+      resources: ["runtimes", "runtimebackups", "runtimerestores"],
+      verbs: OBSERVE,
+    },
+  ],
+} as KubernetesObject;
+
+/** In a user's runtimes namespace: the user's own binding, and the owners' under View. */
+export const RUNTIME_USER_ROLE_BINDING = "tenantry-runtime-user";
+export const OWNERS_RUNTIME_VIEW_BINDING = "tenantry-owners-runtime-view";
 
 /** Binds the owners to the provisioner role while the tenant lets them create namespaces. */
 export function ownersProvisionerBinding(tenant: Tenant): KubernetesObject | undefined {
@@ -116,34 +157,80 @@ export function userObjectName(user: string): string {
   return `tenantry-user-${cleaned.slice(0, 200)}-${hash}`;
 }
 
-function ownersRoleBinding(tenant: Tenant, namespace: string): V1RoleBinding {
+function clusterRoleBinding(
+  tenant: Tenant,
+  namespace: string,
+  name: string,
+  role: string,
+  subjects: RbacV1Subject[],
+): V1RoleBinding {
   return {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "RoleBinding",
-    metadata: managedMetadata(tenantRef(tenant), OWNERS_ROLE_BINDING, namespace),
-    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: TENANT_ADMIN_CLUSTER_ROLE },
-    subjects: tenant.spec.owners.map(subject),
+    metadata: managedMetadata(tenantRef(tenant), name, namespace),
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+    subjects,
   };
+}
+
+function ownersRoleBinding(tenant: Tenant, namespace: string): V1RoleBinding {
+  return clusterRoleBinding(
+    tenant,
+    namespace,
+    OWNERS_ROLE_BINDING,
+    TENANT_ADMIN_CLUSTER_ROLE,
+    tenant.spec.owners.map(subject),
+  );
+}
+
+function userSubject(name: string): RbacV1Subject {
+  return subject(
+    name.startsWith("system:serviceaccount:") ? { kind: "ServiceAccount", name } : { kind: "User", name },
+  );
+}
+
+/**
+ * A user's runtimes namespace is theirs: they administer it (and let others in with AccessGrants);
+ * the owners get what `spec.runtimeAccess.owners` says; the tenant's other users get nothing.
+ */
+function runtimeNamespaceRbac(tenant: Tenant, namespace: string, user: string): KubernetesObject[] {
+  const objects: KubernetesObject[] = [
+    clusterRoleBinding(tenant, namespace, RUNTIME_USER_ROLE_BINDING, TENANT_ADMIN_CLUSTER_ROLE, [
+      userSubject(user),
+    ]),
+    // Owners may always delete the namespace (its runtimes with it), whatever else they get.
+    ...namespaceOwnerRbac(tenant, namespace),
+  ];
+  const owners = tenant.spec.owners.map(subject);
+  switch (runtimeOwnerAccess(tenant)) {
+    case "Full":
+      objects.push(ownersRoleBinding(tenant, namespace));
+      break;
+    case "View":
+      objects.push(
+        clusterRoleBinding(
+          tenant,
+          namespace,
+          OWNERS_RUNTIME_VIEW_BINDING,
+          RUNTIME_VIEWER_CLUSTER_ROLE,
+          owners,
+        ),
+      );
+      break;
+  }
+  return objects;
+}
+
+/** What a tenant's owners get in its users' runtimes namespaces (default View). */
+export function runtimeOwnerAccess(tenant: Tenant): RuntimeOwnerAccess {
+  return tenant.spec.runtimeAccess?.owners ?? "View";
 }
 
 function userRbac(tenant: Tenant, namespace: string, user: TenantUser): KubernetesObject[] {
   const name = userObjectName(user.name);
-  const userSubject = subject(
-    user.name.startsWith("system:serviceaccount:")
-      ? { kind: "ServiceAccount", name: user.name }
-      : { kind: "User", name: user.name },
-  );
+  const member = userSubject(user.name);
   const objects: KubernetesObject[] = [];
-  if (user.role) {
-    const roleBinding: V1RoleBinding = {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: managedMetadata(tenantRef(tenant), `${name}-role`, namespace),
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: user.role },
-      subjects: [userSubject],
-    };
-    objects.push(roleBinding);
-  }
+  if (user.role) objects.push(clusterRoleBinding(tenant, namespace, `${name}-role`, user.role, [member]));
   if (!user.permissions?.length) return objects;
   const role: V1Role = {
     apiVersion: "rbac.authorization.k8s.io/v1",
@@ -156,7 +243,7 @@ function userRbac(tenant: Tenant, namespace: string, user: TenantUser): Kubernet
     kind: "RoleBinding",
     metadata: managedMetadata(tenantRef(tenant), name, namespace),
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
-    subjects: [userSubject],
+    subjects: [member],
   };
   return [...objects, role, binding];
 }
@@ -270,13 +357,15 @@ export function namespaceContents(
   namespace: string,
   templateRefs: { name: string; parameters?: Record<string, string> }[],
   templates: Map<string, NamespaceTemplate>,
-  { isolatedAlone = false }: { isolatedAlone?: boolean } = {},
+  { isolatedAlone = false, runtimeUser }: { isolatedAlone?: boolean; runtimeUser?: string } = {},
 ): KubernetesObject[] {
-  const objects: KubernetesObject[] = [
-    ownersRoleBinding(tenant, namespace),
-    ...namespaceOwnerRbac(tenant, namespace),
-  ];
-  for (const user of tenant.spec.users ?? []) objects.push(...userRbac(tenant, namespace, user));
+  const objects: KubernetesObject[] = runtimeUser
+    ? runtimeNamespaceRbac(tenant, namespace, runtimeUser)
+    : [
+        ownersRoleBinding(tenant, namespace),
+        ...namespaceOwnerRbac(tenant, namespace),
+        ...(tenant.spec.users ?? []).flatMap((user) => userRbac(tenant, namespace, user)),
+      ];
   const policy = isolationPolicy(tenant, namespace, isolatedAlone);
   if (policy) objects.push(policy);
   objects.push(...limitRanges(tenant, namespace));

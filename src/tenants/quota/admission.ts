@@ -2,12 +2,14 @@ import type { V1Namespace } from "@kubernetes/client-node";
 import { type ResourceAmounts, toAmounts, toResourceList } from "../../common/index.js";
 import type { Informer } from "../../kube/index.js";
 import {
+  type AdmissionCheck,
   type AdmissionDecision,
   type AdmissionRequest,
-  type AdmissionWebhook,
   allow,
   deny,
   NOT_NAMESPACE_BOOTSTRAP,
+  oncePerRequest,
+  tenantOfNamespaceKey,
 } from "../../webhooks/index.js";
 import { userLabelValue } from "../admission/identity.js";
 import type { TenantResourceQuota } from "../api/tenant-resource-quota.js";
@@ -43,7 +45,7 @@ export class QuotaAdmission {
     this.committer = new GroupCommitter((name, requests) => this.commit(name, requests));
   }
 
-  webhook(): AdmissionWebhook {
+  webhook(): AdmissionCheck {
     return {
       name: "quota.tenants.tenantry.dev",
       kind: "validating",
@@ -53,6 +55,8 @@ export class QuotaAdmission {
       timeoutSeconds: 10,
       // Reservations are written on real requests only; dry runs decide without writing.
       sideEffects: "NoneOnDryRun",
+      // Last, and only for a request every other check allowed: a refused one reserves nothing.
+      reserves: true,
       namespaceSelector: IN_TENANT_NAMESPACES,
       // The quota controller counts those from the objects; admission must not block a new namespace.
       matchConditions: [NOT_NAMESPACE_BOOTSTRAP],
@@ -155,10 +159,13 @@ export class QuotaAdmission {
     return allow();
   }
 
-  private async tenantOf(namespace: string): Promise<string | undefined> {
-    const cached = this.options.namespaces.get(undefined, namespace);
-    const found = cached ?? (await this.options.readNamespace(namespace));
-    return found?.metadata?.labels?.[TENANT_LABEL];
+  /** Shared with the request's other checks (see oncePerRequest). */
+  private tenantOf(namespace: string): Promise<string | undefined> {
+    return oncePerRequest(tenantOfNamespaceKey(namespace), async () => {
+      const cached = this.options.namespaces.get(undefined, namespace);
+      const found = cached ?? (await this.options.readNamespace(namespace));
+      return found?.metadata?.labels?.[TENANT_LABEL];
+    });
   }
 
   private async decideDryRun(

@@ -16,6 +16,7 @@ import {
   manifest,
   patchTenant,
   rbac,
+  refusedBy,
   succeeded,
   WEBHOOK,
 } from "./support.js";
@@ -348,7 +349,7 @@ describe("pods: node pool and workload safety, as the tenant says", () => {
     // A cordon freezes the owner's changes too; an administrator may still scale, and the pods the
     // ReplicaSet controller then creates are refused.
     succeeded(await asAdmin(["scale", "deployment", "web", "-n", strictNs, "--replicas=2"]));
-    const message = `admission webhook "${WEBHOOK.podSafety}" denied the request: metadata.namespace: tenant "${strict}" is cordoned (spec.cordoned): nothing new may be created in its namespaces`;
+    const message = `${refusedBy(WEBHOOK.podSafety)}metadata.namespace: tenant "${strict}" is cordoned (spec.cordoned): nothing new may be created in its namespaces`;
     await eventually(async () => {
       const sets = (await apps.listNamespacedReplicaSet({ namespace: strictNs, labelSelector: "app=web" }))
         .items;

@@ -12,6 +12,7 @@ import {
   TENANTS_VERSION,
   type Tenant,
 } from "../../../src/tenants/index.js";
+import { refusalPrefix, type ServedBy } from "../../support/admission.js";
 import { testEnvironment, testKubeConfig } from "../../support/clusters.js";
 import { eventually } from "../../support/eventually.js";
 import { type KubectlResult, kubectl } from "../../support/kubectl.js";
@@ -133,10 +134,24 @@ export function succeeded(result: KubectlResult, what = "kubectl"): string {
   return result.stdout;
 }
 
-/** Asserts that kubectl failed because a tenantry webhook denied the request with exactly this message. */
+/** Where each check of {@link WEBHOOK} is served: a shared entry of the dispatcher, or its own. */
+const SERVED_BY: Record<string, ServedBy> = {
+  "namespace-owners.tenants.tenantry.dev": "cluster",
+  "namespaces.tenants.tenantry.dev": "cluster",
+  "tenancy.tenants.tenantry.dev": "cluster",
+  "managed-objects.tenants.tenantry.dev": "own",
+  "cordoned.tenants.tenantry.dev": "own",
+};
+
+/** The start of kube-apiserver's error when this check of {@link WEBHOOK} refuses. */
+export function refusedBy(webhook: string): string {
+  return refusalPrefix(webhook, SERVED_BY[webhook] ?? "namespaced");
+}
+
+/** Asserts that kubectl failed because a tenantry check denied the request with exactly this message. */
 export function deniedBy(result: KubectlResult, webhook: string, message: string): void {
   assert.notEqual(result.code, 0, `expected a denial, kubectl succeeded: ${result.stdout}`);
-  const expected = `admission webhook "${webhook}" denied the request: ${message}`;
+  const expected = `${refusedBy(webhook)}${message}`;
   assert.ok(
     result.stderr.includes(expected),
     `expected stderr to contain\n  ${expected}\ngot\n  ${result.stderr.trim()}`,

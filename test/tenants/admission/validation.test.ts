@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { TENANTS_API_VERSION } from "../../../src/tenants/index.js";
+import { refusalPattern } from "../../support/admission.js";
 import { uniqueName } from "../../support/clusters.js";
 import { asAdmin, createTenant, deleteTenants, deniedBy, manifest, succeeded, WEBHOOK } from "./support.js";
 
@@ -49,7 +50,7 @@ describe("validation of Tenants, NamespaceTemplates and TenantResourceQuotas bey
     assert.match(
       bad.stderr,
       new RegExp(
-        `admission webhook "${WEBHOOK.tenancy}" denied the request: spec\\.allowed\\.ingressClasses\\.regex: "public-\\(" is not a valid regular expression \\(.+\\)`,
+        `${refusalPattern(WEBHOOK.tenancy, "cluster")}spec\\.allowed\\.ingressClasses\\.regex: "public-\\(" is not a valid regular expression \\(.+\\)`,
       ),
     );
     succeeded(await create(tenant(name, { allowed: { ingressClasses: { regex: "^public-" } } })));
