@@ -6,13 +6,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { V1Secret } from "@kubernetes/client-node";
-import { stringify } from "yaml";
-import { PROVIDER_CONFIG_KEY, PROVIDER_CONFIG_SECRET, tenantNameFor } from "../../src/identity/index.js";
-import { DynamicObjectApi, loadClusterClient } from "../../src/kube/index.js";
+import { tenantNameFor } from "../../src/identity/index.js";
+import { DynamicObjectApi } from "../../src/kube/index.js";
 import { testEnvironment, testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { createTestUser, sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
+import { setProviderSection } from "../support/identity-providers.js";
 import { type RunningKeystone, startKeystone } from "../support/keystone.js";
 import { kubectl, tenantryCli } from "../support/kubectl.js";
 
@@ -103,7 +102,6 @@ describe("tenantry login with a Keystone user", () => {
   let keystone: RunningKeystone;
   const project = `Blue Team ${uniqueName("p")}`;
   const tenant = tenantNameFor(project);
-  const secretName = PROVIDER_CONFIG_SECRET;
 
   before(async () => {
     tenantsToDelete.push(tenant);
@@ -121,30 +119,13 @@ describe("tenantry login with a Keystone user", () => {
     });
     await keystone.assignRole(admin, blue, "admin");
     await keystone.assignRole(member, blue, "member");
-    // Configure tenantry (running for the whole test run) to accept this Keystone.
-    const client = loadClusterClient(
-      "home",
-      testEnvironment().clusters.find((c) => c.name === "home")!.kubeconfig,
-    );
-    const body: V1Secret = {
-      metadata: { name: secretName, namespace: "tenantry-system" },
-      stringData: {
-        [PROVIDER_CONFIG_KEY]: stringify({
-          keystone: { url: keystone.url, service: { ...keystone.service } },
-        }),
-      },
-    };
-    await client.core.createNamespacedSecret({ namespace: "tenantry-system", body });
+    // Configure tenantry (running for the whole test run) to accept this Keystone, beside any
+    // provider another test file configures meanwhile.
+    await setProviderSection("keystone", { url: keystone.url, service: { ...keystone.service } });
   });
 
   after(async () => {
-    const client = loadClusterClient(
-      "home",
-      testEnvironment().clusters.find((c) => c.name === "home")!.kubeconfig,
-    );
-    await client.core
-      .deleteNamespacedSecret({ name: secretName, namespace: "tenantry-system" })
-      .catch(() => {});
+    await setProviderSection("keystone", undefined).catch(() => {});
     await keystone?.stop();
   });
 

@@ -15,6 +15,7 @@ import { testEnvironment, testKubeConfig, uniqueName } from "../support/clusters
 import { eventually } from "../support/eventually.js";
 import { type HydraClient, type RunningHydra, startHydra } from "../support/hydra.js";
 import { tokenKubeconfig } from "../support/identity.js";
+import { setProviderSection } from "../support/identity-providers.js";
 import { type ConformanceUser, identityProviderConformance } from "./provider-conformance.js";
 
 let hydra: RunningHydra;
@@ -196,13 +197,6 @@ describe("kube-apiserver accepts Hydra's ID tokens through tenantry's TokenRevie
     "home",
     testEnvironment().clusters.find((c) => c.name === "home")!.kubeconfig,
   );
-  const secret = {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: { name: "tenantry-identity-providers", namespace: "tenantry-system" },
-  };
-  let previous: Record<string, string> | undefined;
-
   /** Who kube-apiserver says the token's bearer is (SelfSubjectReview), or its refusal's HTTP status. */
   async function whoami(token: string): Promise<{ status: number; username?: string; groups?: string[] }> {
     const kc = new KubeConfig();
@@ -219,28 +213,17 @@ describe("kube-apiserver accepts Hydra's ID tokens through tenantry's TokenRevie
     }
   }
 
-  /** Writes the Secret whatever is there. */
-  async function writeSecret(
-    data: { stringData: Record<string, string> } | { data: Record<string, string> },
-  ) {
-    await home.objects.delete(secret).catch(() => {});
-    await home.objects.create({ ...secret, type: "Opaque", ...data });
-  }
-
   before(async () => {
-    const existing = (await home.objects.read(secret).catch(() => undefined)) as
-      | { data?: Record<string, string> }
-      | undefined;
-    previous = existing?.data;
-    const providers = [
-      "oidc:",
-      `  - issuer: ${JSON.stringify(hydra.issuer)}`,
-      `    audience: ${JSON.stringify(client.clientId)}`,
-      '    prefix: "hydra:"',
-      "    adminGroups: [platform]",
-      `    caPem: ${JSON.stringify(hydra.caPem)}`,
-    ].join("\n");
-    await writeSecret({ stringData: { "providers.yaml": providers } });
+    // Beside any provider another test file configures meanwhile (login's Keystone).
+    await setProviderSection("oidc", [
+      {
+        issuer: hydra.issuer,
+        audience: client.clientId,
+        prefix: "hydra:",
+        adminGroups: ["platform"],
+        caPem: hydra.caPem,
+      },
+    ]);
     // tenantry reloads its providers from the Secret within seconds.
     await eventually(async () => assert.equal((await whoami(await idToken(member))).status, 201), {
       timeoutMs: 60_000,
@@ -249,8 +232,7 @@ describe("kube-apiserver accepts Hydra's ID tokens through tenantry's TokenRevie
   });
 
   after(async () => {
-    if (previous) await writeSecret({ data: previous });
-    else await home.objects.delete(secret).catch(() => {});
+    await setProviderSection("oidc", undefined).catch(() => {});
     await home.objects
       .delete({ apiVersion: TENANTS_API_VERSION, kind: "Tenant", metadata: { name: tenant } })
       .catch(() => {});
