@@ -34,7 +34,7 @@ export {
   PROCESS_NODE_TAINT,
 } from "./process-node/constants.js";
 export { ensureJupyterServer, type JupyterServerInstall } from "./process-node/jupyter-venv.js";
-export { hurryStopping } from "./processes.js";
+export { hurryStopping, logTail } from "./processes.js";
 export {
   type ClusterSpec,
   defaultClusters,

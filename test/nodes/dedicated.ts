@@ -64,7 +64,9 @@ export async function startDedicatedCluster(
     machines,
     tenantry: await start(host ? host(machines) : machines),
     logFile,
-    kubectlAs: (user, args, input) => kubectl(state!.kubeconfig, ["--as", user, ...args], input),
+    // Bounded, so an API server that stops answering fails the test instead of hanging the run.
+    kubectlAs: (user, args, input) =>
+      kubectl(state!.kubeconfig, ["--request-timeout=60s", "--as", user, ...args], input),
     async startTenantry(local) {
       cluster.tenantry = await start(local ?? machines);
       return cluster.tenantry;

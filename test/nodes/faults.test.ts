@@ -5,10 +5,10 @@
  * PodDisruptionBudget holds up, a token whose WorkerNode never came to be.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { after, afterEach, before, describe, it } from "node:test";
 import { CoreV1Api, PolicyV1Api } from "@kubernetes/client-node";
 import { applyObject } from "../../src/kube/index.js";
-import type { MachineHost } from "../../src/localcluster/index.js";
+import { logTail, type MachineHost } from "../../src/localcluster/index.js";
 import {
   BOOTSTRAP_NAMESPACE,
   bootstrapTokenSecret,
@@ -125,6 +125,13 @@ before(async () => {
   });
 });
 
+afterEach((t) => {
+  // The cluster and its log are removed at the end: a failure shows what tenantry last did.
+  // `passed` is Node's (22.14 and later); the installed type declarations do not know it yet.
+  if ((t as { passed?: boolean }).passed === false && cluster)
+    console.error(`tenantry's log, last lines:\n${logTail(cluster.logFile, 40)}`);
+});
+
 after(async () => {
   await cluster?.stop();
 });
@@ -190,7 +197,8 @@ describe("worker node faults", () => {
       ),
     );
     await eventually(async () => assert.equal(await nodeExists("vanish-1"), false, "its Node is deleted"));
-    const deleted = await cluster.kubectlAs(OWNER, ["delete", "workernode", "vanish-1"]);
+    // kubectl would wait for the finalizer without bound; waitForGone bounds it and says why.
+    const deleted = await cluster.kubectlAs(OWNER, ["delete", "workernode", "vanish-1", "--wait=false"]);
     assert.equal(deleted.code, 0, deleted.stderr);
     await waitForGone(cluster.kc, "vanish-1");
   });
