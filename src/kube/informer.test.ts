@@ -135,6 +135,22 @@ describe("diffSnapshot", () => {
 });
 
 describe("Informer", () => {
+  test("stopped right after its first list, it opens no watch and stops at once", async () => {
+    const { source, informer } = setup();
+    source.listResults.push({ items: [cm("a", "1")], resourceVersion: "10" });
+    informer.start();
+    await informer.waitForSync();
+    // The informer's loop has not reached its watch yet: a watch opened after the stop would
+    // keep stop() waiting until the watch's own end.
+    const stopping = informer.stop();
+    await settle();
+    assert.ok(
+      source.watches.every((w) => w.aborted),
+      "no watch is left open after stop()",
+    );
+    await stopping;
+  });
+
   test("lists, syncs, then watches from the list's resourceVersion with a randomized timeout", async () => {
     const { source, informer, events } = setup();
     source.listResults.push({ items: [cm("a", "1"), cm("b", "2")], resourceVersion: "10" });

@@ -430,6 +430,9 @@ export class Informer<T extends KubernetesObject> {
   }
 
   private watchOnce(signal: AbortSignal): Promise<WatchOutcome> {
+    // Stopped between the list and this watch: an abort listener added now would never fire, and
+    // stop() would wait for the watch's own end (minutes).
+    if (signal.aborted) return Promise.resolve({ error: undefined, expired: false, healthy: true });
     return new Promise<WatchOutcome>((resolve) => {
       const startedAt = this.clock.now();
       let received = 0;
