@@ -540,7 +540,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     runtimesAdmin?.url;
   const runtimesProxy = proxyOptions
     ? await startRuntimesProxy({
-        source: new InformerRouteSource(client, { logger }),
+        source: new InformerRouteSource(client, { logger, shared: runtimesInformers }),
         ...(runtimesAdmin ? { admin: { handle: runtimesAdmin.handle } } : {}),
         host: proxyOptions.host ?? "127.0.0.1",
         port: proxyOptions.port ?? 0,

@@ -47,23 +47,46 @@ export class InformerRouteSource implements RouteSource {
   readonly services: Informer<RuntimeService>;
   readonly secrets: Informer<V1Secret>;
 
-  constructor(client: ClusterClient, options: InformerOptions & { secretsNamespace?: string } = {}) {
-    this.runtimes = Informer.forResource<Runtime>(
-      client,
-      { apiVersion: TENANTS_API_VERSION, kind: "Runtime" },
-      options,
-    );
+  /** The informers this source started and stops; shared ones belong to whoever passed them. */
+  private readonly owned: Informer<KubernetesObject>[];
+
+  constructor(
+    client: ClusterClient,
+    options: InformerOptions & {
+      secretsNamespace?: string;
+      /**
+       * The Runtime and RuntimeService caches of the process, when it has them (tenantry's Admin API
+       * reads the same): a runtime the Admin API reports ready is then one the proxy routes, not one
+       * a second watch has yet to deliver.
+       */
+      shared?: { runtimes: Informer<Runtime>; services: Informer<RuntimeService> };
+    } = {},
+  ) {
+    const { shared, secretsNamespace, ...informerOptions } = options;
+    this.runtimes =
+      shared?.runtimes ??
+      Informer.forResource<Runtime>(
+        client,
+        { apiVersion: TENANTS_API_VERSION, kind: "Runtime" },
+        informerOptions,
+      );
     this.runtimes.addIndex(BY_TOKEN, (r) => (r.status?.route?.token ? [r.status.route.token] : []));
-    this.services = Informer.forResource<RuntimeService>(
-      client,
-      { apiVersion: TENANTS_API_VERSION, kind: "RuntimeService" },
-      options,
-    );
+    this.services =
+      shared?.services ??
+      Informer.forResource<RuntimeService>(
+        client,
+        { apiVersion: TENANTS_API_VERSION, kind: "RuntimeService" },
+        informerOptions,
+      );
     this.secrets = Informer.forResource<V1Secret>(
       client,
-      { apiVersion: "v1", kind: "Secret", namespace: options.secretsNamespace ?? MODULE_SECRETS_NAMESPACE },
-      options,
+      { apiVersion: "v1", kind: "Secret", namespace: secretsNamespace ?? MODULE_SECRETS_NAMESPACE },
+      informerOptions,
     );
+    this.owned = [
+      this.secrets,
+      ...(shared ? [] : [this.services, this.runtimes]),
+    ] as unknown as Informer<KubernetesObject>[];
   }
 
   byToken(token: string): Runtime | undefined {
@@ -110,15 +133,13 @@ export class InformerRouteSource implements RouteSource {
   }
 
   async start(): Promise<void> {
-    await startInformers(this.informers());
+    await startInformers(this.owned);
+    // Shared caches are started by their owner; routes wait until they have listed too.
+    await Promise.all([this.services.waitForSync(), this.runtimes.waitForSync()]);
   }
 
   async stop(): Promise<void> {
-    await stopInformers(this.informers());
-  }
-
-  private informers(): Informer<KubernetesObject>[] {
-    return [this.services, this.secrets, this.runtimes] as unknown as Informer<KubernetesObject>[];
+    await stopInformers(this.owned);
   }
 }
 
