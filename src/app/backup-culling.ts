@@ -6,20 +6,31 @@
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { BackupPolicy } from "../backup/index.js";
-import { type ClusterClient, Informer, startInformers, stopInformers } from "../kube/index.js";
+import {
+  type ClusterClient,
+  componentCache,
+  type Informer,
+  type InformerCache,
+  startInformers,
+} from "../kube/index.js";
 import type { Runtime } from "../runtimes/index.js";
 import { TENANTS_API_VERSION } from "../tenants/index.js";
 
-const BY_SERVICE = "service";
+// Named after its reader: the cache's informers, and their indexes, are shared.
+const BY_SERVICE = "culling/service";
 
 export class BackupPolicyCulling {
   private readonly policies: Informer<BackupPolicy>;
 
-  constructor(private readonly client: ClusterClient) {
-    this.policies = Informer.forResource<BackupPolicy>(client, {
-      apiVersion: TENANTS_API_VERSION,
-      kind: "BackupPolicy",
-    });
+  private readonly release: () => Promise<void>;
+
+  constructor(
+    private readonly client: ClusterClient,
+    shared?: InformerCache,
+  ) {
+    const { cache, release } = componentCache({ client, ...(shared ? { cache: shared } : {}) });
+    this.release = release;
+    this.policies = cache.informer<BackupPolicy>({ apiVersion: TENANTS_API_VERSION, kind: "BackupPolicy" });
     this.policies.addIndex(BY_SERVICE, (p) => (p.spec?.service ? [p.spec.service] : []));
   }
 
@@ -38,6 +49,6 @@ export class BackupPolicyCulling {
   }
 
   stop(): Promise<void> {
-    return stopInformers([this.policies as unknown as Informer<KubernetesObject>]);
+    return this.release();
   }
 }

@@ -40,6 +40,7 @@ import {
 import {
   applyObject,
   type ClusterClient,
+  InformerCache,
   LeaderElector,
   loadClusterClient,
   loadInClusterClient,
@@ -325,6 +326,9 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   logger.info(clusterIdentity, "cluster identity");
   const metrics = options.metricsRegistry ?? new Registry();
   registerControllerMetrics(metrics);
+  // The home cluster's shared informers (one per resource): components that take it watch
+  // nothing twice. It is stopped last, after everything reading it.
+  const cache = new InformerCache(client);
   const informers = new TenantInformers(client);
   const offloading = new MulticlusterInformers(client, namespace);
   const host = options.webhookHost ?? "127.0.0.1";
@@ -503,13 +507,13 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   // Served by the runtimes Admin API on every replica: the backup agents' only way to the store.
   const backupBroker =
     backupStore && options.runtimesAdmin !== false
-      ? new BackupBroker({ client, store: backupStore, logger })
+      ? new BackupBroker({ client, cache, store: backupStore, logger })
       : undefined;
   await backupBroker?.start();
-  const runtimesInformers = new RuntimesInformers(client);
+  const runtimesInformers = new RuntimesInformers(client, cache);
   await runtimesInformers.start();
   // With backups, a BackupPolicy's idle action culls its idle runtimes (backing them up first).
-  const backupCulling = backupStore ? new BackupPolicyCulling(client) : undefined;
+  const backupCulling = backupStore ? new BackupPolicyCulling(client, cache) : undefined;
   await backupCulling?.start();
   const activityLagMs = proxyOptionsOf(options)?.activityIntervalMs ?? 30_000;
   const plugins = new PluginRegistry();
@@ -540,7 +544,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     runtimesAdmin?.url;
   const runtimesProxy = proxyOptions
     ? await startRuntimesProxy({
-        source: new InformerRouteSource(client, { logger, shared: runtimesInformers }),
+        source: new InformerRouteSource(client, { cache }),
         ...(runtimesAdmin ? { admin: { handle: runtimesAdmin.handle } } : {}),
         host: proxyOptions.host ?? "127.0.0.1",
         port: proxyOptions.port ?? 0,
@@ -600,6 +604,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       ? undefined
       : await startDashboard({
           client,
+          cache,
           informers,
           clusterRegistry,
           cloudInformers,
@@ -714,6 +719,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           ? [
               new BackupControllers({
                 client,
+                cache,
                 store: backupStore,
                 namespace,
                 brokerUrl: () => (backupBroker ? adminUrl() : undefined),
@@ -799,6 +805,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       await clusterRegistry.stop();
       await cloudInformers.stop();
       await nodes.stop();
+      await cache.stop();
     },
   };
 }

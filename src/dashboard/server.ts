@@ -18,7 +18,13 @@ import {
   statusTitle,
 } from "../common/index.js";
 import { type Authenticator, kubernetesUserOf, LOGIN_PATH } from "../identity/index.js";
-import { type ClusterClient, Informer, startInformers, stopInformers } from "../kube/index.js";
+import {
+  type ClusterClient,
+  componentCache,
+  type Informer,
+  type InformerCache,
+  startInformers,
+} from "../kube/index.js";
 import type { MonitorRule } from "../monitor/index.js";
 import type { MulticlusterInformers } from "../multicluster/index.js";
 import type { Nodes } from "../nodes/index.js";
@@ -50,6 +56,8 @@ import {
 
 export interface DashboardOptions {
   client: ClusterClient;
+  /** The process's shared cache; without it the dashboard watches what it reads on its own. */
+  cache?: InformerCache;
   informers: TenantInformers;
   clusterRegistry: ClusterRegistry;
   cloudInformers: CloudInformers;
@@ -99,9 +107,10 @@ function pageQuery(query: unknown, defaultLimit = 50): PageQuery {
   };
 }
 
-const BY_TENANT = "tenant";
-const BY_RUNTIME = "runtime";
-const BY_BACKUP = "backup";
+// Named after their reader: the cache's informers, and their indexes, are shared.
+const BY_TENANT = "dashboard/tenant";
+const BY_RUNTIME = "dashboard/runtime";
+const BY_BACKUP = "dashboard/backup";
 
 interface Listener {
   session: Session;
@@ -128,23 +137,24 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
   const dcm = new RestClient("the logical clouds API", options.logicalCloudsApi);
   const { multicluster } = options;
   // The dashboard's own caches: tenants' pods (per-user usage), runtime backups and restores, monitor rules.
-  const pods = Informer.forResource<V1Pod>(options.client, {
+  const { cache, release } = componentCache(options);
+  const pods = cache.informer<V1Pod>({
     apiVersion: "v1",
     kind: "Pod",
     labelSelector: TENANT_LABEL,
   });
   pods.addIndex(BY_TENANT, (pod) => [pod.metadata?.labels?.[TENANT_LABEL] ?? ""]);
-  const backups = Informer.forResource<RuntimeBackup>(options.client, {
+  const backups = cache.informer<RuntimeBackup>({
     apiVersion: TENANTS_API_VERSION,
     kind: "RuntimeBackup",
   });
   backups.addIndex(BY_RUNTIME, (b) => [`${b.metadata?.namespace}/${b.spec.runtime}`]);
-  const restores = Informer.forResource<RuntimeRestore>(options.client, {
+  const restores = cache.informer<RuntimeRestore>({
     apiVersion: TENANTS_API_VERSION,
     kind: "RuntimeRestore",
   });
   restores.addIndex(BY_BACKUP, (r) => [`${r.metadata?.namespace}/${r.spec.backup}`]);
-  const monitorRules = Informer.forResource<MonitorRule>(options.client, {
+  const monitorRules = cache.informer<MonitorRule>({
     apiVersion: TENANTS_API_VERSION,
     kind: "MonitorRule",
   });
@@ -727,7 +737,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Running
       for (const listener of listeners) listener.end();
       listeners.clear();
       await app.close();
-      await Promise.all([loginAgent.close(), runtimes.close(), dcm.close(), stopInformers(ownInformers)]);
+      await Promise.all([loginAgent.close(), runtimes.close(), dcm.close(), release()]);
     },
   };
 }

@@ -5,6 +5,7 @@
  */
 import { Counter, Gauge, type Registry } from "prom-client";
 import { type ControllerStats, runningControllers } from "./controller.js";
+import { runningWatches } from "./informer.js";
 
 /** Sums of one statistic per controller name (controllers of one name in one process are one). */
 function byName(stat: (stats: ControllerStats) => number): Map<string, number> {
@@ -61,6 +62,16 @@ export function registerControllerMetrics(registry: Registry): void {
     collect() {
       this.reset();
       for (const [controller, value] of byName((s) => s.inFlight)) this.set({ controller }, value);
+    },
+  });
+  new Gauge({
+    name: "tenantry_informer_watches",
+    help: "Informers running, by cluster and resource: each resource is meant to be watched (and cached) once per cluster.",
+    labelNames: ["cluster", "resource"],
+    registers,
+    collect() {
+      this.reset();
+      for (const { cluster, resource } of runningWatches()) this.inc({ cluster, resource });
     },
   });
 }

@@ -11,6 +11,7 @@ export {
   withAppliedDigest,
 } from "./apply.js";
 export { DEFAULT_RECONNECT_BACKOFF, type JitteredBackoffOptions, jitteredBackoffDelay } from "./backoff.js";
+export { componentCache, InformerCache, resourceKey } from "./cache.js";
 export {
   CERTIFICATE_EXPIRY_METRIC,
   type CertificateEventTarget,
@@ -77,6 +78,7 @@ export {
   type InformerHandler,
   type InformerOptions,
   type InformerStats,
+  runningWatches,
   type SnapshotDiff,
   startInformers,
   stopInformers,

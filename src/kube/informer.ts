@@ -195,13 +195,20 @@ export class Informer<T extends KubernetesObject> {
     if (this.state === "running") return;
     if (this.state === "stopped") throw new Error("a stopped informer cannot be restarted; create a new one");
     this.state = "running";
+    running.add(this as unknown as Informer<KubernetesObject>);
     this.loop = this.run();
+  }
+
+  /** The cluster and resource it follows, as its logs name them ("v1/Secret in namespace x"). */
+  get watching(): { cluster: string; resource: string } {
+    return { cluster: this.cluster, resource: this.source.description };
   }
 
   /** Stops watching; the cache keeps its last content. Resolves when the internal loop has ended. */
   async stop(): Promise<void> {
     if (this.state === "stopped") return;
     this.state = "stopped";
+    running.delete(this as unknown as Informer<KubernetesObject>);
     this.stopController.abort();
     this.currentWatch?.abort();
     const waiters = this.syncWaiters;
@@ -517,6 +524,16 @@ export class Informer<T extends KubernetesObject> {
       this.logger.error({ error: describeError(error), handler: kind }, "informer handler threw");
     }
   }
+}
+
+const running = new Set<Informer<KubernetesObject>>();
+
+/**
+ * What the informers running in this process watch, one entry per informer: the same cluster and
+ * resource twice is a duplicate watch (and a duplicate cache) that a shared informer would avoid.
+ */
+export function runningWatches(): { cluster: string; resource: string }[] {
+  return [...running].map((informer) => informer.watching);
 }
 
 /** Starts informers together and resolves once every one has listed (or rejects after `timeoutMs`). */

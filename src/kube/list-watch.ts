@@ -74,7 +74,8 @@ export class KubeListWatch<T extends KubernetesObject> implements ListWatchSourc
     this.cluster = client.name;
     const scope = selector.namespace ? ` in namespace ${selector.namespace}` : "";
     const labels = selector.labelSelector ? ` with labels ${selector.labelSelector}` : "";
-    this.description = `${selector.apiVersion}/${selector.kind}${scope}${labels}`;
+    const fields = selector.fieldSelector ? ` with fields ${selector.fieldSelector}` : "";
+    this.description = `${selector.apiVersion}/${selector.kind}${scope}${labels}${fields}`;
   }
 
   async list(signal: AbortSignal): Promise<ListResult<T>> {

@@ -3,7 +3,13 @@
  * share (one watch per kind, whoever reads it), with the indexes both look things up by.
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { type ClusterClient, Informer, startInformers, stopInformers } from "../kube/index.js";
+import {
+  type ClusterClient,
+  componentCache,
+  type Informer,
+  type InformerCache,
+  startInformers,
+} from "../kube/index.js";
 import { TENANTS_API_VERSION } from "../tenants/index.js";
 import type { Runtime } from "./api/runtime.js";
 import type { RuntimeService } from "./api/runtime-service.js";
@@ -20,17 +26,22 @@ export class RuntimesInformers {
   readonly runtimes: Informer<Runtime>;
   readonly services: Informer<RuntimeService>;
 
-  constructor(readonly client: ClusterClient) {
-    this.runtimes = Informer.forResource<Runtime>(client, {
-      apiVersion: TENANTS_API_VERSION,
-      kind: "Runtime",
-    });
+  private readonly release: () => Promise<void>;
+
+  /** With `cache`, the process's shared cache; without, caches of its own. */
+  constructor(
+    readonly client: ClusterClient,
+    shared?: InformerCache,
+  ) {
+    const { cache, release } = componentCache({ client, ...(shared ? { cache: shared } : {}) });
+    this.release = release;
+    this.runtimes = cache.informer<Runtime>({ apiVersion: TENANTS_API_VERSION, kind: "Runtime" });
     this.runtimes.addIndex(BY_USER, (r) => (r.spec?.user ? [r.spec.user] : []));
     this.runtimes.addIndex(BY_SERVICE, (r) => (r.spec?.service ? [r.spec.service] : []));
     this.runtimes.addIndex(BY_KEY, (r) =>
       r.spec ? [runtimeKeyOf(r.spec.user, r.spec.service, r.spec.instance)] : [],
     );
-    this.services = Informer.forResource<RuntimeService>(client, {
+    this.services = cache.informer<RuntimeService>({
       apiVersion: TENANTS_API_VERSION,
       kind: "RuntimeService",
     });
@@ -45,6 +56,6 @@ export class RuntimesInformers {
   }
 
   stop(): Promise<void> {
-    return stopInformers(this.all);
+    return this.release();
   }
 }

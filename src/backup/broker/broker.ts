@@ -10,7 +10,14 @@ import { type Static, Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { StringEnum } from "../../apis/index.js";
-import { type ClusterClient, Informer, isNotFound, startInformers, stopInformers } from "../../kube/index.js";
+import {
+  type ClusterClient,
+  componentCache,
+  type Informer,
+  type InformerCache,
+  isNotFound,
+  startInformers,
+} from "../../kube/index.js";
 import type { AdminRouteContext, AdminRoutes, PodCaller } from "../../runtimes/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
 import { BACKUP_AGENT_AUDIENCE } from "../agent/env.js";
@@ -65,6 +72,8 @@ const PresignedBody = Type.Object({
 
 export interface BackupBrokerOptions {
   client: ClusterClient;
+  /** The process's shared cache; without it the broker watches on its own. */
+  cache?: InformerCache;
   /** The store, with its keys: only tenantry's process holds them. */
   store: S3Settings;
   /** How long a URL works (default 300 s). */
@@ -78,19 +87,18 @@ export class BackupBroker {
   private readonly jobs: Informer<V1Job>;
   private readonly store: S3ObjectStore;
   private readonly sources: GrantSources;
+  private readonly release: () => Promise<void>;
 
   constructor(private readonly options: BackupBrokerOptions) {
-    const { client } = options;
+    const { cache, release } = componentCache(options);
+    this.release = release;
     this.store = new S3ObjectStore(options.store);
-    this.backups = Informer.forResource<RuntimeBackup>(client, {
-      apiVersion: TENANTS_API_VERSION,
-      kind: "RuntimeBackup",
-    });
-    this.restores = Informer.forResource<RuntimeRestore>(client, {
+    this.backups = cache.informer<RuntimeBackup>({ apiVersion: TENANTS_API_VERSION, kind: "RuntimeBackup" });
+    this.restores = cache.informer<RuntimeRestore>({
       apiVersion: TENANTS_API_VERSION,
       kind: "RuntimeRestore",
     });
-    this.jobs = Informer.forResource<V1Job>(client, {
+    this.jobs = cache.informer<V1Job>({
       apiVersion: "batch/v1",
       kind: "Job",
       labelSelector: `${AGENT_JOB_LABEL}=true`,
@@ -130,7 +138,7 @@ export class BackupBroker {
   }
 
   async stop(): Promise<void> {
-    await stopInformers(this.informers);
+    await this.release();
     this.store.close();
   }
 

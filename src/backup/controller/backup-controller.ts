@@ -13,8 +13,10 @@ import {
   applyStatus,
   type ClusterClient,
   Controller,
+  componentCache,
   describeError,
-  Informer,
+  type Informer,
+  type InformerCache,
   isAlreadyExists,
   isNotFound,
   type ReconcileContext,
@@ -22,7 +24,6 @@ import {
   reconcileDone,
   requeueAfter,
   startInformers,
-  stopInformers,
 } from "../../kube/index.js";
 import { RUNTIME_LABEL, type Runtime, type RuntimeService, startGateOf } from "../../runtimes/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
@@ -56,6 +57,8 @@ import { TeardownController } from "./teardown-controller.js";
 
 export interface BackupControllerOptions {
   client: ClusterClient;
+  /** The process's shared cache; without it the controllers watch on their own. */
+  cache?: InformerCache;
   /** The object store every backup goes to. */
   store: S3Settings;
   /** tenantry's namespace: the tenants' keys are kept there. */
@@ -90,31 +93,25 @@ export class BackupControllers {
   private readonly client: ClusterClient;
   /** UIDs whose outcome this process wrote: a stale cache must not make them run (or fail) again. */
   private readonly finished = new Set<string>();
+  private readonly release: () => Promise<void>;
 
   constructor(private readonly options: BackupControllerOptions) {
     this.client = options.client;
+    const { cache, release } = componentCache(options);
+    this.release = release;
     this.store = new S3ObjectStore(options.store);
-    this.backups = Informer.forResource<RuntimeBackup>(this.client, {
-      apiVersion: TENANTS_API_VERSION,
-      kind: "RuntimeBackup",
-    });
-    this.restores = Informer.forResource<RuntimeRestore>(this.client, {
+    this.backups = cache.informer<RuntimeBackup>({ apiVersion: TENANTS_API_VERSION, kind: "RuntimeBackup" });
+    this.restores = cache.informer<RuntimeRestore>({
       apiVersion: TENANTS_API_VERSION,
       kind: "RuntimeRestore",
     });
-    this.jobs = Informer.forResource<V1Job>(this.client, {
+    this.jobs = cache.informer<V1Job>({
       apiVersion: "batch/v1",
       kind: "Job",
       labelSelector: `${AGENT_JOB_LABEL}=true`,
     });
-    this.runtimes = Informer.forResource<Runtime>(this.client, {
-      apiVersion: TENANTS_API_VERSION,
-      kind: "Runtime",
-    });
-    this.policies = Informer.forResource<BackupPolicy>(this.client, {
-      apiVersion: TENANTS_API_VERSION,
-      kind: "BackupPolicy",
-    });
+    this.runtimes = cache.informer<Runtime>({ apiVersion: TENANTS_API_VERSION, kind: "Runtime" });
+    this.policies = cache.informer<BackupPolicy>({ apiVersion: TENANTS_API_VERSION, kind: "BackupPolicy" });
     this.backupController = new Controller({
       name: "runtime-backups",
       workers: 4,
@@ -173,7 +170,7 @@ export class BackupControllers {
     await this.teardowns.stop();
     await this.backupController.stop();
     await this.restoreController.stop();
-    await stopInformers(this.informers);
+    await this.release();
     this.store.close();
   }
 

@@ -7,10 +7,10 @@
 import type { KubernetesObject, V1Secret } from "@kubernetes/client-node";
 import {
   type ClusterClient,
-  Informer,
-  type InformerOptions,
+  componentCache,
+  type Informer,
+  type InformerCache,
   startInformers,
-  stopInformers,
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
 import type { Runtime } from "../api/runtime.js";
@@ -39,7 +39,8 @@ export interface RouteSource {
   stop(): Promise<void>;
 }
 
-const BY_TOKEN = "route-token";
+// Named after its reader: the cache's informers, and their indexes, are shared.
+const BY_TOKEN = "proxy/route-token";
 
 /** Routes read from the cluster holding the Runtime objects (tenantry's own). */
 export class InformerRouteSource implements RouteSource {
@@ -47,46 +48,33 @@ export class InformerRouteSource implements RouteSource {
   readonly services: Informer<RuntimeService>;
   readonly secrets: Informer<V1Secret>;
 
-  /** The informers this source started and stops; shared ones belong to whoever passed them. */
-  private readonly owned: Informer<KubernetesObject>[];
+  private readonly release: () => Promise<void>;
 
   constructor(
     client: ClusterClient,
-    options: InformerOptions & {
+    options: {
       secretsNamespace?: string;
       /**
-       * The Runtime and RuntimeService caches of the process, when it has them (tenantry's Admin API
-       * reads the same): a runtime the Admin API reports ready is then one the proxy routes, not one
-       * a second watch has yet to deliver.
+       * The process's shared cache (tenantry's Admin API reads the same Runtime and RuntimeService
+       * informers): a runtime the Admin API reports ready is then one the proxy routes, not one a
+       * second watch has yet to deliver. Without it the source watches on its own.
        */
-      shared?: { runtimes: Informer<Runtime>; services: Informer<RuntimeService> };
+      cache?: InformerCache;
     } = {},
   ) {
-    const { shared, secretsNamespace, ...informerOptions } = options;
-    this.runtimes =
-      shared?.runtimes ??
-      Informer.forResource<Runtime>(
-        client,
-        { apiVersion: TENANTS_API_VERSION, kind: "Runtime" },
-        informerOptions,
-      );
+    const { cache, release } = componentCache({ client, ...(options.cache ? { cache: options.cache } : {}) });
+    this.release = release;
+    this.runtimes = cache.informer<Runtime>({ apiVersion: TENANTS_API_VERSION, kind: "Runtime" });
     this.runtimes.addIndex(BY_TOKEN, (r) => (r.status?.route?.token ? [r.status.route.token] : []));
-    this.services =
-      shared?.services ??
-      Informer.forResource<RuntimeService>(
-        client,
-        { apiVersion: TENANTS_API_VERSION, kind: "RuntimeService" },
-        informerOptions,
-      );
-    this.secrets = Informer.forResource<V1Secret>(
-      client,
-      { apiVersion: "v1", kind: "Secret", namespace: secretsNamespace ?? MODULE_SECRETS_NAMESPACE },
-      informerOptions,
-    );
-    this.owned = [
-      this.secrets,
-      ...(shared ? [] : [this.services, this.runtimes]),
-    ] as unknown as Informer<KubernetesObject>[];
+    this.services = cache.informer<RuntimeService>({
+      apiVersion: TENANTS_API_VERSION,
+      kind: "RuntimeService",
+    });
+    this.secrets = cache.informer<V1Secret>({
+      apiVersion: "v1",
+      kind: "Secret",
+      namespace: options.secretsNamespace ?? MODULE_SECRETS_NAMESPACE,
+    });
   }
 
   byToken(token: string): Runtime | undefined {
@@ -133,13 +121,15 @@ export class InformerRouteSource implements RouteSource {
   }
 
   async start(): Promise<void> {
-    await startInformers(this.owned);
-    // Shared caches are started by their owner; routes wait until they have listed too.
-    await Promise.all([this.services.waitForSync(), this.runtimes.waitForSync()]);
+    await startInformers([
+      this.services,
+      this.secrets,
+      this.runtimes,
+    ] as unknown as Informer<KubernetesObject>[]);
   }
 
   async stop(): Promise<void> {
-    await stopInformers(this.owned);
+    await this.release();
   }
 }
 
