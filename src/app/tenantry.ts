@@ -329,7 +329,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   // The home cluster's shared informers (one per resource): components that take it watch
   // nothing twice. It is stopped last, after everything reading it.
   const cache = new InformerCache(client);
-  const informers = new TenantInformers(client);
+  const informers = new TenantInformers(client, cache);
   const offloading = new MulticlusterInformers(client, namespace);
   const host = options.webhookHost ?? "127.0.0.1";
   const certificate = options.webhookCertificate ?? {};
@@ -367,6 +367,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   });
   const nodes = new Nodes({
     client,
+    cache,
     tenants: informers,
     namespace,
     clusterId: clusterIdentity.clusterId,
@@ -713,7 +714,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           logger,
         }),
         ...(monitorMetrics && options.monitor !== false
-          ? [new Monitor({ client, metrics: monitorMetrics, logger, ...options.monitor })]
+          ? [new Monitor({ client, cache, metrics: monitorMetrics, logger, ...options.monitor })]
           : []),
         ...(backupStore
           ? [

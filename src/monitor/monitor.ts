@@ -18,9 +18,11 @@ import {
   type ClusterClient,
   Controller,
   type ControllerStats,
+  componentCache,
   describeError,
   formatKubeTime,
-  Informer,
+  type Informer,
+  type InformerCache,
   isNotFound,
   objectKey,
   type ReconcileResult,
@@ -28,7 +30,6 @@ import {
   requeueAfter,
   setCondition,
   startInformers,
-  stopInformers,
 } from "../kube/index.js";
 import { labelSelectorMatches } from "../multicluster/index.js";
 import { RUNTIME_LABEL } from "../runtimes/index.js";
@@ -60,6 +61,8 @@ const RECHECK_MARGIN_MS = 200;
 
 export interface MonitorOptions {
   client: ClusterClient;
+  /** The process's shared cache; without it the monitor watches on its own. */
+  cache?: InformerCache;
   metrics: MonitorMetrics;
   logger: Logger;
   /** Only rules with these labels (a label selector, e.g. for several monitors on one cluster). */
@@ -91,25 +94,26 @@ export class Monitor {
   private readonly secrets = new SecretCache((ref) => this.readSecret(ref));
   /** Alert Events being written: 8 at once, at most 10,000 waiting. */
   private readonly eventWrites = new BackgroundTasks(8, 10_000);
+  private readonly release: () => Promise<void>;
+  private readonly removeRuleHandler: () => void;
 
   constructor(private readonly options: MonitorOptions) {
     const { client } = options;
     this.client = client;
     this.logger = options.logger.child({ component: "monitor" });
-    this.rules = Informer.forResource<MonitorRule>(client, {
+    const { cache, release } = componentCache(options);
+    this.release = release;
+    this.rules = cache.informer<MonitorRule>({
       apiVersion: TENANTS_API_VERSION,
       kind: "MonitorRule",
       ...(options.ruleSelector ? { labelSelector: options.ruleSelector } : {}),
     });
     this.objects = {
-      Pod: Informer.forResource(client, { apiVersion: "v1", kind: "Pod" }),
-      PersistentVolumeClaim: Informer.forResource(client, {
-        apiVersion: "v1",
-        kind: "PersistentVolumeClaim",
-      }),
-      Node: Informer.forResource(client, { apiVersion: "v1", kind: "Node" }),
+      Pod: cache.informer({ apiVersion: "v1", kind: "Pod" }),
+      PersistentVolumeClaim: cache.informer({ apiVersion: "v1", kind: "PersistentVolumeClaim" }),
+      Node: cache.informer({ apiVersion: "v1", kind: "Node" }),
     };
-    this.namespaces = Informer.forResource<V1Namespace>(client, {
+    this.namespaces = cache.informer<V1Namespace>({
       apiVersion: "v1",
       kind: "Namespace",
       labelSelector: TENANT_LABEL,
@@ -133,7 +137,7 @@ export class Monitor {
       reconcile: (_key, ctx) => this.writeStatus(ctx.ref.name),
     });
     this.statusController.watch(this.rules);
-    this.rules.addHandler({
+    this.removeRuleHandler = this.rules.addHandler({
       onAdd: (rule) => this.evaluateAll(rule.spec?.object),
       onUpdate: (oldRule, rule) => {
         if (oldRule.metadata?.generation === rule.metadata?.generation) return;
@@ -200,12 +204,9 @@ export class Monitor {
   async stop(): Promise<void> {
     this.prober.stop();
     await Promise.all([...Object.values(this.controllers), this.statusController].map((c) => c.stop()));
+    this.removeRuleHandler();
     await Promise.all([this.notifier.stop(), this.eventWrites.drain()]);
-    await stopInformers([
-      this.rules,
-      this.namespaces,
-      ...Object.values(this.objects),
-    ] as Informer<KubernetesObject>[]);
+    await this.release();
   }
 
   private evaluateAll(kind: MonitoredKind | undefined): void {

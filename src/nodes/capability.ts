@@ -1,5 +1,5 @@
 import type { Logger } from "pino";
-import { applyObject, type ClusterClient } from "../kube/index.js";
+import { applyObject, type ClusterClient, type InformerCache } from "../kube/index.js";
 import { TENANTS_API_VERSION, type TenantInformers } from "../tenants/index.js";
 import type { AdmissionCheck } from "../webhooks/index.js";
 import { NodeAdmission } from "./admission.js";
@@ -17,6 +17,8 @@ export const SIMULATED_PROVIDER = "simulated";
 
 export interface NodesOptions {
   client: ClusterClient;
+  /** The process's shared cache; without it the capability watches on its own. */
+  cache?: InformerCache;
   tenants: TenantInformers;
   /** tenantry's namespace (credentials Secrets by default). */
   namespace: string;
@@ -41,7 +43,7 @@ export class Nodes {
   private readonly identity: NodeIdentityAdmission;
 
   constructor(private readonly options: NodesOptions) {
-    this.informers = new NodeInformers(options.client);
+    this.informers = new NodeInformers(options.client, options.cache);
     this.registry = new ProviderRegistry({
       client: options.client,
       namespace: options.namespace,

@@ -4,16 +4,22 @@ import type {
   V1Node,
   V1Secret,
 } from "@kubernetes/client-node";
-import { type ClusterClient, Informer, startInformers, stopInformers } from "../kube/index.js";
+import {
+  type ClusterClient,
+  componentCache,
+  type Informer,
+  type InformerCache,
+  startInformers,
+} from "../kube/index.js";
 import { TENANTS_API_VERSION, userLabelValue } from "../tenants/index.js";
 import type { NodeProvider } from "./api/node-provider.js";
 import type { WorkerNode } from "./api/worker-node.js";
 import { BOOTSTRAP_NAMESPACE, KUBELET_CLIENT_SIGNER, WORKER_NODE_LABEL } from "./labels.js";
 
-const BY_TENANT = "tenant";
-const BY_PRIVATE_OWNER = "private-owner";
-const BY_WORKER_NODE = "worker-node";
-const BY_USERNAME = "username";
+const BY_TENANT = "nodes/tenant";
+const BY_PRIVATE_OWNER = "nodes/private-owner";
+const BY_WORKER_NODE = "nodes/worker-node";
+const BY_USERNAME = "nodes/username";
 
 /**
  * The caches the nodes capability's controllers and admission webhooks share: WorkerNodes (by
@@ -27,8 +33,16 @@ export class NodeInformers {
   readonly tokens: Informer<V1Secret>;
   readonly csrs: Informer<V1CertificateSigningRequest>;
 
-  constructor(readonly client: ClusterClient) {
-    this.workerNodes = Informer.forResource<WorkerNode>(client, {
+  private readonly release: () => Promise<void>;
+
+  /** With `shared`, the process's cache (indexes named after this reader); without, informers of its own. */
+  constructor(
+    readonly client: ClusterClient,
+    shared?: InformerCache,
+  ) {
+    const { cache, release } = componentCache({ client, ...(shared ? { cache: shared } : {}) });
+    this.release = release;
+    this.workerNodes = cache.informer<WorkerNode>({
       apiVersion: TENANTS_API_VERSION,
       kind: "WorkerNode",
     });
@@ -36,12 +50,12 @@ export class NodeInformers {
     this.workerNodes.addIndex(BY_PRIVATE_OWNER, (n) =>
       n.spec.policy === "private" && n.spec.owner ? [userLabelValue(n.spec.owner)] : [],
     );
-    this.providers = Informer.forResource<NodeProvider>(client, {
+    this.providers = cache.informer<NodeProvider>({
       apiVersion: TENANTS_API_VERSION,
       kind: "NodeProvider",
     });
-    this.nodes = Informer.forResource<V1Node>(client, { apiVersion: "v1", kind: "Node" });
-    this.tokens = Informer.forResource<V1Secret>(client, {
+    this.nodes = cache.informer<V1Node>({ apiVersion: "v1", kind: "Node" });
+    this.tokens = cache.informer<V1Secret>({
       apiVersion: "v1",
       kind: "Secret",
       namespace: BOOTSTRAP_NAMESPACE,
@@ -51,7 +65,7 @@ export class NodeInformers {
       const node = s.metadata?.labels?.[WORKER_NODE_LABEL];
       return node ? [node] : [];
     });
-    this.csrs = Informer.forResource<V1CertificateSigningRequest>(client, {
+    this.csrs = cache.informer<V1CertificateSigningRequest>({
       apiVersion: "certificates.k8s.io/v1",
       kind: "CertificateSigningRequest",
       fieldSelector: `spec.signerName=${KUBELET_CLIENT_SIGNER}`,
@@ -74,7 +88,7 @@ export class NodeInformers {
   }
 
   stop(): Promise<void> {
-    return stopInformers(this.all);
+    return this.release();
   }
 
   /** The WorkerNodes counted against a tenant's quota. */

@@ -1,5 +1,11 @@
 import type { KubernetesObject, V1Ingress, V1Namespace } from "@kubernetes/client-node";
-import { type ClusterClient, Informer, startInformers, stopInformers } from "../kube/index.js";
+import {
+  type ClusterClient,
+  componentCache,
+  type Informer,
+  type InformerCache,
+  startInformers,
+} from "../kube/index.js";
 import { type Requester, type TenantRole, tenantsOf } from "./admission/identity.js";
 import { TENANTS_API_VERSION } from "./api/group.js";
 import type { NamespaceTemplate } from "./api/namespace-template.js";
@@ -12,13 +18,13 @@ import { declaredNamespaceName } from "./controllers/render.js";
  * Index of Tenants by who belongs to them: `user:<username>` (User and ServiceAccount owners,
  * listed users) or `group:<name>` (Group owners).
  */
-const BY_MEMBER = "member";
+const BY_MEMBER = "tenants/member";
 /** Index of Tenants by the full names of the namespaces their spec.namespaces declare. */
-const BY_DECLARED_NAMESPACE = "declared-namespace";
+const BY_DECLARED_NAMESPACE = "tenants/declared-namespace";
 /** Index of tenant namespaces (by their tenant label) and of quotas (by spec.tenant). */
-const BY_TENANT = "tenant";
+const BY_TENANT = "tenants/tenant";
 /** Index of Ingresses by every hostname they route or serve TLS for. */
-const BY_HOST = "host";
+const BY_HOST = "tenants/host";
 
 /** The hostnames an Ingress claims: its rules' hosts and its TLS hosts. */
 export function ingressHosts(ingress: V1Ingress): string[] {
@@ -49,13 +55,21 @@ export class TenantInformers {
   /** Every Ingress of the cluster, tenant or not: a hostname belongs to one tenant. */
   readonly ingresses: Informer<V1Ingress>;
 
-  constructor(readonly client: ClusterClient) {
-    this.tenants = Informer.forResource<Tenant>(client, { apiVersion: TENANTS_API_VERSION, kind: "Tenant" });
-    this.templates = Informer.forResource<NamespaceTemplate>(client, {
+  private readonly release: () => Promise<void>;
+
+  /** With `shared`, the process's cache (indexes named after this reader); without, informers of its own. */
+  constructor(
+    readonly client: ClusterClient,
+    shared?: InformerCache,
+  ) {
+    const { cache, release } = componentCache({ client, ...(shared ? { cache: shared } : {}) });
+    this.release = release;
+    this.tenants = cache.informer<Tenant>({ apiVersion: TENANTS_API_VERSION, kind: "Tenant" });
+    this.templates = cache.informer<NamespaceTemplate>({
       apiVersion: TENANTS_API_VERSION,
       kind: "NamespaceTemplate",
     });
-    this.tenantNamespaces = Informer.forResource<V1Namespace>(client, {
+    this.tenantNamespaces = cache.informer<V1Namespace>({
       apiVersion: "v1",
       kind: "Namespace",
       labelSelector: TENANT_LABEL,
@@ -68,12 +82,12 @@ export class TenantInformers {
       const tenant = n.metadata?.labels?.[TENANT_LABEL];
       return tenant ? [tenant] : [];
     });
-    this.quotas = Informer.forResource<TenantResourceQuota>(client, {
+    this.quotas = cache.informer<TenantResourceQuota>({
       apiVersion: TENANTS_API_VERSION,
       kind: "TenantResourceQuota",
     });
     this.quotas.addIndex(BY_TENANT, (q) => [q.spec.tenant]);
-    this.ingresses = Informer.forResource<V1Ingress>(client, {
+    this.ingresses = cache.informer<V1Ingress>({
       apiVersion: "networking.k8s.io/v1",
       kind: "Ingress",
     });
@@ -95,7 +109,7 @@ export class TenantInformers {
   }
 
   stop(): Promise<void> {
-    return stopInformers(this.all);
+    return this.release();
   }
 
   /** Tenants a requester belongs to (as owner or listed user), by name, with their role; from the cache. */
