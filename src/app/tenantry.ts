@@ -643,6 +643,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         new TenantController({ client, informers, logger, workers: 16 }),
         new QuotaController({
           client,
+          cache,
           store,
           namespaces: informers.tenantNamespaces,
           quotas: informers.quotas,
@@ -731,7 +732,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
           : []),
         ...(options.storage === false
           ? []
-          : [new StorageSystem({ ...options.storage, client, namespace, registry: metrics, logger })]),
+          : [new StorageSystem({ ...options.storage, client, cache, namespace, registry: metrics, logger })]),
         new ProjectController({ client, informers: cloudInformers, logger }),
         new LogicalCloudController({ client, registry: clusterRegistry, informers: cloudInformers, logger }),
         ...nodes.controllers(),

@@ -265,6 +265,15 @@ export class Informer<T extends KubernetesObject> {
   }
 
   /**
+   * Adds the index unless one of that name exists: for a reader of a shared informer that may be
+   * built again over it (a leader's controllers after a lost and regained lease). A name stands for
+   * one index function, so readers name their indexes after themselves.
+   */
+  ensureIndex(name: string, keysOf: IndexFunction<T>): void {
+    if (!this.indexes.has(name)) this.addIndex(name, keysOf);
+  }
+
+  /**
    * Objects in one namespace, from an index kept for it (made on first use, as client-go's
    * NamespaceIndex): a per-namespace reconcile must not cost the size of a cluster-wide cache.
    */

@@ -8,16 +8,22 @@ import type {
   V1StorageClass,
 } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { type ClusterClient, Informer, type ResourceSelector } from "../kube/index.js";
+import {
+  type ClusterClient,
+  componentCache,
+  type Informer,
+  type InformerCache,
+  type ResourceSelector,
+} from "../kube/index.js";
 import { STORAGE_API_VERSION } from "./api/crds.js";
 import { KEY_OWNER_LABEL } from "./api/names.js";
 import type { PooledVolume } from "./api/pooled-volume.js";
 import type { VolumePool } from "./api/volume-pool.js";
 
 /** Index names. */
-export const BY_POOL = "pool";
-export const BY_CLAIM_UID = "claim-uid";
-export const BY_CLASS = "class";
+export const BY_POOL = "storage/pool";
+export const BY_CLAIM_UID = "storage/claim-uid";
+export const BY_CLASS = "storage/class";
 
 /**
  * The caches storage's controllers share (one watch per kind), created on first use so that a node
@@ -33,20 +39,29 @@ export class StorageInformers {
   private nodesInformer?: Informer<V1Node>;
   private namespacesInformer?: Informer<V1Namespace>;
   private keysInformer?: Informer<V1Secret>;
+  private readonly cache: InformerCache;
+  private readonly release: () => Promise<void>;
 
   constructor(
     readonly client: ClusterClient,
     /** tenantry's namespace: where the volume key Secrets are. */
     readonly namespace: string,
-    private readonly logger: Logger,
-  ) {}
+    _logger: Logger,
+    /** The process's shared cache; without it, informers of its own. */
+    shared?: InformerCache,
+  ) {
+    const { cache, release } = componentCache({ client, ...(shared ? { cache: shared } : {}) });
+    this.cache = cache;
+    this.release = release;
+  }
 
   private make<T extends KubernetesObject>(
     selector: ResourceSelector,
     indexes: Record<string, (obj: T) => string[]> = {},
   ): Informer<T> {
-    const informer = Informer.forResource<T>(this.client, selector, { logger: this.logger });
-    for (const [name, keysOf] of Object.entries(indexes)) informer.addIndex(name, keysOf);
+    const informer = this.cache.informer<T>(selector);
+    // The leader builds storage afresh each time it leads, over the same shared informers.
+    for (const [name, keysOf] of Object.entries(indexes)) informer.ensureIndex(name, keysOf);
     this.created.push(informer as unknown as Informer<never>);
     return informer;
   }
@@ -117,6 +132,6 @@ export class StorageInformers {
   }
 
   async stop(): Promise<void> {
-    await Promise.all(this.created.map((informer) => informer.stop()));
+    await this.release();
   }
 }

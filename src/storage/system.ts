@@ -1,7 +1,13 @@
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { UserError } from "../common/index.js";
-import { applyObject, type ClusterClient, describeError, statusOf } from "../kube/index.js";
+import {
+  applyObject,
+  type ClusterClient,
+  describeError,
+  type InformerCache,
+  statusOf,
+} from "../kube/index.js";
 import { Advisor } from "./advisor/advisor.js";
 import { validateForecastOptions } from "./advisor/ewma.js";
 import { STORAGE_API_VERSION } from "./api/crds.js";
@@ -32,6 +38,8 @@ export interface StorageOptions {
 
 export interface StorageSystemOptions extends StorageOptions {
   client: ClusterClient;
+  /** The process's shared cache; without it storage watches on its own. */
+  cache?: InformerCache;
   /** tenantry's namespace: the volume key Secrets live there. */
   namespace: string;
   registry: Registry;
@@ -68,7 +76,7 @@ export class StorageSystem {
     validateStorageOptions(options);
     this.provisioner = options.provisioner ?? POOLED_PROVISIONER;
     const logger = options.logger.child({ capability: "storage" });
-    this.informers = new StorageInformers(options.client, options.namespace, logger);
+    this.informers = new StorageInformers(options.client, options.namespace, logger, options.cache);
     const metrics = StorageMetrics.for(options.registry);
     const events = new StorageEvents(options.client.core, this.provisioner, logger);
     this.advisor = new Advisor({

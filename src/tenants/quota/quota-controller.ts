@@ -6,7 +6,9 @@ import {
   type ClusterClient,
   type Condition,
   Controller,
-  Informer,
+  componentCache,
+  type Informer,
+  type InformerCache,
   objectKey,
   type ReconcileContext,
   reconcileDone,
@@ -25,6 +27,8 @@ import { matchesScopes, objectUsage, tracked } from "./usage.js";
 
 export interface QuotaControllerOptions {
   client: ClusterClient;
+  /** The process's shared cache (the counted kinds are watched there); without it, informers of its own. */
+  cache?: InformerCache;
   store: QuotaStore;
   namespaces: Informer<V1Namespace>;
   quotas: Informer<TenantResourceQuota>;
@@ -51,8 +55,14 @@ export class QuotaController {
   private readonly lastOutcome = new Map<string, TenantResourceQuotaStatus>();
   private started = false;
 
+  private readonly cache: InformerCache;
+  private readonly release: () => Promise<void>;
+
   constructor(private readonly options: QuotaControllerOptions) {
     this.cluster = options.client.name;
+    const { cache, release } = componentCache(options);
+    this.cache = cache;
+    this.release = release;
     this.resolver = new KindResolver(options.client);
     this.controller = new Controller({
       name: "tenant-quotas",
@@ -110,7 +120,7 @@ export class QuotaController {
   async stop(): Promise<void> {
     this.started = false;
     await this.controller.stop();
-    await Promise.all([...this.objectInformers.values()].map((e) => e.informer.stop()));
+    await this.release();
   }
 
   /** Starts (once) an informer for a counted resource; its events re-queue the tenant's quotas. */
@@ -120,10 +130,7 @@ export class QuotaController {
     if (existing) return existing;
     const kind = await this.resolver.resolve(ref);
     if (!kind) return undefined;
-    const informer = Informer.forResource<KubernetesObject>(this.options.client, {
-      apiVersion: kind.apiVersion,
-      kind: kind.kind,
-    });
+    const informer = this.cache.informer<KubernetesObject>({ apiVersion: kind.apiVersion, kind: kind.kind });
     const entry = { kind, informer };
     this.objectInformers.set(key, entry);
     this.controller.watch(informer, (o) => {
