@@ -4,6 +4,7 @@
  */
 import { type Condition, formatKubeTime, setCondition } from "../../kube/index.js";
 import type {
+  CurrentMapping,
   NamespaceMap,
   NamespaceOffloading,
   NamespaceOffloadingStatus,
@@ -35,105 +36,153 @@ const PHASE_REASON: Record<OffloadingPhase, string> = {
   Terminating: "Terminating",
 };
 
+type Bucket = "ready" | "failed" | "pending" | undefined;
+
+/** The Ready condition of one cluster's replica, and where it counts toward the phase. */
+function replicaReadiness(
+  desired: string | undefined,
+  current: CurrentMapping | undefined,
+): { condition: Omit<RemoteNamespaceCondition, "lastTransitionTime">; bucket: Bucket } {
+  const selected = desired !== undefined;
+  if (!current) {
+    return {
+      condition: {
+        type: "Ready",
+        status: "Unknown",
+        reason: "Creating",
+        message: "the remote namespace is being created",
+      },
+      bucket: "pending",
+    };
+  }
+  if (current.phase === "Accepted" && selected) {
+    return {
+      condition: {
+        type: "Ready",
+        status: "True",
+        reason: "Accepted",
+        message: `namespace ${current.remoteNamespace} is ready`,
+      },
+      bucket: "ready",
+    };
+  }
+  if (current.phase === "CreationLoopBackOff") {
+    return {
+      condition: {
+        type: "Ready",
+        status: "False",
+        reason: "CreationLoopBackOff",
+        message: current.message ?? "the remote namespace could not be created",
+      },
+      bucket: selected ? "failed" : undefined,
+    };
+  }
+  return {
+    condition: {
+      type: "Ready",
+      status: "False",
+      reason: "Terminating",
+      message: current.message ?? `namespace ${current.remoteNamespace} is being deleted`,
+    },
+    bucket: selected ? "pending" : undefined,
+  };
+}
+
+/** Whether the cluster is (still) selected, as the OffloadingRequired condition says. */
+function offloadingRequired(
+  cluster: string,
+  selected: boolean,
+): Omit<RemoteNamespaceCondition, "lastTransitionTime"> {
+  return selected
+    ? {
+        type: "OffloadingRequired",
+        status: "True",
+        reason: "ClusterSelected",
+        message: `${cluster} is selected`,
+      }
+    : {
+        type: "OffloadingRequired",
+        status: "False",
+        reason: "ClusterNotSelected",
+        message: `${cluster} is no longer selected: its replica is being removed`,
+      };
+}
+
+interface Replicas {
+  conditions: Record<string, RemoteNamespaceCondition[]>;
+  ready: string[];
+  failed: string[];
+  pending: string[];
+  required: number;
+}
+
+/** Each selected (or not yet removed) cluster's replica of the namespace, by its NamespaceMap. */
+function replicasOf(
+  namespace: string,
+  maps: readonly NamespaceMap[],
+  previous: Record<string, RemoteNamespaceCondition[]>,
+  stamp: string,
+): Replicas {
+  const replicas: Replicas = { conditions: {}, ready: [], failed: [], pending: [], required: 0 };
+  for (const map of maps) {
+    const cluster = peeringOfMap(map);
+    const desired = map.spec?.desiredMapping?.[namespace];
+    const current = map.status?.currentMapping?.[namespace];
+    if (desired === undefined && !current) continue;
+    if (desired !== undefined) replicas.required++;
+    const { condition, bucket } = replicaReadiness(desired, current);
+    if (bucket === "failed") replicas.failed.push(`${cluster}: ${condition.message}`);
+    else if (bucket) replicas[bucket].push(cluster);
+    replicas.conditions[cluster] = [
+      remoteCondition(previous[cluster], condition, stamp),
+      remoteCondition(previous[cluster], offloadingRequired(cluster, desired !== undefined), stamp),
+    ];
+  }
+  return replicas;
+}
+
+/** The offloading's phase and the message that explains it. */
+function phaseOf(
+  offloading: NamespaceOffloading,
+  replicas: Replicas,
+  remote: RemoteName,
+): { phase: OffloadingPhase; message: string } {
+  const { conditions, ready, failed, pending, required } = replicas;
+  if (offloading.metadata?.deletionTimestamp) {
+    const left = Object.keys(conditions);
+    return {
+      phase: "Terminating",
+      message: left.length
+        ? `removing the replicas in ${left.sort().join(", ")}`
+        : "the replicas are removed",
+    };
+  }
+  if (remote.error) return { phase: "AllFailed", message: remote.error };
+  if (required === 0)
+    return { phase: "NoClusterSelected", message: "no peered cluster matches the clusterSelector" };
+  if (failed.length === required) return { phase: "AllFailed", message: failed.sort().join("; ") };
+  if (failed.length > 0) return { phase: "SomeFailed", message: failed.sort().join("; ") };
+  if (ready.length === required)
+    return { phase: "Ready", message: `namespace ${remote.name} is ready in ${ready.sort().join(", ")}` };
+  return {
+    phase: "InProgress",
+    message: `${ready.length} of ${required} replicas ready; waiting for ${pending.sort().join(", ")}`,
+  };
+}
+
 export function offloadingStatus(
   offloading: NamespaceOffloading,
   maps: readonly NamespaceMap[],
   remote: RemoteName,
   now: Date,
 ): NamespaceOffloadingStatus {
-  const namespace = offloading.metadata!.namespace!;
-  const stamp = formatKubeTime(now);
-  const previous = offloading.status?.remoteNamespacesConditions ?? {};
-  const conditions: Record<string, RemoteNamespaceCondition[]> = {};
-  const ready: string[] = [];
-  const failed: string[] = [];
-  const pending: string[] = [];
-  let required = 0;
-  for (const map of maps) {
-    const cluster = peeringOfMap(map);
-    const desired = map.spec?.desiredMapping?.[namespace];
-    const current = map.status?.currentMapping?.[namespace];
-    if (desired === undefined && !current) continue;
-    if (desired !== undefined) required++;
-    const offloadingRequired = remoteCondition(
-      previous[cluster],
-      desired !== undefined
-        ? {
-            type: "OffloadingRequired",
-            status: "True",
-            reason: "ClusterSelected",
-            message: `${cluster} is selected`,
-          }
-        : {
-            type: "OffloadingRequired",
-            status: "False",
-            reason: "ClusterNotSelected",
-            message: `${cluster} is no longer selected: its replica is being removed`,
-          },
-      stamp,
-    );
-    let readyCondition: Omit<RemoteNamespaceCondition, "lastTransitionTime">;
-    if (!current) {
-      readyCondition = {
-        type: "Ready",
-        status: "Unknown",
-        reason: "Creating",
-        message: "the remote namespace is being created",
-      };
-      pending.push(cluster);
-    } else if (current.phase === "Accepted" && desired !== undefined) {
-      readyCondition = {
-        type: "Ready",
-        status: "True",
-        reason: "Accepted",
-        message: `namespace ${current.remoteNamespace} is ready`,
-      };
-      ready.push(cluster);
-    } else if (current.phase === "CreationLoopBackOff") {
-      readyCondition = {
-        type: "Ready",
-        status: "False",
-        reason: "CreationLoopBackOff",
-        message: current.message ?? "the remote namespace could not be created",
-      };
-      if (desired !== undefined) failed.push(`${cluster}: ${readyCondition.message}`);
-    } else {
-      readyCondition = {
-        type: "Ready",
-        status: "False",
-        reason: "Terminating",
-        message: current.message ?? `namespace ${current.remoteNamespace} is being deleted`,
-      };
-      if (desired !== undefined) pending.push(cluster);
-    }
-    conditions[cluster] = [remoteCondition(previous[cluster], readyCondition, stamp), offloadingRequired];
-  }
-
-  let phase: OffloadingPhase;
-  let message: string;
-  if (offloading.metadata?.deletionTimestamp) {
-    phase = "Terminating";
-    const left = Object.keys(conditions);
-    message = left.length ? `removing the replicas in ${left.sort().join(", ")}` : "the replicas are removed";
-  } else if (remote.error) {
-    phase = "AllFailed";
-    message = remote.error;
-  } else if (required === 0) {
-    phase = "NoClusterSelected";
-    message = "no peered cluster matches the clusterSelector";
-  } else if (failed.length === required) {
-    phase = "AllFailed";
-    message = failed.sort().join("; ");
-  } else if (failed.length > 0) {
-    phase = "SomeFailed";
-    message = failed.sort().join("; ");
-  } else if (ready.length === required) {
-    phase = "Ready";
-    message = `namespace ${remote.name} is ready in ${ready.sort().join(", ")}`;
-  } else {
-    phase = "InProgress";
-    message = `${ready.length} of ${required} replicas ready; waiting for ${pending.sort().join(", ")}`;
-  }
+  const replicas = replicasOf(
+    offloading.metadata!.namespace!,
+    maps,
+    offloading.status?.remoteNamespacesConditions ?? {},
+    formatKubeTime(now),
+  );
+  const { phase, message } = phaseOf(offloading, replicas, remote);
   const generation = offloading.metadata?.generation;
   const readyStatus = phase === "Ready" ? "True" : phase === "InProgress" ? "Unknown" : "False";
   const statusConditions: Condition[] = setCondition(
@@ -147,6 +196,7 @@ export function offloadingStatus(
     },
     now,
   );
+  const { conditions } = replicas;
   return {
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
     offloadingPhase: phase,
