@@ -138,6 +138,62 @@ export function timeoutMs(flag: string): number {
   }
 }
 
+/** `tenantry peer`: checks the flags, peers the two clusters, and reports what was made. */
+async function peerAction(flags: PeerFlags): Promise<void> {
+  const started = Date.now();
+  const grant = parseGrant(flags);
+  const timeout = timeoutMs(flags.timeout);
+  if (!["text", "json", "yaml"].includes(flags.output)) {
+    throw new UserError(`--output must be text, json or yaml, got "${flags.output}"`);
+  }
+  if (flags.consumer && flags.consumer === flags.provider) {
+    throw new UserError(
+      `--consumer and --provider are both "${flags.consumer}": a cluster cannot peer with itself`,
+    );
+  }
+  const consumer = resolveCluster("--consumer", flags.consumer, flags.clustersDir);
+  const provider = resolveCluster("--provider", flags.provider, flags.clustersDir);
+  if (sameCluster(consumer, provider)) {
+    throw new UserError(
+      `--consumer and --provider are the same cluster (${consumer.server}): a cluster cannot peer with itself`,
+    );
+  }
+  const progress = createProgress("peer");
+  const result = await peerClusters({
+    consumer,
+    provider,
+    namespace: flags.namespace,
+    ...grant,
+    timeoutMs: timeout,
+    onProgress: (side, cluster, message) => progress.log(`${side} ${cluster}: ${message}`),
+  });
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  progress.finish("peered");
+  const json = {
+    consumer: result.consumer,
+    provider: result.provider,
+    peering: result.peering,
+    virtualNode: result.virtualNode,
+    tenant: result.tenant,
+    username: result.username,
+    namespaceQuota: grant.namespaceQuota,
+    resources: grant.resources,
+    ...(result.certificateExpiresAt
+      ? { certificateExpiresAt: result.certificateExpiresAt.toISOString() }
+      : {}),
+    seconds: Number(seconds),
+    timingsMs: result.timings,
+  };
+  printResult(json, flags.output, () =>
+    [
+      `${result.consumer.clusterName} now peers with ${result.provider.clusterName} (${seconds}s):`,
+      `  in ${result.provider.clusterName}: tenant ${result.tenant} owned by ${result.username}, up to ${grant.namespaceQuota} namespaces, quota ${capacitySummary(grant.resources)}`,
+      `  in ${result.consumer.clusterName}: Peering ${result.peering} Ready, virtual node ${result.virtualNode}`,
+      `see: tenantry peer status --consumer ${flags.consumer}`,
+    ].join("\n"),
+  );
+}
+
 export function registerPeerCommands(program: Command): void {
   const peer = program
     .command("peer")
@@ -162,60 +218,7 @@ export function registerPeerCommands(program: Command): void {
         .hideHelp(),
     )
     .option("-o, --output <format>", "text, json or yaml", "text")
-    .action(async (flags: PeerFlags) => {
-      const started = Date.now();
-      const grant = parseGrant(flags);
-      const timeout = timeoutMs(flags.timeout);
-      if (!["text", "json", "yaml"].includes(flags.output)) {
-        throw new UserError(`--output must be text, json or yaml, got "${flags.output}"`);
-      }
-      if (flags.consumer && flags.consumer === flags.provider) {
-        throw new UserError(
-          `--consumer and --provider are both "${flags.consumer}": a cluster cannot peer with itself`,
-        );
-      }
-      const consumer = resolveCluster("--consumer", flags.consumer, flags.clustersDir);
-      const provider = resolveCluster("--provider", flags.provider, flags.clustersDir);
-      if (sameCluster(consumer, provider)) {
-        throw new UserError(
-          `--consumer and --provider are the same cluster (${consumer.server}): a cluster cannot peer with itself`,
-        );
-      }
-      const progress = createProgress("peer");
-      const result = await peerClusters({
-        consumer,
-        provider,
-        namespace: flags.namespace,
-        ...grant,
-        timeoutMs: timeout,
-        onProgress: (side, cluster, message) => progress.log(`${side} ${cluster}: ${message}`),
-      });
-      const seconds = ((Date.now() - started) / 1000).toFixed(1);
-      progress.finish("peered");
-      const json = {
-        consumer: result.consumer,
-        provider: result.provider,
-        peering: result.peering,
-        virtualNode: result.virtualNode,
-        tenant: result.tenant,
-        username: result.username,
-        namespaceQuota: grant.namespaceQuota,
-        resources: grant.resources,
-        ...(result.certificateExpiresAt
-          ? { certificateExpiresAt: result.certificateExpiresAt.toISOString() }
-          : {}),
-        seconds: Number(seconds),
-        timingsMs: result.timings,
-      };
-      printResult(json, flags.output, () =>
-        [
-          `${result.consumer.clusterName} now peers with ${result.provider.clusterName} (${seconds}s):`,
-          `  in ${result.provider.clusterName}: tenant ${result.tenant} owned by ${result.username}, up to ${grant.namespaceQuota} namespaces, quota ${capacitySummary(grant.resources)}`,
-          `  in ${result.consumer.clusterName}: Peering ${result.peering} Ready, virtual node ${result.virtualNode}`,
-          `see: tenantry peer status --consumer ${flags.consumer}`,
-        ].join("\n"),
-      );
-    });
+    .action(peerAction);
 
   peer
     .command("status")
