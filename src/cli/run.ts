@@ -144,6 +144,77 @@ export function tenantryOptions(opts: RunOptions, logger: pino.Logger, registry:
   };
 }
 
+/** `tenantry run`: serves health and metrics at once, starts tenantry, and on SIGINT or SIGTERM drains and stops it. */
+async function runAction(opts: RunOptions): Promise<void> {
+  const logger = pino({ level: opts.logLevel });
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const options = tenantryOptions(opts, logger, registry);
+  const address = parseAddress(
+    "--health-address",
+    opts.healthAddress ?? (opts.inCluster ? "0.0.0.0:8081" : "127.0.0.1:0"),
+  );
+  // Probes are answered from the start: /readyz says 503 until informers have synced, and again
+  // once stopping.
+  let running: RunningTenantry | undefined;
+  let stopping = false;
+  const health = await startHealthServer({
+    ...address,
+    registry,
+    ready: () => !stopping && (running?.ready() ?? false),
+  });
+  logger.info({ url: health.url }, "health and metrics serving");
+  const stopped = new Promise<NodeJS.Signals>((resolve) => {
+    for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => resolve(signal));
+  });
+  try {
+    // A failed start, or a signal while starting, ends the process: what had started (servers,
+    // informers) would otherwise keep it alive, neither running nor gone.
+    const started = await Promise.race([
+      startTenantry(options).then(
+        (value) => ({ running: value }),
+        (error: unknown) => ({ error }),
+      ),
+      stopped.then((signal) => ({ signal })),
+    ]);
+    if ("signal" in started) {
+      logger.warn({ signal: started.signal }, "stopped while starting");
+      await health.stop();
+      process.exit(1);
+    }
+    if ("error" in started) {
+      logger.error({ error: errorMessage(started.error) }, "tenantry could not start");
+      process.stderr.write(`error: ${errorMessage(started.error)}\n`);
+      await health.stop();
+      process.exit(1);
+    }
+    running = started.running;
+    logger.info(
+      {
+        webhookUrl: running.webhookUrl,
+        accessUrl: running.accessUrl,
+        gatewayUrl: running.gateway?.url,
+        runtimesUrl: running.runtimesProxy?.url,
+        health: health.url,
+      },
+      "tenantry is running",
+    );
+    const signal = await stopped;
+    // A second signal while draining means now.
+    for (const again of ["SIGINT", "SIGTERM"] as const) process.once(again, () => process.exit(1));
+    stopping = true;
+    running.drain();
+    const delaySeconds = opts.shutdownDelay ?? (opts.inCluster ? 5 : 0);
+    logger.info({ signal, delaySeconds }, "stopping: not ready any more, draining admission requests");
+    await sleep(delaySeconds * 1000);
+    await running.stop();
+    logger.info("stopped");
+    endWhenStopped();
+  } finally {
+    await health.stop();
+  }
+}
+
 /** `tenantry run`: tenantry against one cluster, from a kubeconfig or as a pod (`--in-cluster`). */
 export function registerRunCommand(program: Command): void {
   program
@@ -200,73 +271,5 @@ export function registerRunCommand(program: Command): void {
       seconds("--shutdown-delay"),
     )
     .option("--log-level <level>", "trace, debug, info, warn or error", "info")
-    .action(async (opts: RunOptions) => {
-      const logger = pino({ level: opts.logLevel });
-      const registry = new Registry();
-      collectDefaultMetrics({ register: registry });
-      const options = tenantryOptions(opts, logger, registry);
-      const address = parseAddress(
-        "--health-address",
-        opts.healthAddress ?? (opts.inCluster ? "0.0.0.0:8081" : "127.0.0.1:0"),
-      );
-      // Probes are answered from the start: /readyz says 503 until informers have synced, and again
-      // once stopping.
-      let running: RunningTenantry | undefined;
-      let stopping = false;
-      const health = await startHealthServer({
-        ...address,
-        registry,
-        ready: () => !stopping && (running?.ready() ?? false),
-      });
-      logger.info({ url: health.url }, "health and metrics serving");
-      const stopped = new Promise<NodeJS.Signals>((resolve) => {
-        for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => resolve(signal));
-      });
-      try {
-        // A failed start, or a signal while starting, ends the process: what had started (servers,
-        // informers) would otherwise keep it alive, neither running nor gone.
-        const started = await Promise.race([
-          startTenantry(options).then(
-            (value) => ({ running: value }),
-            (error: unknown) => ({ error }),
-          ),
-          stopped.then((signal) => ({ signal })),
-        ]);
-        if ("signal" in started) {
-          logger.warn({ signal: started.signal }, "stopped while starting");
-          await health.stop();
-          process.exit(1);
-        }
-        if ("error" in started) {
-          logger.error({ error: errorMessage(started.error) }, "tenantry could not start");
-          process.stderr.write(`error: ${errorMessage(started.error)}\n`);
-          await health.stop();
-          process.exit(1);
-        }
-        running = started.running;
-        logger.info(
-          {
-            webhookUrl: running.webhookUrl,
-            accessUrl: running.accessUrl,
-            gatewayUrl: running.gateway?.url,
-            runtimesUrl: running.runtimesProxy?.url,
-            health: health.url,
-          },
-          "tenantry is running",
-        );
-        const signal = await stopped;
-        // A second signal while draining means now.
-        for (const again of ["SIGINT", "SIGTERM"] as const) process.once(again, () => process.exit(1));
-        stopping = true;
-        running.drain();
-        const delaySeconds = opts.shutdownDelay ?? (opts.inCluster ? 5 : 0);
-        logger.info({ signal, delaySeconds }, "stopping: not ready any more, draining admission requests");
-        await sleep(delaySeconds * 1000);
-        await running.stop();
-        logger.info("stopped");
-        endWhenStopped();
-      } finally {
-        await health.stop();
-      }
-    });
+    .action(runAction);
 }
