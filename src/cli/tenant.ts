@@ -47,13 +47,7 @@ function bar(used: bigint, hard: bigint, width = 20): string {
   return `${"█".repeat(Math.min(filled, width))}${"░".repeat(Math.max(width - filled, 0))}`;
 }
 
-export function registerTenantCommands(program: Command): void {
-  const tenant = program.command("tenant").description("create, inspect and delete tenants");
-  tenant.option(
-    "--kubeconfig <path>",
-    "cluster to talk to (default $KUBECONFIG, else the embedded home cluster)",
-  );
-
+function registerTenantCreate(tenant: Command): void {
   tenant
     .command("create")
     .description("create a tenant")
@@ -108,7 +102,9 @@ export function registerTenantCommands(program: Command): void {
         () => `tenant/${name} ${opts.dryRun ? "valid (dry run)" : "created"}`,
       );
     });
+}
 
+function registerTenantList(tenant: Command): void {
   tenant
     .command("list")
     .description("list tenants with owners, namespaces, usage and readiness")
@@ -132,7 +128,9 @@ export function registerTenantCommands(program: Command): void {
         ].join("\n"),
       );
     });
+}
 
+function registerTenantDescribe(tenant: Command): void {
   tenant
     .command("describe")
     .description("show a tenant's spec, namespaces, usage and conditions")
@@ -156,7 +154,9 @@ export function registerTenantCommands(program: Command): void {
         ].join("\n"),
       );
     });
+}
 
+function registerTenantUsage(tenant: Command): void {
   tenant
     .command("usage")
     .description("usage against the tenant's quota, per resource")
@@ -182,6 +182,19 @@ export function registerTenantCommands(program: Command): void {
             ].join("\n"),
       );
     });
+}
+
+export function registerTenantCommands(program: Command): void {
+  const tenant = program.command("tenant").description("create, inspect and delete tenants");
+  tenant.option(
+    "--kubeconfig <path>",
+    "cluster to talk to (default $KUBECONFIG, else the embedded home cluster)",
+  );
+
+  registerTenantCreate(tenant);
+  registerTenantList(tenant);
+  registerTenantDescribe(tenant);
+  registerTenantUsage(tenant);
 
   for (const [verb, cordoned] of [
     ["cordon", true],
