@@ -98,7 +98,7 @@ function replicaLines(offloading: NamespaceOffloading): string[] {
     });
 }
 
-export function registerOffloadCommands(program: Command): void {
+function registerOffload(program: Command): void {
   program
     .command("offload")
     .description(
@@ -188,7 +188,9 @@ export function registerOffloadCommands(program: Command): void {
       );
       if (lastPhase !== "Ready") process.exitCode = 1;
     });
+}
 
+function registerUnoffload(program: Command): void {
   program
     .command("unoffload")
     .description(
@@ -239,7 +241,9 @@ export function registerOffloadCommands(program: Command): void {
       progress.finish("unoffloaded");
       process.stdout.write(`namespace ${namespace} is no longer offloaded; its replicas are deleted\n`);
     });
+}
 
+function registerOffloadStatus(program: Command): void {
   program
     .command("status")
     .description("peerings and offloaded namespaces of a cluster")
@@ -278,4 +282,10 @@ export function registerOffloadCommands(program: Command): void {
         ].join("\n");
       });
     });
+}
+
+export function registerOffloadCommands(program: Command): void {
+  registerOffload(program);
+  registerUnoffload(program);
+  registerOffloadStatus(program);
 }
