@@ -481,22 +481,7 @@ async function deleteCloud(conn: Connection, path: string): Promise<void> {
   }
 }
 
-export function registerCloudCommands(program: Command): void {
-  const cloud = program
-    .command("cloud")
-    .description(
-      "logical clouds: one namespace, quota, users and permissions on every cluster chosen by name or label",
-    );
-  cloud
-    .option(
-      "--kubeconfig <path>",
-      "whose credentials to call with (default $KUBECONFIG, else the embedded home cluster's admin)",
-    )
-    .option("--token <token>", "a bearer token instead (or TENANTRY_TOKEN)")
-    .option("--url <url>", "the logical-clouds API (default: logicalCloudsUrl in tenantry.json)")
-    .option("--ca-file <file>", "CA of the API's certificate (default: from tenantry.json)")
-    .option("--endpoints <file>", "tenantry.json to read (default: the embedded home cluster's)");
-
+function registerCloudCreate(cloud: Command): void {
   cloud
     .command("create")
     .description(
@@ -535,6 +520,49 @@ export function registerCloudCommands(program: Command): void {
         `logical cloud ${project}/${name} created: tenantry cloud instantiate ${project} ${name}\n`,
       );
     });
+}
+
+function registerCloudKubeconfig(cloud: Command): void {
+  cloud
+    .command("kubeconfig")
+    .description(
+      "one kubeconfig with a context per cluster (a user's certificates, or for level 0 the clusters' own credentials)",
+    )
+    .argument("<project>")
+    .argument("<cloud>")
+    .option("--user <name>", "whose (default the cloud's first user)")
+    .option("--reference <name>", "only the clusters of this cluster reference (DCM's per-cluster download)")
+    .option("-o, --output <file>", "write it there (default: print it)")
+    .action(async (project: string, name: string, opts, command: Command) => {
+      const query = opts.user ? `?user=${encodeURIComponent(opts.user as string)}` : "";
+      const path = opts.reference
+        ? `${cloudPath(project, name)}/cluster-references/${encodeURIComponent(opts.reference as string)}/kubeconfig${query}`
+        : `${cloudPath(project, name)}/kubeconfig${query}`;
+      const text = (await api(connection(command), "GET", path)).text;
+      if (opts.output) {
+        writeFileSync(opts.output as string, text, { mode: 0o600 });
+        process.stderr.write(`kubeconfig written to ${opts.output}\n`);
+      } else process.stdout.write(text);
+    });
+}
+
+export function registerCloudCommands(program: Command): void {
+  const cloud = program
+    .command("cloud")
+    .description(
+      "logical clouds: one namespace, quota, users and permissions on every cluster chosen by name or label",
+    );
+  cloud
+    .option(
+      "--kubeconfig <path>",
+      "whose credentials to call with (default $KUBECONFIG, else the embedded home cluster's admin)",
+    )
+    .option("--token <token>", "a bearer token instead (or TENANTRY_TOKEN)")
+    .option("--url <url>", "the logical-clouds API (default: logicalCloudsUrl in tenantry.json)")
+    .option("--ca-file <file>", "CA of the API's certificate (default: from tenantry.json)")
+    .option("--endpoints <file>", "tenantry.json to read (default: the embedded home cluster's)");
+
+  registerCloudCreate(cloud);
 
   cloud
     .command("instantiate")
@@ -569,27 +597,7 @@ export function registerCloudCommands(program: Command): void {
       printResult(status, opts.output as OutputFormat, () => statusText(project, name, status));
     });
 
-  cloud
-    .command("kubeconfig")
-    .description(
-      "one kubeconfig with a context per cluster (a user's certificates, or for level 0 the clusters' own credentials)",
-    )
-    .argument("<project>")
-    .argument("<cloud>")
-    .option("--user <name>", "whose (default the cloud's first user)")
-    .option("--reference <name>", "only the clusters of this cluster reference (DCM's per-cluster download)")
-    .option("-o, --output <file>", "write it there (default: print it)")
-    .action(async (project: string, name: string, opts, command: Command) => {
-      const query = opts.user ? `?user=${encodeURIComponent(opts.user as string)}` : "";
-      const path = opts.reference
-        ? `${cloudPath(project, name)}/cluster-references/${encodeURIComponent(opts.reference as string)}/kubeconfig${query}`
-        : `${cloudPath(project, name)}/kubeconfig${query}`;
-      const text = (await api(connection(command), "GET", path)).text;
-      if (opts.output) {
-        writeFileSync(opts.output as string, text, { mode: 0o600 });
-        process.stderr.write(`kubeconfig written to ${opts.output}\n`);
-      } else process.stdout.write(text);
-    });
+  registerCloudKubeconfig(cloud);
 
   cloud
     .command("terminate")

@@ -108,15 +108,7 @@ async function firstProbe(client: ClusterClient, name: string, timeoutMs: number
   }
 }
 
-export function registerClusterCommands(program: Command): void {
-  const cluster = program
-    .command("cluster")
-    .description("the cluster registry: clusters logical clouds and peerings select by label");
-  cluster.option(
-    "--kubeconfig <path>",
-    "the cluster tenantry (and its registry) runs on (default $KUBECONFIG, else the embedded home cluster)",
-  );
-
+function registerClusterAdd(cluster: Command): void {
   cluster
     .command("add")
     .description("register a cluster: its credentials (a kubeconfig) and labels")
@@ -169,6 +161,18 @@ export function registerClusterCommands(program: Command): void {
         ].join("\n"),
       );
     });
+}
+
+export function registerClusterCommands(program: Command): void {
+  const cluster = program
+    .command("cluster")
+    .description("the cluster registry: clusters logical clouds and peerings select by label");
+  cluster.option(
+    "--kubeconfig <path>",
+    "the cluster tenantry (and its registry) runs on (default $KUBECONFIG, else the embedded home cluster)",
+  );
+
+  registerClusterAdd(cluster);
 
   cluster
     .command("list")

@@ -173,15 +173,7 @@ async function follow(
   }
 }
 
-export function registerNodeCommands(program: Command): void {
-  const node = program
-    .command("node")
-    .description("ask for worker nodes of your own, follow them, delete them");
-  node.option(
-    "--kubeconfig <path>",
-    "cluster to talk to, as which user (default $KUBECONFIG, else the embedded home cluster)",
-  );
-
+function registerNodeCreate(node: Command): void {
   node
     .command("create")
     .description("ask for a worker node; follows it through Building, Available, Joining to Running")
@@ -238,6 +230,18 @@ export function registerNodeCommands(program: Command): void {
         opts.wait ? columns([HEADER, row(final)]).join("\n") : `worker node "${name}" requested`,
       );
     });
+}
+
+export function registerNodeCommands(program: Command): void {
+  const node = program
+    .command("node")
+    .description("ask for worker nodes of your own, follow them, delete them");
+  node.option(
+    "--kubeconfig <path>",
+    "cluster to talk to, as which user (default $KUBECONFIG, else the embedded home cluster)",
+  );
+
+  registerNodeCreate(node);
 
   node
     .command("list")
