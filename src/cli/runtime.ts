@@ -225,12 +225,7 @@ function withConnection(command: Command): Command {
     .option("-o, --output <format>", "text, json or yaml", "text");
 }
 
-export function registerRuntimeCommands(program: Command): void {
-  const runtime = program
-    .command("runtime")
-    .description("per-user runtimes: start, watch, stop, delete, back up, restore");
-  registerBackupCommands(runtime);
-
+function registerRuntimeStart(runtime: Command): void {
   withConnection(
     runtime
       .command("start")
@@ -258,6 +253,49 @@ export function registerRuntimeCommands(program: Command): void {
       printResult(status, opts.output, () => describe(status));
     },
   );
+}
+
+function registerRuntimeLogs(runtime: Command): void {
+  withConnection(
+    runtime
+      .command("logs")
+      .description("the log of a runtime's pod, through the Kubernetes API")
+      .argument("<service>")
+      .argument("<instance>")
+      .option("--container <name>", "container of the pod (default: its only one)")
+      .option("--tail <lines>", "last lines only"),
+  ).action(
+    async (
+      service: string,
+      instance: string,
+      opts: RuntimeOptions & { container?: string; tail?: string },
+    ) => {
+      const conn = adminConnection(opts);
+      if (!conn.kubeconfig)
+        throw new UserError("logs are read through the Kubernetes API: give --kubeconfig");
+      const answer = await request(conn, "GET", instancePath(conn, service, instance), undefined, [503]);
+      const status = statusOfAnswer(answer);
+      const pod = status.pod;
+      if (!pod) throw new UserError(`${service}/${instance} has no pod (it is not running)`, EXIT.notFound);
+      const client = new ClusterClient("runtime", conn.kubeconfig);
+      const log = await client.core.readNamespacedPodLog({
+        name: pod,
+        namespace: status.namespace,
+        ...(opts.container ? { container: opts.container } : {}),
+        ...(opts.tail ? { tailLines: Number(opts.tail) } : {}),
+      });
+      process.stdout.write(log);
+    },
+  );
+}
+
+export function registerRuntimeCommands(program: Command): void {
+  const runtime = program
+    .command("runtime")
+    .description("per-user runtimes: start, watch, stop, delete, back up, restore");
+  registerBackupCommands(runtime);
+
+  registerRuntimeStart(runtime);
 
   withConnection(
     runtime.command("status").description("a runtime's state").argument("<service>").argument("<instance>"),
@@ -329,35 +367,5 @@ export function registerRuntimeCommands(program: Command): void {
     );
   });
 
-  withConnection(
-    runtime
-      .command("logs")
-      .description("the log of a runtime's pod, through the Kubernetes API")
-      .argument("<service>")
-      .argument("<instance>")
-      .option("--container <name>", "container of the pod (default: its only one)")
-      .option("--tail <lines>", "last lines only"),
-  ).action(
-    async (
-      service: string,
-      instance: string,
-      opts: RuntimeOptions & { container?: string; tail?: string },
-    ) => {
-      const conn = adminConnection(opts);
-      if (!conn.kubeconfig)
-        throw new UserError("logs are read through the Kubernetes API: give --kubeconfig");
-      const answer = await request(conn, "GET", instancePath(conn, service, instance), undefined, [503]);
-      const status = statusOfAnswer(answer);
-      const pod = status.pod;
-      if (!pod) throw new UserError(`${service}/${instance} has no pod (it is not running)`, EXIT.notFound);
-      const client = new ClusterClient("runtime", conn.kubeconfig);
-      const log = await client.core.readNamespacedPodLog({
-        name: pod,
-        namespace: status.namespace,
-        ...(opts.container ? { container: opts.container } : {}),
-        ...(opts.tail ? { tailLines: Number(opts.tail) } : {}),
-      });
-      process.stdout.write(log);
-    },
-  );
+  registerRuntimeLogs(runtime);
 }

@@ -92,14 +92,7 @@ function summary(issued: IssuedUserCertificates, path: string): string {
   ].join("\n");
 }
 
-export function registerUserCommands(program: Command): void {
-  const user = program
-    .command("user")
-    .description(
-      "users of the built-in identity service, and client certificates signed by each cluster of their tenant",
-    );
-  registerUserAccountCommands(user);
-
+function registerUserCertificate(user: Command): void {
   withClusterOptions(
     user
       .command("certificate")
@@ -191,7 +184,9 @@ export function registerUserCommands(program: Command): void {
       );
     }
   });
+}
 
+function registerUserCertificates(user: Command): void {
   user
     .command("certificates")
     .description("the client certificates in a kubeconfig: subject, groups, validity, and which to renew")
@@ -230,6 +225,17 @@ export function registerUserCommands(program: Command): void {
         ].join("\n"),
       );
     });
+}
+
+export function registerUserCommands(program: Command): void {
+  const user = program
+    .command("user")
+    .description(
+      "users of the built-in identity service, and client certificates signed by each cluster of their tenant",
+    );
+  registerUserAccountCommands(user);
+  registerUserCertificate(user);
+  registerUserCertificates(user);
 
   withClusterOptions(
     user
