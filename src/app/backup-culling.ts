@@ -28,7 +28,7 @@ export class BackupPolicyCulling {
     private readonly client: ClusterClient,
     shared?: InformerCache,
   ) {
-    const { cache, release } = componentCache({ client, ...(shared ? { cache: shared } : {}) });
+    const { cache, release } = componentCache({ client, cache: shared });
     this.release = release;
     this.policies = cache.informer<BackupPolicy>({ apiVersion: TENANTS_API_VERSION, kind: "BackupPolicy" });
     this.policies.addIndex(BY_SERVICE, (p) => (p.spec?.service ? [p.spec.service] : []));

@@ -80,7 +80,7 @@ export class InformerCache {
  * A component's cache: the shared one it was given, or one of its own (built on `client`) that it
  * then starts and stops itself. Components read through it either way.
  */
-export function componentCache(options: { client: ClusterClient; cache?: InformerCache }): {
+export function componentCache(options: { client: ClusterClient; cache?: InformerCache | undefined }): {
   cache: InformerCache;
   /** Stops the cache if the component made it; a shared one is the owner's to stop. */
   release(): Promise<void>;
@@ -88,4 +88,34 @@ export function componentCache(options: { client: ClusterClient; cache?: Informe
   if (options.cache) return { cache: options.cache, release: async () => {} };
   const cache = new InformerCache(options.client);
   return { cache, release: () => cache.stop() };
+}
+
+/**
+ * A capability's informers read through a cache: the process's shared one, or one of its own that
+ * `stop()` stops. Subclasses ask `this.cache` for their informers in their constructor and say which
+ * ones `start()` waits for.
+ */
+export abstract class CachedInformers {
+  protected readonly cache: InformerCache;
+  private readonly release: () => Promise<void>;
+
+  constructor(
+    readonly client: ClusterClient,
+    shared?: InformerCache,
+  ) {
+    const { cache, release } = componentCache({ client, cache: shared });
+    this.cache = cache;
+    this.release = release;
+  }
+
+  /** The informers `start()` starts and waits for. */
+  protected abstract get all(): Informer<KubernetesObject>[];
+
+  start(timeoutMs = 60_000): Promise<void> {
+    return startInformers(this.all, timeoutMs);
+  }
+
+  stop(): Promise<void> {
+    return this.release();
+  }
 }

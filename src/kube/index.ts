@@ -11,7 +11,7 @@ export {
   withAppliedDigest,
 } from "./apply.js";
 export { DEFAULT_RECONNECT_BACKOFF, type JitteredBackoffOptions, jitteredBackoffDelay } from "./backoff.js";
-export { componentCache, InformerCache, resourceKey } from "./cache.js";
+export { CachedInformers, componentCache, InformerCache, resourceKey } from "./cache.js";
 export {
   CERTIFICATE_EXPIRY_METRIC,
   type CertificateEventTarget,

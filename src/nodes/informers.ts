@@ -4,13 +4,7 @@ import type {
   V1Node,
   V1Secret,
 } from "@kubernetes/client-node";
-import {
-  type ClusterClient,
-  componentCache,
-  type Informer,
-  type InformerCache,
-  startInformers,
-} from "../kube/index.js";
+import { CachedInformers, type ClusterClient, type Informer, type InformerCache } from "../kube/index.js";
 import { TENANTS_API_VERSION, userLabelValue } from "../tenants/index.js";
 import type { NodeProvider } from "./api/node-provider.js";
 import type { WorkerNode } from "./api/worker-node.js";
@@ -26,22 +20,17 @@ const BY_USERNAME = "nodes/username";
  * tenant, and the private ones by owner), NodeProviders, every Node, tenantry's bootstrap token
  * Secrets (by WorkerNode) and kubelet client CSRs (by requester).
  */
-export class NodeInformers {
+export class NodeInformers extends CachedInformers {
   readonly workerNodes: Informer<WorkerNode>;
   readonly providers: Informer<NodeProvider>;
   readonly nodes: Informer<V1Node>;
   readonly tokens: Informer<V1Secret>;
   readonly csrs: Informer<V1CertificateSigningRequest>;
 
-  private readonly release: () => Promise<void>;
-
   /** With `shared`, the process's cache (indexes named after this reader); without, informers of its own. */
-  constructor(
-    readonly client: ClusterClient,
-    shared?: InformerCache,
-  ) {
-    const { cache, release } = componentCache({ client, ...(shared ? { cache: shared } : {}) });
-    this.release = release;
+  constructor(client: ClusterClient, shared?: InformerCache) {
+    super(client, shared);
+    const { cache } = this;
     this.workerNodes = cache.informer<WorkerNode>({
       apiVersion: TENANTS_API_VERSION,
       kind: "WorkerNode",
@@ -73,7 +62,7 @@ export class NodeInformers {
     this.csrs.addIndex(BY_USERNAME, (csr) => (csr.spec?.username ? [csr.spec.username] : []));
   }
 
-  private get all(): Informer<KubernetesObject>[] {
+  protected get all(): Informer<KubernetesObject>[] {
     return [
       this.workerNodes,
       this.providers,
@@ -81,14 +70,6 @@ export class NodeInformers {
       this.tokens,
       this.csrs,
     ] as unknown as Informer<KubernetesObject>[];
-  }
-
-  start(timeoutMs = 60_000): Promise<void> {
-    return startInformers(this.all, timeoutMs);
-  }
-
-  stop(): Promise<void> {
-    return this.release();
   }
 
   /** The WorkerNodes counted against a tenant's quota. */

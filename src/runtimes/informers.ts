@@ -3,38 +3,28 @@
  * share (one watch per kind, whoever reads it), with the indexes both look things up by.
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
-import {
-  type ClusterClient,
-  componentCache,
-  type Informer,
-  type InformerCache,
-  startInformers,
-} from "../kube/index.js";
+import { CachedInformers, type ClusterClient, type Informer, type InformerCache } from "../kube/index.js";
 import { TENANTS_API_VERSION } from "../tenants/index.js";
 import type { Runtime } from "./api/runtime.js";
 import type { RuntimeService } from "./api/runtime-service.js";
 
-export const BY_USER = "user";
-export const BY_KEY = "key";
-export const BY_SERVICE = "service";
+// Named after their reader: the cache's informers, and their indexes, are shared.
+export const BY_USER = "runtimes/user";
+export const BY_KEY = "runtimes/key";
+export const BY_SERVICE = "runtimes/service";
 
 /** Index value of a runtime's user, service and instance. */
 export const runtimeKeyOf = (user: string, service: string, instance: string) =>
   `${user}\n${service}\n${instance}`;
 
-export class RuntimesInformers {
+export class RuntimesInformers extends CachedInformers {
   readonly runtimes: Informer<Runtime>;
   readonly services: Informer<RuntimeService>;
 
-  private readonly release: () => Promise<void>;
-
-  /** With `cache`, the process's shared cache; without, caches of its own. */
-  constructor(
-    readonly client: ClusterClient,
-    shared?: InformerCache,
-  ) {
-    const { cache, release } = componentCache({ client, ...(shared ? { cache: shared } : {}) });
-    this.release = release;
+  /** With `shared`, the process's cache (indexes named after this reader); without, informers of its own. */
+  constructor(client: ClusterClient, shared?: InformerCache) {
+    super(client, shared);
+    const { cache } = this;
     this.runtimes = cache.informer<Runtime>({ apiVersion: TENANTS_API_VERSION, kind: "Runtime" });
     this.runtimes.addIndex(BY_USER, (r) => (r.spec?.user ? [r.spec.user] : []));
     this.runtimes.addIndex(BY_SERVICE, (r) => (r.spec?.service ? [r.spec.service] : []));
@@ -47,15 +37,7 @@ export class RuntimesInformers {
     });
   }
 
-  private get all(): Informer<KubernetesObject>[] {
+  protected get all(): Informer<KubernetesObject>[] {
     return [this.runtimes, this.services] as unknown as Informer<KubernetesObject>[];
-  }
-
-  start(): Promise<void> {
-    return startInformers(this.all);
-  }
-
-  stop(): Promise<void> {
-    return this.release();
   }
 }

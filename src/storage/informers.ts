@@ -50,7 +50,7 @@ export class StorageInformers {
     /** The process's shared cache; without it, informers of its own. */
     shared?: InformerCache,
   ) {
-    const { cache, release } = componentCache({ client, ...(shared ? { cache: shared } : {}) });
+    const { cache, release } = componentCache({ client, cache: shared });
     this.cache = cache;
     this.release = release;
   }

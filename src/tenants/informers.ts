@@ -1,11 +1,5 @@
 import type { KubernetesObject, V1Ingress, V1Namespace } from "@kubernetes/client-node";
-import {
-  type ClusterClient,
-  componentCache,
-  type Informer,
-  type InformerCache,
-  startInformers,
-} from "../kube/index.js";
+import { CachedInformers, type ClusterClient, type Informer, type InformerCache } from "../kube/index.js";
 import { type Requester, type TenantRole, tenantsOf } from "./admission/identity.js";
 import { TENANTS_API_VERSION } from "./api/group.js";
 import type { NamespaceTemplate } from "./api/namespace-template.js";
@@ -46,7 +40,7 @@ function memberKeys(tenant: Tenant): string[] {
  * The caches the tenants capability shares between its controllers and admission webhooks: one
  * watch per resource, whoever reads it.
  */
-export class TenantInformers {
+export class TenantInformers extends CachedInformers {
   readonly tenants: Informer<Tenant>;
   readonly templates: Informer<NamespaceTemplate>;
   /** Namespaces that belong to a tenant (carry the tenant label). */
@@ -55,15 +49,10 @@ export class TenantInformers {
   /** Every Ingress of the cluster, tenant or not: a hostname belongs to one tenant. */
   readonly ingresses: Informer<V1Ingress>;
 
-  private readonly release: () => Promise<void>;
-
   /** With `shared`, the process's cache (indexes named after this reader); without, informers of its own. */
-  constructor(
-    readonly client: ClusterClient,
-    shared?: InformerCache,
-  ) {
-    const { cache, release } = componentCache({ client, ...(shared ? { cache: shared } : {}) });
-    this.release = release;
+  constructor(client: ClusterClient, shared?: InformerCache) {
+    super(client, shared);
+    const { cache } = this;
     this.tenants = cache.informer<Tenant>({ apiVersion: TENANTS_API_VERSION, kind: "Tenant" });
     this.templates = cache.informer<NamespaceTemplate>({
       apiVersion: TENANTS_API_VERSION,
@@ -94,7 +83,7 @@ export class TenantInformers {
     this.ingresses.addIndex(BY_HOST, ingressHosts);
   }
 
-  private get all(): Informer<KubernetesObject>[] {
+  protected get all(): Informer<KubernetesObject>[] {
     return [
       this.tenants,
       this.templates,
@@ -102,14 +91,6 @@ export class TenantInformers {
       this.quotas,
       this.ingresses,
     ] as unknown as Informer<KubernetesObject>[];
-  }
-
-  start(timeoutMs = 60_000): Promise<void> {
-    return startInformers(this.all, timeoutMs);
-  }
-
-  stop(): Promise<void> {
-    return this.release();
   }
 
   /** Tenants a requester belongs to (as owner or listed user), by name, with their role; from the cache. */

@@ -62,7 +62,7 @@ export class InformerRouteSource implements RouteSource {
       cache?: InformerCache;
     } = {},
   ) {
-    const { cache, release } = componentCache({ client, ...(options.cache ? { cache: options.cache } : {}) });
+    const { cache, release } = componentCache({ client, cache: options.cache });
     this.release = release;
     this.runtimes = cache.informer<Runtime>({ apiVersion: TENANTS_API_VERSION, kind: "Runtime" });
     this.runtimes.addIndex(BY_TOKEN, (r) => (r.status?.route?.token ? [r.status.route.token] : []));
