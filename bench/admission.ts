@@ -19,7 +19,7 @@ import { CoreV1Api, type KubernetesObject } from "@kubernetes/client-node";
 import { applyObject, type ClusterClient, loadClusterClient } from "../src/kube/index.js";
 import { ClusterHarness, webhookClientCaFile } from "../src/localcluster/index.js";
 import type { TenantResourceQuota } from "../src/tenants/index.js";
-import { startTenantryProcess, type TenantryProcess } from "../test/support/tenantry-process.js";
+import { startTenantryProcess, type TenantryProcess } from "../testing/index.js";
 import { type Cell, ms, percentile, printTable } from "./support/report.js";
 import { apiserverLoad } from "./tenants/admission.js";
 import type { LoadResult } from "./tenants/loadgen.js";

@@ -1,5 +1,5 @@
 /**
- * `npm run bench:monitor`: tenantry's runtimes monitor (document 000 §3.4) over --pods pods (KWOK
+ * `npm run bench:monitor`: tenantry's runtimes monitor (Vasilenko & Kurapati §3.4) over --pods pods (KWOK
  * makes them cheap) under MonitorRules covering Table 4's conditions — how many objects it
  * evaluates per second when a rule change makes it look at every pod again, and how long from a
  * condition becoming true (a pod pending past its cut-off, a claim pending past its cut-off, a node

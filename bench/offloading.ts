@@ -1,5 +1,5 @@
 /**
- * `npm run bench:offloading`: namespace replication measured as document 004's chapter 8 does, on
+ * `npm run bench:offloading`: namespace replication measured as chapter 8 of the Liqo thesis does, on
  * real local clusters (one consumer and up to --providers providers, tenantry on each):
  *   1. replication versus number of remote clusters (1, 2, 4, 8): NamespaceOffloading created →
  *      phase Ready with every NamespaceMap showing the replica Accepted;

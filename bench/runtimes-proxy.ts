@@ -26,10 +26,17 @@ import { RUNTIMES_CRDS } from "../src/runtimes/index.js";
 import { installCrds } from "../src/tenants/index.js";
 import { addChpRoute, CHP_VERSION, type Chp, deleteChpRoute, startChp } from "./runtimes-proxy/chp.js";
 import { type LoadResult, load } from "./runtimes-proxy/load.js";
-import { ask, type Child, cpuMsOfPid, forkTs, stop } from "./runtimes-proxy/processes.js";
+import { ask, type Child, forkTs, stop } from "./runtimes-proxy/processes.js";
 import { BENCH_NAMESPACE, benchRuntime, benchService, routePrefix } from "./runtimes-proxy/routes.js";
 import { measureWebSocket } from "./runtimes-proxy/websocket.js";
-import { boundedAll, type Cell, percentile, printTable, rssMiBOfPid } from "./support/report.js";
+import {
+  boundedAll,
+  type Cell,
+  cpuSecondsOfPid,
+  percentile,
+  printTable,
+  rssMiBOfPid,
+} from "./support/report.js";
 
 const flags = new Command()
   .option("--duration <seconds>", "length of each load run", "8")
@@ -90,9 +97,9 @@ interface Measured extends LoadResult {
 }
 
 async function measure(url: string, pid: number, paths: string[], connections: number): Promise<Measured> {
-  const before = cpuMsOfPid(pid);
+  const before = cpuSecondsOfPid(pid) * 1000;
   const result = await load({ url, paths, connections, durationSeconds: duration });
-  const cpuMs = cpuMsOfPid(pid) - before;
+  const cpuMs = cpuSecondsOfPid(pid) * 1000 - before;
   return { ...result, cpuUsPerRequest: result.requests ? (cpuMs * 1000) / result.requests : Number.NaN };
 }
 

@@ -22,7 +22,7 @@ import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { loadClusterClient } from "../src/kube/index.js";
 import { ClusterHarness, webhookClientCaFile } from "../src/localcluster/index.js";
-import { startTenantryProcess, type TenantryProcess } from "../test/support/tenantry-process.js";
+import { startTenantryProcess, type TenantryProcess } from "../testing/index.js";
 import { type Cell, ms, percentile, printTable } from "./support/report.js";
 
 const { values: args } = parseArgs({

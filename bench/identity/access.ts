@@ -10,7 +10,7 @@
  *      [--users 100] [--only TEXT] [--keep]
  * --only: just the scenarios whose name contains TEXT, e.g. `--only SAR`.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { cp, mkdtemp, readFile, rm } from "node:fs/promises";
 import { request } from "node:https";
@@ -29,7 +29,16 @@ import { AUTHENTICATE_PATH, AUTHORIZE_PATH } from "../../src/identity/index.js";
 import { ClusterClient, isAlreadyExists, loadClusterClient } from "../../src/kube/index.js";
 import { ClusterHarness, type ClusterState, defaultClusters } from "../../src/localcluster/index.js";
 import { TENANTS_API_VERSION, USER_LABEL } from "../../src/tenants/index.js";
-import { boundedAll, type Cell, MemorySampler, ms, percentile, printTable } from "../support/report.js";
+import {
+  boundedAll,
+  type Cell,
+  cpuSecondsOfPid,
+  MemorySampler,
+  machineBusySeconds,
+  ms,
+  percentile,
+  printTable,
+} from "../support/report.js";
 import type { PostPlan, PostResult } from "./loadgen.js";
 
 const { values: args } = parseArgs({
@@ -96,37 +105,6 @@ interface Row {
 }
 
 // -- helpers --------------------------------------------------------------------------------
-
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** CPU seconds (user + system) a process has used so far; NaN when it cannot be read. */
-async function cpuSecondsOfPid(pid: number): Promise<number> {
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-  } catch {
-    return Number.NaN;
-  }
-}
-
-/** CPU seconds the whole machine has spent busy so far (all cores, from /proc/stat). */
-async function machineBusySeconds(): Promise<number> {
-  try {
-    const line = (await readFile("/proc/stat", "utf8")).split("\n", 1)[0]!;
-    const ticks = line.trim().split(/\s+/).slice(1).map(Number);
-    const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0);
-    return (total - (ticks[3] ?? 0) - (ticks[4] ?? 0)) / CLOCK_TICKS;
-  } catch {
-    return Number.NaN;
-  }
-}
 
 function pidOf(state: ClusterState, component: string): number {
   const proc = state.processes.find((p) => p.component === component);

@@ -1,5 +1,5 @@
 /**
- * Document 004, 8.2.1: time from a ReplicatedDeployment's creation until all its replica
+ * Liqo thesis, 8.2.1: time from a ReplicatedDeployment's creation until all its replica
  * Deployments exist, and until its status lists them, for N virtual nodes at node granularity.
  * The virtual nodes are plain Node objects labelled like real ones (no peer behind them: the
  * replication controller only reads their labels). Needs tenantry's controllers running on the cluster.
@@ -13,7 +13,7 @@ import {
   type ReplicatedDeployment,
 } from "../../src/multicluster/index.js";
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
-import { FAKE_NODE_RUN_LABEL, fakeVirtualNodes } from "../../test/support/virtual-nodes.js";
+import { FAKE_NODE_RUN_LABEL, fakeVirtualNodes } from "../../testing/index.js";
 
 export interface ReplicationBenchmarkOptions {
   /** Admin client of a cluster running tenantry's controllers. */

@@ -5,7 +5,7 @@
  * throughput rows measure the proxies rather than the backend. Prints `{"url", "helloUrl"}`.
  */
 import { createServer, type Socket } from "node:net";
-import { startBackend } from "../../test/support/backend.js";
+import { startBackend } from "../../testing/index.js";
 
 const HELLO = Buffer.from(
   "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 6\r\nKeep-Alive: timeout=5\r\n\r\nhello\n",

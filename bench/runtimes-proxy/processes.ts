@@ -1,6 +1,5 @@
 /** Child processes of the benchmark: started with tsx, the first line of output (JSON) says where they serve. */
 import { type ChildProcess, fork } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 
 export interface Child<T> {
@@ -50,15 +49,3 @@ export function stop(child: ChildProcess | undefined): Promise<void> {
     child.kill("SIGTERM");
   });
 }
-
-/** CPU time (user + system) a process has used so far, in milliseconds (Linux /proc). */
-export function cpuMsOfPid(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // Fields after the command name (which may hold spaces) start after the last ")".
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks * 1000) / CLOCK_TICKS;
-}
-
-/** USER_HZ: 100 on every Linux architecture Node.js runs on. */
-const CLOCK_TICKS = 100;

@@ -44,6 +44,33 @@ export function rssMiBOfPid(pid: number): number {
   }
 }
 
+/** USER_HZ, the unit of /proc's CPU times: 100 on every Linux architecture Node.js runs on. */
+const CLOCK_TICKS = 100;
+
+/** CPU seconds (user + system) a process has used so far, from /proc; NaN once it is gone. */
+export function cpuSecondsOfPid(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name (which may hold spaces) start after the last ")".
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** CPU seconds the whole machine has spent busy so far (all cores, from /proc/stat). */
+export function machineBusySeconds(): number {
+  try {
+    const line = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!;
+    const ticks = line.trim().split(/\s+/).slice(1).map(Number);
+    const total = ticks.slice(0, 8).reduce((a, b) => a + b, 0);
+    return (total - (ticks[3] ?? 0) - (ticks[4] ?? 0)) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** Samples this process's RSS (tenantry runs in it) and other processes' RSS until stopped. */
 export class MemorySampler {
   private timer?: NodeJS.Timeout;

@@ -1,5 +1,5 @@
-import { AdmissionregistrationV1Api, type V1RuleWithOperations } from "@kubernetes/client-node";
 import type { ClusterClient } from "../../src/kube/index.js";
+import { entriesCalledFor, podCreateRequest, type WebhookEntry } from "../../testing/admission-entries.js";
 import { runLoad } from "./load.js";
 import type { LoadPlan, LoadResult } from "./loadgen.js";
 import type { BenchUser } from "./users.js";
@@ -8,45 +8,39 @@ export interface WebhookChain {
   mutating: { name: string; url: string }[];
   validating: { name: string; url: string }[];
   caPem: string;
-}
-
-function matchesPodCreate(rules: V1RuleWithOperations[] | undefined): boolean {
-  const has = (list: string[] | undefined, ...values: string[]) =>
-    (list ?? []).some((v) => values.includes(v));
-  return (rules ?? []).some(
-    (r) =>
-      has(r.apiGroups, "", "*") &&
-      has(r.apiVersions, "v1", "*") &&
-      has(r.operations, "CREATE", "*") &&
-      has(r.resources, "pods", "*", "*/*") &&
-      r.scope !== "Cluster",
-  );
+  /** kube-apiserver's webhook client certificate: tenantry answers admission reviews over it only. */
+  client: { certPem: string; keyPem: string };
 }
 
 /**
- * The webhooks the API server would call for a pod CREATE in a tenant namespace, read from the
- * webhook configurations tenantry registered, so the benchmark follows whatever tenantry serves.
+ * The webhooks the API server calls for a tenant user's pod CREATE in `namespace` (rules, namespace
+ * and object selectors, match conditions), read from the configurations tenantry registered, so the
+ * benchmark calls exactly what kube-apiserver would.
  */
-export async function podCreateChain(client: ClusterClient): Promise<WebhookChain> {
-  const api = client.kubeConfig.makeApiClient(AdmissionregistrationV1Api);
-  const selector = { labelSelector: "app.kubernetes.io/managed-by=tenantry" };
-  const mutating = (await api.listMutatingWebhookConfiguration(selector)).items.flatMap(
-    (c) => c.webhooks ?? [],
+export async function podCreateChain(
+  client: ClusterClient,
+  webhookClient: { certPem: string; keyPem: string },
+  target: { namespace: string; username: string },
+): Promise<WebhookChain> {
+  const labels = (await client.core.readNamespace({ name: target.namespace })).metadata?.labels ?? {};
+  const called = await entriesCalledFor(
+    client.kubeConfig,
+    podCreateRequest(target.namespace, target.username),
+    labels,
   );
-  const validating = (await api.listValidatingWebhookConfiguration(selector)).items.flatMap(
-    (c) => c.webhooks ?? [],
-  );
-  const all = [...mutating, ...validating];
+  const all = [...called.mutating, ...called.validating];
   const caBundle = all.find((w) => w.clientConfig.caBundle)?.clientConfig.caBundle;
   if (!caBundle) throw new Error("tenantry registered no webhook with a caBundle");
-  const pick = (list: typeof all) =>
+  // Both ways may be one entry name: the rows say which call they time.
+  const pick = (way: string, list: WebhookEntry[]) =>
     list
-      .filter((w) => matchesPodCreate(w.rules) && w.clientConfig.url)
-      .map((w) => ({ name: w.name, url: w.clientConfig.url! }));
+      .filter((w) => w.clientConfig.url)
+      .map((w) => ({ name: `${way} ${w.name}`, url: w.clientConfig.url! }));
   return {
-    mutating: pick(mutating),
-    validating: pick(validating),
+    mutating: pick("mutating", called.mutating),
+    validating: pick("validating", called.validating),
     caPem: Buffer.from(caBundle, "base64").toString(),
+    client: webhookClient,
   };
 }
 
@@ -64,7 +58,7 @@ export function webhookLoad(
     timeoutMs: 10_000,
     connections,
     caPem: chain.caPem,
-    webhooks: { mutating: chain.mutating, validating: chain.validating, targets },
+    webhooks: { mutating: chain.mutating, validating: chain.validating, targets, client: chain.client },
   };
   return runLoad(plan);
 }

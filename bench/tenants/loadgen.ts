@@ -32,6 +32,8 @@ export interface LoadPlan {
     mutating: { name: string; url: string }[];
     validating: { name: string; url: string }[];
     targets: WebhookTarget[];
+    /** The client certificate presented, as kube-apiserver presents its webhook client certificate. */
+    client: { certPem: string; keyPem: string };
   };
   /** Pod creates through the API server, each as the user that owns the namespace. */
   apiserver?: {
@@ -131,7 +133,11 @@ async function run(plan: LoadPlan): Promise<LoadResult> {
   // wait here (their latency still counts from when they were due) instead of piling up unbounded
   // work in the server that nobody waits for once they time out.
   const agentOptions = { keepAlive: true, maxSockets: plan.connections, ca: plan.caPem };
-  const webhookAgent = new Agent(agentOptions);
+  const webhookClient = plan.webhooks?.client;
+  const webhookAgent = new Agent({
+    ...agentOptions,
+    ...(webhookClient ? { cert: webhookClient.certPem, key: webhookClient.keyPem } : {}),
+  });
   const userAgents = (plan.apiserver?.users ?? []).map(
     (u) => new Agent({ ...agentOptions, cert: u.certPem, key: u.keyPem }),
   );

@@ -1,6 +1,9 @@
 import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import { CoreV1Api } from "@kubernetes/client-node";
 import type { ClusterClient } from "../../src/kube/index.js";
-import { boundedAll, errorText, MemorySampler, percentile } from "../support/report.js";
+import { boundedAll, cpuSecondsOfPid, errorText, MemorySampler, percentile } from "../support/report.js";
+import type { BenchUser } from "./users.js";
 import { customObjects, NAMESPACES, ReadinessWatch, tenantObject, tenantsResource } from "./workload.js";
 
 export interface ProvisioningResult {
@@ -14,6 +17,9 @@ export interface ProvisioningResult {
   rssBeforeMiB: number;
   rssPeakMiB: number;
   apiserverPeakMiB: number;
+  etcdPeakMiB: number;
+  /** CPU seconds spent from the first create to the last Ready: this process (tenantry), kube-apiserver, etcd. */
+  cpuSeconds: { tenantry: number; apiserver: number; etcd: number };
 }
 
 export const tenantName = (i: number) => `t${String(i).padStart(4, "0")}`;
@@ -27,6 +33,7 @@ export async function provision(options: {
   count: number;
   concurrency: number;
   apiserverPid: number;
+  etcdPid: number;
   timeoutMs: number;
 }): Promise<ProvisioningResult> {
   const { client, count } = options;
@@ -34,9 +41,10 @@ export async function provision(options: {
   const watch = new ReadinessWatch(client, NAMESPACES.length);
   await watch.start();
   const api = customObjects(client);
-  const sampler = new MemorySampler({ apiserver: options.apiserverPid });
+  const sampler = new MemorySampler({ apiserver: options.apiserverPid, etcd: options.etcdPid });
   const rssBeforeMiB = process.memoryUsage().rss / 1024 / 1024;
   sampler.start();
+  const cpuBefore = cpuNow(options);
   const createdAt = new Map<string, number>();
   const createErrors: string[] = [];
   const started = performance.now();
@@ -56,6 +64,7 @@ export async function provision(options: {
     await watch.stop();
   }
   const memory = sampler.stop();
+  const cpuAfter = cpuNow(options);
   const latencies = [...createdAt]
     .filter(([name]) => watch.readyAt.has(name))
     .map(([name, t0]) => watch.readyAt.get(name)! - t0);
@@ -71,5 +80,52 @@ export async function provision(options: {
     rssBeforeMiB,
     rssPeakMiB: memory.peak.self ?? Number.NaN,
     apiserverPeakMiB: memory.peak.apiserver ?? Number.NaN,
+    etcdPeakMiB: memory.peak.etcd ?? Number.NaN,
+    cpuSeconds: {
+      tenantry: cpuAfter.tenantry - cpuBefore.tenantry,
+      apiserver: cpuAfter.apiserver - cpuBefore.apiserver,
+      etcd: cpuAfter.etcd - cpuBefore.etcd,
+    },
   };
+}
+
+function cpuNow(pids: { apiserverPid: number; etcdPid: number }) {
+  const self = process.cpuUsage();
+  return {
+    tenantry: (self.user + self.system) / 1e6,
+    apiserver: cpuSecondsOfPid(pids.apiserverPid),
+    etcd: cpuSecondsOfPid(pids.etcdPid),
+  };
+}
+
+/**
+ * A new tenant among all the others: from its create request until its owner's first namespace
+ * create is admitted (the owner retries every 100 ms, as a person's script would), in ms.
+ */
+export async function newOwnerFirstNamespace(options: {
+  client: ClusterClient;
+  owner: BenchUser;
+  tenant: string;
+  timeoutMs: number;
+}): Promise<{ ms: number; attempts: number; lastError: string }> {
+  const { client, owner, tenant } = options;
+  const core = owner.kubeConfig.makeApiClient(CoreV1Api);
+  const started = performance.now();
+  await customObjects(client).createClusterCustomObject({
+    ...tenantsResource,
+    body: tenantObject(tenant, { namespaceQuota: NAMESPACES.length + 1 }),
+  });
+  let attempts = 0;
+  let lastError = "";
+  while (performance.now() - started < options.timeoutMs) {
+    attempts++;
+    try {
+      await core.createNamespace({ body: { metadata: { name: `${tenant}-first` } } });
+      return { ms: performance.now() - started, attempts, lastError };
+    } catch (err) {
+      lastError = errorText(err);
+      await sleep(100);
+    }
+  }
+  return { ms: Number.NaN, attempts, lastError };
 }

@@ -65,7 +65,7 @@ export interface AuthorizerOptions {
 const GRANTS_BY_NAMESPACE = "namespace";
 
 /**
- * tenantry's authorization webhook (document 001, step 8; Arktos cross-tenant access). It sits
+ * tenantry's authorization webhook (CloudVeneto CaaS, step 8; Arktos cross-tenant access). It sits
  * after the Node authorizer and before RBAC, and decides from caches:
  * - inside a tenant, a member changes only objects carrying their user label; owners change all;
  * - a user's runtimes namespace is theirs: others get what an AccessGrant there names, the

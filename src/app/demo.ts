@@ -1,9 +1,8 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { UserError } from "../common/index.js";
+import { pollUntil, UserError } from "../common/index.js";
 import { type BuiltinIdentity, requestUserCertificate, userKubeconfig } from "../identity/index.js";
 import { applyObject, type ClusterClient } from "../kube/index.js";
 import { ensureJupyterServer, LOCAL_IMAGES, PROCESS_NODE_PLACEMENT } from "../localcluster/index.js";
@@ -165,18 +164,19 @@ export async function installDemoRuntimeService(
     spec: { ...spec, pods: PROCESS_NODE_PLACEMENT, startTimeoutSeconds: 600 },
   } as KubernetesObject;
   await applyObject(client, object);
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const current = (await client.objects.read(object as never)) as RuntimeService;
-    const ready = current.status?.conditions?.find((c) => c.type === "Ready");
-    if (ready?.status === "True") return service;
-    if (Date.now() > deadline) {
-      throw new Error(
-        `RuntimeService ${service.name} is not Ready after 120 s: ${ready?.message ?? "no Ready condition"}`,
-      );
-    }
-    await sleep(500);
-  }
+  let ready: { status?: string; message?: string } | undefined;
+  const done = await pollUntil(
+    async () => {
+      const current = (await client.objects.read(object as never)) as RuntimeService;
+      ready = current.status?.conditions?.find((c) => c.type === "Ready");
+      return ready?.status === "True" || undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 500 },
+  );
+  if (done) return service;
+  throw new Error(
+    `RuntimeService ${service.name} is not Ready after 120 s: ${ready?.message ?? "no Ready condition"}`,
+  );
 }
 
 /** The login token of a Jupyter runtime of the example plugin: its Secret `<runtime>-token`. */

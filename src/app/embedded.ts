@@ -6,6 +6,7 @@ import { registerCluster, standaloneKubeconfig } from "../clusters/index.js";
 import {
   type ClusterState,
   type LocalObjectStoreState,
+  letPodsReachHostPorts,
   PROCESS_NODE_NAME,
   webhookClientCaFile,
 } from "../localcluster/index.js";
@@ -87,6 +88,8 @@ export async function startEmbeddedTenantry(
     storage: embeddedStorage(state),
     // kube-apiserver's webhook client certificate: the only caller admission answers.
     webhookClientCa: await readFile(webhookClientCaFile(state), "utf8"),
+    // No health server here: the metrics of every component on a loopback port of their own.
+    metricsPort: 0,
     ...extra,
     ...(access
       ? {
@@ -103,6 +106,12 @@ export async function startEmbeddedTenantry(
         }
       : {}),
   });
+  // Pods reach the runtimes Admin API as they would its Service: backup agents ask its broker for
+  // URLs, runtimes report activity and stop themselves there. No other port of tenantry's.
+  if (tenantry.runtimesAdmin)
+    await letPodsReachHostPorts(dirname(state.kubeconfig), [
+      Number(new URL(tenantry.runtimesAdmin.url).port),
+    ]);
   await writeEndpoints(state, tenantry);
   return tenantry;
 }

@@ -1,7 +1,5 @@
-import type { AddressInfo } from "node:net";
-import Fastify from "fastify";
 import type { Registry } from "prom-client";
-import { problemServerOptions, serveProblems, UserError } from "../common/index.js";
+import { HttpServer, UserError } from "../common/index.js";
 
 export interface HealthServerOptions {
   host: string;
@@ -22,8 +20,13 @@ export interface HealthServer {
  * then, so a Service sends nothing to a replica still starting) and `/metrics`, on every replica.
  */
 export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
-  const app = Fastify({ forceCloseConnections: true, ...problemServerOptions({ bodyLimit: 1024 }) });
-  serveProblems(app, { bodyLimit: 1024, what: "health request" });
+  const shell = HttpServer.fastify({
+    what: "health server",
+    host: options.host,
+    port: options.port,
+    bodyLimit: 1024,
+  });
+  const { app } = shell;
   app.get("/healthz", async () => "ok\n");
   app.get("/readyz", async (_request, reply) => {
     if (options.ready()) return "ok\n";
@@ -34,10 +37,8 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
     reply.header("content-type", options.registry.contentType);
     return options.registry.metrics();
   });
-  await app.listen({ host: options.host, port: options.port });
-  const { port } = app.server.address() as AddressInfo;
-  const host = options.host.includes(":") ? `[${options.host}]` : options.host;
-  return { url: `http://${host}:${port}`, stop: () => app.close() };
+  await shell.listen();
+  return { url: shell.url, stop: () => shell.close() };
 }
 
 /** `host:port` (IPv6 hosts in brackets) to its parts; names the option when malformed. */

@@ -1,5 +1,4 @@
 import { hostname } from "node:os";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { Authorizer, accessGrantClusterRoles, accessGrantWebhook } from "../access/index.js";
@@ -18,7 +17,7 @@ import {
   startLogicalCloudsApi,
 } from "../clouds/index.js";
 import { ClusterHealthController, ClusterRegistry } from "../clusters/index.js";
-import { UserError } from "../common/index.js";
+import { pollUntil, UserError } from "../common/index.js";
 import { DASHBOARD_ASSETS_DIR, type RunningDashboard, startDashboard } from "../dashboard/index.js";
 import {
   gatewayClusterRole,
@@ -29,6 +28,7 @@ import {
 } from "../gateway/index.js";
 import {
   AccessServer,
+  type AccessServerOptions,
   Authenticator,
   BuiltinIdentity,
   type IdentityProvider,
@@ -110,6 +110,7 @@ import {
 } from "../webhooks/index.js";
 import { BackupPolicyCulling } from "./backup-culling.js";
 import { ALL_CRDS } from "./crds.js";
+import { Lifecycle } from "./lifecycle.js";
 
 export const TENANTRY_NAMESPACE = "tenantry-system";
 /** The Lease whose holder runs the controllers. */
@@ -192,7 +193,10 @@ export interface TenantryOptions {
   apiAudiences?: string[];
   /** The tenant gateway (kubectl-compatible proxy); on by default, on a free port unless given. */
   gateway?: { host?: string; port?: number; rateLimit?: RateLimit } | false;
-  /** Prometheus metrics of every component at http://127.0.0.1:<port>/metrics (0 = a free port). */
+  /**
+   * Prometheus metrics of every component at http://127.0.0.1:<port>/metrics (0 = a free port);
+   * none when left out (`tenantry run` serves them on its health address instead).
+   */
   metricsPort?: number;
   /**
    * The logical-clouds REST API (DCM's `/v2/projects/…`, HTTPS with tenantry's webhook CA; client
@@ -288,8 +292,9 @@ export interface RunningTenantry {
   /** This replica leads and every controller has started (its caches synced): it is doing the work. */
   controllersRunning(): boolean;
   /**
-   * About to stop: keep answering admission requests and token and authorization reviews, but have
-   * kube-apiserver close each connection after its answer, so that its next requests reach another replica.
+   * About to stop: every server keeps answering but has its clients close each connection after
+   * the answer (kube-apiserver's to the webhooks and reviews too), so that their next requests
+   * reach another replica.
    */
   drain(): void;
   /** Stops everything; admission requests already received are answered first. */
@@ -312,10 +317,123 @@ function webhookCallers(clientCa: string | false | undefined): WebhookCallers {
  * replica (admission must always answer); controllers run only on the replica holding the Lease.
  */
 export async function startTenantry(options: TenantryOptions): Promise<RunningTenantry> {
+  const lifecycle = new Lifecycle(options.logger);
+  try {
+    return await assemble(options, lifecycle);
+  } catch (err) {
+    // Nothing started on the way stays running (or keeps the process alive) after a failed start.
+    await lifecycle.stop().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * Waits for every start, like Promise.all, but also for the ones still going when one fails: each
+ * registers itself with the lifecycle as it ends, and a failed start stops whatever did start.
+ */
+async function allStarted<T extends readonly unknown[]>(
+  starts: readonly [...{ [K in keyof T]: Promise<T[K]> }],
+): Promise<T> {
+  const results = await Promise.allSettled(starts);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}
+
+/** What every part of tenantry is built from: the cluster, its identity, the shared cache and TLS. */
+interface Core {
+  options: TenantryOptions;
+  logger: Logger;
+  namespace: string;
+  client: ClusterClient;
+  clusterIdentity: ClusterIdentity;
+  metrics: Registry;
+  cache: InformerCache;
+  informers: TenantInformers;
+  offloading: MulticlusterInformers;
+  /** Where the webhook, access, gateway and clouds servers listen by default. */
+  host: string;
+  tls: WebhookTls;
+  /** How the webhook certificate is made and renewed (for its keeper). */
+  webhookTls: ReturnType<typeof webhookTlsOptions>;
+  lifecycle: Lifecycle;
+}
+
+async function assemble(options: TenantryOptions, lifecycle: Lifecycle): Promise<RunningTenantry> {
+  const core = await startCore(options, lifecycle);
+  const { client, logger, informers } = core;
+  const parts = await startCapabilityCaches(core);
+  const admission = await startAdmission(core, parts);
+  const identity = await startIdentity(core, parts.nodes);
+  const gateway =
+    options.gateway === false
+      ? undefined
+      : lifecycle.started(
+          "gateway",
+          await startGateway({
+            client,
+            informers,
+            authenticator: identity.authenticator,
+            provisioner: identity.provisioner,
+            namespace: core.namespace,
+            host: options.gateway?.host ?? core.host,
+            port: options.gateway?.port ?? 0,
+            ...(options.gateway?.rateLimit ? { rateLimit: options.gateway.rateLimit } : {}),
+            metricsRegistry: core.metrics,
+            ...(options.metricsPort !== undefined ? { metricsPort: options.metricsPort } : {}),
+            logger,
+          }),
+        );
+  const runtimes = await startRuntimes(core, identity);
+  const logicalCloudsApi = await startCloudsApi(core, parts, identity);
+  keepCertificates(core, admission, identity, logicalCloudsApi);
+  const dashboard = await startDashboardOf(core, parts, identity, gateway, runtimes, logicalCloudsApi);
+  const election = startElection(core, parts, runtimes);
+  const { tls } = core;
+  return {
+    client,
+    clusterIdentity: core.clusterIdentity,
+    webhookUrl: admission.webhookUrl,
+    accessUrl: identity.accessUrl,
+    accessCaPem: options.access?.caPem ?? tls.caPem,
+    informers,
+    clusterRegistry: parts.clusterRegistry,
+    ...(identity.builtinIdentity ? { builtinIdentity: identity.builtinIdentity } : {}),
+    authenticator: identity.authenticator,
+    metrics: core.metrics,
+    ...(gateway ? { gateway } : {}),
+    ...(runtimes.admin ? { runtimesAdmin: runtimes.admin } : {}),
+    ...(runtimes.proxy ? { runtimesProxy: runtimes.proxy } : {}),
+    ...(logicalCloudsApi
+      ? { logicalClouds: { api: logicalCloudsApi, url: logicalCloudsApi.url, caPem: tls.caPem } }
+      : {}),
+    nodes: parts.nodes,
+    ...(dashboard ? { dashboard } : {}),
+    isLeader: () => election.elector.isLeader(),
+    ready: () =>
+      [informers.tenants, informers.templates, informers.tenantNamespaces, informers.quotas].every((i) =>
+        i.hasSynced(),
+      ),
+    controllersRunning: () => election.running() && election.elector.isLeader(),
+    // Every server asks its clients to reconnect elsewhere; those kube-apiserver calls answer what they have.
+    drain: () => {
+      admission.server?.drain();
+      if (identity.accessUrl) identity.accessServer.drain();
+      gateway?.drain();
+      runtimes.admin?.drain();
+      runtimes.proxy?.drain();
+      logicalCloudsApi?.drain();
+      dashboard?.drain();
+    },
+    stop: () => lifecycle.stop(),
+  };
+}
+
+/** The cluster, its CRDs and identity, the shared cache with the tenants' and offloading informers, and TLS. */
+async function startCore(options: TenantryOptions, lifecycle: Lifecycle): Promise<Core> {
   const { logger } = options;
   const namespace = options.namespace ?? TENANTRY_NAMESPACE;
   if (options.storage) validateStorageOptions(options.storage);
-  const callers = options.webhooks === false ? undefined : webhookCallers(options.webhookClientCa);
   const client = clusterClient(options);
   await installCrds(client.kubeConfig, { crds: ALL_CRDS });
   const clusterIdentity = await ensureClusterIdentity(client, {
@@ -328,22 +446,14 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   registerControllerMetrics(metrics);
   // The home cluster's shared informers (one per resource): components that take it watch
   // nothing twice. It is stopped last, after everything reading it.
-  const cache = new InformerCache(client);
+  const cache = lifecycle.started("cache", new InformerCache(client));
   const informers = new TenantInformers(client, cache);
   const offloading = new MulticlusterInformers(client, namespace);
   const host = options.webhookHost ?? "127.0.0.1";
-  const certificate = options.webhookCertificate ?? {};
-  const tlsOptions: WebhookTlsOptions = {
-    namespace,
-    secretName: WEBHOOK_TLS_SECRET,
-    ipAddresses: [host],
-    dnsNames: ["localhost", `tenantry-webhooks.${namespace}.svc`],
-    ...(certificate.validDays !== undefined ? { servingValidDays: certificate.validDays } : {}),
-    ...(certificate.renewBeforeDays !== undefined ? { renewBeforeDays: certificate.renewBeforeDays } : {}),
-  };
-  const issuer = certificate.issuer ?? "self";
+  const webhookTls = webhookTlsOptions(options, namespace, host);
+  const { tlsOptions, issuer } = webhookTls;
   // Independent of each other: waited for together, so that a restarted tenantry answers sooner.
-  const [tls] = await Promise.all([
+  const [tls] = await allStarted([
     issuer === "self"
       ? ensureWebhookTls(client.kubeConfig, tlsOptions)
       : awaitWebhookTls(client.kubeConfig, tlsOptions, logger),
@@ -355,9 +465,44 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       runtimesDelegateClusterRole,
       logicalCloudsAdminClusterRole,
     ].map((role) => applyObject(client, role)),
-    informers.start(),
-    offloading.start(),
+    informers.start().then(() => lifecycle.started("tenant informers", informers)),
+    offloading.start().then(() => lifecycle.started("offloading informers", offloading)),
   ]);
+  return {
+    options,
+    logger,
+    namespace,
+    client,
+    clusterIdentity,
+    metrics,
+    cache,
+    informers,
+    offloading,
+    host,
+    tls,
+    webhookTls,
+    lifecycle,
+  };
+}
+
+function webhookTlsOptions(options: TenantryOptions, namespace: string, host: string) {
+  const certificate = options.webhookCertificate ?? {};
+  const tlsOptions: WebhookTlsOptions = {
+    namespace,
+    secretName: WEBHOOK_TLS_SECRET,
+    ipAddresses: [host],
+    dnsNames: ["localhost", `tenantry-webhooks.${namespace}.svc`],
+    ...(certificate.validDays !== undefined ? { servingValidDays: certificate.validDays } : {}),
+    ...(certificate.renewBeforeDays !== undefined ? { renewBeforeDays: certificate.renewBeforeDays } : {}),
+  };
+  return { tlsOptions, issuer: certificate.issuer ?? "self", checkIntervalMs: certificate.checkIntervalMs };
+}
+
+type CapabilityCaches = Awaited<ReturnType<typeof startCapabilityCaches>>;
+
+/** The quota store, worker nodes, the cluster registry and the logical clouds' caches. */
+async function startCapabilityCaches(core: Core) {
+  const { client, options, informers, lifecycle } = core;
   const store = new QuotaStore(client);
   const quotaAdmission = new QuotaAdmission({
     store,
@@ -367,48 +512,65 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
   });
   const nodes = new Nodes({
     client,
-    cache,
+    cache: core.cache,
     tenants: informers,
-    namespace,
-    clusterId: clusterIdentity.clusterId,
-    logger,
+    namespace: core.namespace,
+    clusterId: core.clusterIdentity.clusterId,
+    logger: core.logger,
     ...(options.nodes?.localMachines ? { localMachines: options.nodes.localMachines } : {}),
     ...(options.nodes?.apiServer ? { apiServer: options.nodes.apiServer } : {}),
     ...(options.nodes?.timings ? { timings: options.nodes.timings } : {}),
   });
-  const clusterRegistry = new ClusterRegistry(client, namespace, {
+  const clusterRegistry = new ClusterRegistry(client, core.namespace, {
     ...(options.clusterRegistry?.requestTimeoutMs
       ? { requestTimeoutMs: options.clusterRegistry.requestTimeoutMs }
       : {}),
   });
   const cloudInformers = new CloudInformers(client);
-  await Promise.all([clusterRegistry.start(), cloudInformers.start(), nodes.start()]);
+  await allStarted(
+    (
+      [
+        ["cluster registry", clusterRegistry],
+        ["cloud informers", cloudInformers],
+        ["nodes", nodes],
+      ] as const
+    ).map(([name, part]) => part.start().then(() => lifecycle.started(name, part))),
+  );
+  return { store, quotaAdmission, nodes, clusterRegistry, cloudInformers };
+}
+
+type Admission = Awaited<ReturnType<typeof startAdmission>>;
+
+/** The admission webhook server, with one mutating and one validating entry, registered with kube-apiserver. */
+async function startAdmission(core: Core, parts: CapabilityCaches) {
+  const { options, client, namespace, logger, informers, tls } = core;
+  const callers = options.webhooks === false ? undefined : webhookCallers(options.webhookClientCa);
   // The declared order of admission: mutators change the object in this order, and the quota
   // reservation runs after every other validator allowed the request.
   const checks: AdmissionCheck[] = [
     ...tenantWebhooks(informers, { ownNamespace: namespace }),
-    quotaAdmission.webhook(),
-    offloadingPodWebhook(offloading),
+    parts.quotaAdmission.webhook(),
+    offloadingPodWebhook(core.offloading),
     accessGrantWebhook(client.kubeConfig),
     // After the tenants' pod checks: the node pool's tolerations are in place when they look.
-    ...nodes.webhooks(),
+    ...parts.nodes.webhooks(),
   ];
   // One mutating and one validating entry per request: kube-apiserver calls tenantry once each way.
   const webhooks = admissionEntries(checks, { tenantLabel: TENANT_LABEL, logger });
-
   const server =
     callers === undefined
       ? undefined
       : new WebhookServer({
           tls,
           callers,
-          registry: metrics,
-          host,
+          registry: core.metrics,
+          host: core.host,
           ...(options.webhookPort ? { port: options.webhookPort } : {}),
           logger,
         });
   for (const webhook of webhooks) server?.register(webhook);
   const webhookUrl = (await server?.start()) ?? "";
+  if (server) core.lifecycle.started("admission webhooks", server);
   const service = options.webhooks ? options.webhooks.service : undefined;
   const registerWebhooks = async (caPem: string) => {
     const endpoint: WebhookEndpoint = service
@@ -426,7 +588,14 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       "admission webhooks registered",
     );
   }
+  return { server, webhookUrl, registerWebhooks };
+}
 
+type Identity = Awaited<ReturnType<typeof startIdentity>>;
+
+/** Identity providers, the authorizer, tenant provisioning at first login and the access server. */
+async function startIdentity(core: Core, nodes: Nodes) {
+  const { options, client, namespace, logger, informers, lifecycle } = core;
   const idp = options.identityProviders ?? {};
   const builtinIdentity =
     idp.builtin === false
@@ -453,55 +622,63 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     isSystem: (requester) => isSystemComponent(requester, systemIdentity),
     workerNodes: nodes.informers.workerNodes,
     logger,
-    registry: metrics,
+    registry: core.metrics,
   });
-  await Promise.all([providerConfig.start(), authorizer.start()]);
+  await allStarted([
+    providerConfig.start().then(() => lifecycle.started("identity provider configuration", providerConfig)),
+    authorizer.start().then(() => lifecycle.started("authorizer", authorizer)),
+  ]);
   const provisioner = new TenantProvisioner({
     client,
     informers,
     createTenants: idp.createTenants ?? true,
     logger,
   });
+  const accessServer = new AccessServer(
+    accessServerOptions(core, authenticator, provisioner, authorizer, builtinIdentity),
+  );
+  const accessUrl = options.identityApi === false ? "" : await accessServer.start();
+  if (accessUrl) lifecycle.started("access server", accessServer);
+  if (builtinIdentity && accessUrl) {
+    builtinIdentity.useIssuer(accessUrl);
+    await builtinIdentity.start();
+    lifecycle.started("built-in identity", builtinIdentity);
+  }
+  logger.info({ accessUrl }, "identity and access webhooks serving");
+  return { builtinIdentity, authenticator, provisioner, authorizer, accessServer, accessUrl };
+}
+
+function accessServerOptions(
+  core: Core,
+  authenticator: Authenticator,
+  provisioner: TenantProvisioner,
+  authorizer: Authorizer,
+  builtinIdentity: BuiltinIdentity | undefined,
+): AccessServerOptions {
+  const { options } = core;
   const reviewClientCaPem = options.access?.reviewClientCaPem ?? (options.webhookClientCa || undefined);
-  const accessServer = new AccessServer({
-    tls: options.access?.tls ?? tls.serving,
+  return {
+    tls: options.access?.tls ?? core.tls.serving,
     // kube-apiserver's webhook client certificate asks for reviews as it does for admission.
     ...(reviewClientCaPem ? { reviewClientCaPem } : {}),
-    host: options.access?.host ?? (options.identityApi ? options.identityApi.host : undefined) ?? host,
+    host: options.access?.host ?? (options.identityApi ? options.identityApi.host : undefined) ?? core.host,
     port: options.access?.port ?? (options.identityApi ? options.identityApi.port : undefined) ?? 0,
     authenticator,
     provisioner,
     ...(builtinIdentity ? { builtin: builtinIdentity } : {}),
     authorize: (spec) => authorizer.review(spec),
     ...(options.apiAudiences ? { apiAudiences: options.apiAudiences } : {}),
-    namespacesOf: (tenant) => tenantNamespaces(informers, tenant),
-    logger,
-    registry: metrics,
-  });
-  const accessUrl = options.identityApi === false ? "" : await accessServer.start();
-  if (builtinIdentity && accessUrl) {
-    builtinIdentity.useIssuer(accessUrl);
-    await builtinIdentity.start();
-  }
-  logger.info({ accessUrl }, "identity and access webhooks serving");
+    namespacesOf: (tenant) => tenantNamespaces(core.informers, tenant),
+    logger: core.logger,
+    registry: core.metrics,
+  };
+}
 
-  const gateway =
-    options.gateway === false
-      ? undefined
-      : await startGateway({
-          client,
-          informers,
-          authenticator,
-          provisioner,
-          namespace,
-          host: options.gateway?.host ?? host,
-          port: options.gateway?.port ?? 0,
-          ...(options.gateway?.rateLimit ? { rateLimit: options.gateway.rateLimit } : {}),
-          metricsRegistry: metrics,
-          metricsPort: options.metricsPort ?? 0,
-          logger,
-        });
-  if (gateway) logger.info({ url: gateway.url }, "tenant gateway serving");
+type Runtimes = Awaited<ReturnType<typeof startRuntimes>>;
+
+/** The runtimes' caches, backups' broker and idle culling, the Admin API and the proxy in front of the runtimes. */
+async function startRuntimes(core: Core, identity: Identity) {
+  const { options, client, cache, namespace, logger, lifecycle } = core;
   const backupStore = options.backup?.store ?? (await storeSettingsFromSecret(client, namespace));
   if (!backupStore)
     logger.info("no backup store configured (Secret tenantry-backup-store): runtime backups are off");
@@ -511,232 +688,186 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
       ? new BackupBroker({ client, cache, store: backupStore, logger })
       : undefined;
   await backupBroker?.start();
-  const runtimesInformers = new RuntimesInformers(client, cache);
-  await runtimesInformers.start();
+  if (backupBroker) lifecycle.started("backup broker", backupBroker);
+  const informers = new RuntimesInformers(client, cache);
+  await informers.start();
+  lifecycle.started("runtimes informers", informers);
   // With backups, a BackupPolicy's idle action culls its idle runtimes (backing them up first).
   const backupCulling = backupStore ? new BackupPolicyCulling(client, cache) : undefined;
   await backupCulling?.start();
-  const activityLagMs = proxyOptionsOf(options)?.activityIntervalMs ?? 30_000;
+  if (backupCulling) lifecycle.started("backup culling", backupCulling);
+  const proxyOptions = proxyOptionsOf(options);
+  const activityLagMs = proxyOptions?.activityIntervalMs ?? 30_000;
   const plugins = new PluginRegistry();
   // Runtime URLs point at the proxy, which starts once the Admin API it serves is up.
   let proxyUrl: string | undefined;
-  const proxyOptions = proxyOptionsOf(options);
-  const runtimesAdmin =
+  const admin =
     options.runtimesAdmin === false
       ? undefined
-      : await startRuntimesAdmin({
-          client,
-          informers: runtimesInformers,
-          pluginOf: (service) => plugins.pluginOf(service),
-          authenticator,
-          onAuthenticated: (identity) => provisioner.ensure(identity),
-          host: options.runtimesAdmin?.host ?? "127.0.0.1",
-          port: options.runtimesAdmin?.port ?? 0,
-          publicUrl: options.runtimesAdmin?.publicUrl ?? (() => proxyOptions?.publicUrl ?? proxyUrl),
-          activityLagMs,
-          namespace,
-          ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
-          ...(backupBroker ? { routes: [backupBroker.routes] } : {}),
-          logger,
-        });
+      : lifecycle.started(
+          "runtimes Admin API",
+          await startRuntimesAdmin({
+            client,
+            informers,
+            pluginOf: (service) => plugins.pluginOf(service),
+            authenticator: identity.authenticator,
+            onAuthenticated: (person) => identity.provisioner.ensure(person),
+            host: options.runtimesAdmin?.host ?? "127.0.0.1",
+            port: options.runtimesAdmin?.port ?? 0,
+            publicUrl: options.runtimesAdmin?.publicUrl ?? (() => proxyOptions?.publicUrl ?? proxyUrl),
+            activityLagMs,
+            namespace,
+            ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
+            ...(backupBroker ? { routes: [backupBroker.routes] } : {}),
+            logger,
+          }),
+        );
   /** Where runtime pods and backup agents reach the Admin API. */
   const adminUrl = () =>
-    (options.runtimesAdmin !== false ? options.runtimesAdmin?.publicUrl?.() : undefined) ??
-    runtimesAdmin?.url;
-  const runtimesProxy = proxyOptions
-    ? await startRuntimesProxy({
-        source: new InformerRouteSource(client, { cache }),
-        ...(runtimesAdmin ? { admin: { handle: runtimesAdmin.handle } } : {}),
-        host: proxyOptions.host ?? "127.0.0.1",
-        port: proxyOptions.port ?? 0,
-        authenticator,
-        ...(proxyOptions.modules ? { modules: proxyOptions.modules } : {}),
-        activity: {
-          writer: new KubeActivityWriter(client),
-          ...(proxyOptions.activityIntervalMs ? { intervalMs: proxyOptions.activityIntervalMs } : {}),
-        },
-        ...(proxyOptions.trustForwardedHeaders ? { trustForwardedHeaders: true } : {}),
-        registry: metrics,
-        logger,
-      })
-    : undefined;
-  proxyUrl = runtimesProxy?.url;
-
-  const monitorMetrics = options.monitor === false ? undefined : new MonitorMetrics(metrics);
-  const clientCaPem = await readClientCa(client).catch(() => undefined);
-  const logicalCloudsApi =
-    options.logicalClouds === false
-      ? undefined
-      : await startLogicalCloudsApi({
-          client,
-          registry: clusterRegistry,
-          informers: cloudInformers,
-          tls: tls.serving,
-          ...(clientCaPem ? { clientCaPem } : {}),
-          authenticator,
-          onAuthenticated: (identity) => provisioner.ensure(identity),
-          host: options.logicalClouds?.host ?? host,
-          port: options.logicalClouds?.port ?? 0,
+    (options.runtimesAdmin !== false ? options.runtimesAdmin?.publicUrl?.() : undefined) ?? admin?.url;
+  const proxy = proxyOptions
+    ? lifecycle.started(
+        "runtimes proxy",
+        await startRuntimesProxy({
+          source: new InformerRouteSource(client, { cache }),
+          ...(admin ? { admin: { handle: admin.handle } } : {}),
+          host: proxyOptions.host ?? "127.0.0.1",
+          port: proxyOptions.port ?? 0,
+          authenticator: identity.authenticator,
+          ...(proxyOptions.modules ? { modules: proxyOptions.modules } : {}),
+          activity: {
+            writer: new KubeActivityWriter(client),
+            ...(proxyOptions.activityIntervalMs ? { intervalMs: proxyOptions.activityIntervalMs } : {}),
+          },
+          ...(proxyOptions.trustForwardedHeaders ? { trustForwardedHeaders: true } : {}),
+          registry: core.metrics,
           logger,
-        });
+        }),
+      )
+    : undefined;
+  proxyUrl = proxy?.url;
+  return {
+    backupStore,
+    backupBroker,
+    informers,
+    backupCulling,
+    plugins,
+    activityLagMs,
+    admin,
+    adminUrl,
+    proxy,
+  };
+}
 
-  // Every server of the webhook certificate takes a renewed one without a restart; a new CA (an
-  // external issuer's) goes into the webhook configurations too.
-  const certificateKeeper = new WebhookCertificateKeeper({
-    kubeConfig: client.kubeConfig,
+/** The logical clouds' DCM API, unless turned off. */
+async function startCloudsApi(
+  core: Core,
+  parts: CapabilityCaches,
+  identity: Identity,
+): Promise<LogicalCloudsApi | undefined> {
+  const { options } = core;
+  if (options.logicalClouds === false) return undefined;
+  const clientCaPem = await readClientCa(core.client).catch(() => undefined);
+  const api = await startLogicalCloudsApi({
+    client: core.client,
+    registry: parts.clusterRegistry,
+    informers: parts.cloudInformers,
+    tls: core.tls.serving,
+    ...(clientCaPem ? { clientCaPem } : {}),
+    authenticator: identity.authenticator,
+    onAuthenticated: (person) => identity.provisioner.ensure(person),
+    host: options.logicalClouds?.host ?? core.host,
+    port: options.logicalClouds?.port ?? 0,
+    logger: core.logger,
+  });
+  return core.lifecycle.started("logical clouds API", api);
+}
+
+/**
+ * Every server of the webhook certificate takes a renewed one without a restart; a new CA (an
+ * external issuer's) goes into the webhook configurations too.
+ */
+function keepCertificates(
+  core: Core,
+  admission: Admission,
+  identity: Identity,
+  logicalCloudsApi: LogicalCloudsApi | undefined,
+): void {
+  const { options } = core;
+  const { tlsOptions, issuer, checkIntervalMs } = core.webhookTls;
+  const keeper = new WebhookCertificateKeeper({
+    kubeConfig: core.client.kubeConfig,
     tls: tlsOptions,
     issuer,
-    initial: tls,
-    registry: metrics,
-    logger,
-    ...(certificate.checkIntervalMs ? { checkIntervalMs: certificate.checkIntervalMs } : {}),
+    initial: core.tls,
+    registry: core.metrics,
+    logger: core.logger,
+    ...(checkIntervalMs ? { checkIntervalMs } : {}),
     onChange: async (next: WebhookTls, previous: WebhookTls) => {
-      server?.rotate(next);
-      if (accessUrl && !options.access) accessServer.rotate(next.serving);
+      admission.server?.rotate(next);
+      if (identity.accessUrl && !options.access) identity.accessServer.rotate(next.serving);
       logicalCloudsApi?.rotate(next.serving);
-      if (server && next.caPem !== previous.caPem) await registerWebhooks(next.caPem);
+      if (admission.server && next.caPem !== previous.caPem) await admission.registerWebhooks(next.caPem);
     },
   });
-  certificateKeeper.start();
+  keeper.start();
+  core.lifecycle.started("webhook certificate keeper", keeper);
+}
 
+async function startDashboardOf(
+  core: Core,
+  parts: CapabilityCaches,
+  identity: Identity,
+  gateway: RunningGateway | undefined,
+  runtimes: Runtimes,
+  logicalCloudsApi: LogicalCloudsApi | undefined,
+): Promise<RunningDashboard | undefined> {
+  const { options, client, tls } = core;
+  if (options.dashboard === false) return undefined;
   const apiServerCa = client.kubeConfig.getCurrentCluster()?.caData;
-  const dashboard =
-    options.dashboard === false
-      ? undefined
-      : await startDashboard({
-          client,
-          cache,
-          informers,
-          clusterRegistry,
-          cloudInformers,
-          runtimesInformers,
-          multicluster: offloading,
-          grants: authorizer.grants,
-          nodes,
-          authenticator,
-          access: { url: accessUrl, caPem: options.access?.caPem ?? tls.caPem },
-          // A person's own requests take the way `tenantry login`'s kubeconfigs take.
-          door: gateway
-            ? { url: gateway.url, caPem: gateway.caPem }
-            : { url: client.server, caPem: apiServerCa ? Buffer.from(apiServerCa, "base64").toString() : "" },
-          runtimesAdminUrl: () => runtimesAdmin?.url,
-          logicalCloudsApi: () =>
-            logicalCloudsApi ? { url: logicalCloudsApi.url, caPem: tls.caPem } : undefined,
-          assetsDir: options.dashboard?.assetsDir ?? DASHBOARD_ASSETS_DIR,
-          host: options.dashboard?.host ?? "127.0.0.1",
-          port: options.dashboard?.port ?? 0,
-          logger,
-        });
+  const dashboard = await startDashboard({
+    client,
+    cache: core.cache,
+    informers: core.informers,
+    clusterRegistry: parts.clusterRegistry,
+    cloudInformers: parts.cloudInformers,
+    runtimesInformers: runtimes.informers,
+    multicluster: core.offloading,
+    grants: identity.authorizer.grants,
+    nodes: parts.nodes,
+    authenticator: identity.authenticator,
+    access: { url: identity.accessUrl, caPem: options.access?.caPem ?? tls.caPem },
+    // A person's own requests take the way `tenantry login`'s kubeconfigs take.
+    door: gateway
+      ? { url: gateway.url, caPem: gateway.caPem }
+      : { url: client.server, caPem: apiServerCa ? Buffer.from(apiServerCa, "base64").toString() : "" },
+    runtimesAdminUrl: () => runtimes.admin?.url,
+    logicalCloudsApi: () => (logicalCloudsApi ? { url: logicalCloudsApi.url, caPem: tls.caPem } : undefined),
+    assetsDir: options.dashboard?.assetsDir ?? DASHBOARD_ASSETS_DIR,
+    host: options.dashboard?.host ?? "127.0.0.1",
+    port: options.dashboard?.port ?? 0,
+    logger: core.logger,
+  });
+  return core.lifecycle.started("dashboard", dashboard);
+}
 
-  // Controllers are built afresh each time this replica starts leading: stopped ones do not restart.
+/**
+ * The Lease election: while this replica leads, the controllers run. They are built afresh each
+ * time it starts leading (a stopped controller does not restart).
+ */
+function startElection(core: Core, parts: CapabilityCaches, runtimes: Runtimes) {
+  const { options, logger } = core;
+  // Registered once: the controllers built on each new lead share them (a second registration throws).
+  const monitorMetrics = options.monitor === false ? undefined : new MonitorMetrics(core.metrics);
   let controllers: { start(): Promise<void>; stop(): Promise<void> }[] = [];
-  let controllersRunning = false;
+  let running = false;
   const elector = new LeaderElector({
-    lease: { client, namespace, name: CONTROLLERS_LEASE },
+    lease: { client: core.client, namespace: core.namespace, name: CONTROLLERS_LEASE },
     identity: options.identity ?? `${hostname()}-${process.pid}`,
     logger,
     onStartedLeading: async () => {
       logger.info("leading: starting controllers");
-      const mine = [
-        // Each reconcile waits on the API server (and its webhooks) for a handful of writes: more
-        // in flight keeps the API server busy instead of the work queue (300 tenants: 45 s → 34 s).
-        new TenantController({ client, informers, logger, workers: 16 }),
-        new QuotaController({
-          client,
-          cache,
-          store,
-          namespaces: informers.tenantNamespaces,
-          quotas: informers.quotas,
-          namespacesOf: (tenant) => informers.namespacesOf(tenant),
-          quotasOf: (tenant) => informers.quotasOf(tenant),
-          logger,
-        }),
-        new ClusterHealthController({
-          client,
-          registry: clusterRegistry,
-          logger,
-          ...(options.clusterRegistry?.probeIntervalMs
-            ? { probeIntervalMs: options.clusterRegistry.probeIntervalMs }
-            : {}),
-        }),
-        new PeeringController({
-          client,
-          namespace,
-          informers: offloading,
-          logger,
-          clusterLabels: clusterRegistry.asLabelSource(),
-          ...options.multicluster,
-        }),
-        // Peer certificates: this cluster renews its own with its providers and approves its consumers'.
-        new PeerCertificateRenewer({
-          client,
-          peerings: offloading.peerings,
-          peerSecrets: offloading.peerSecrets,
-          namespace,
-          registry: metrics,
-          logger,
-        }),
-        new PeerCertificateApprover({
-          client,
-          csrs: offloading.clientCsrs,
-          tenants: informers.tenants,
-          logger,
-        }),
-        ...offloadingControllers({
-          client,
-          informers: offloading,
-          clusterId: clusterIdentity.clusterId,
-          logger,
-        }),
-        new ReflectionController({
-          client,
-          informers: offloading,
-          clusterId: clusterIdentity.clusterId,
-          logger,
-        }),
-        new ReplicatedDeploymentController({ client, informers: offloading, logger }),
-        new RuntimeServiceController({
-          client,
-          informers: runtimesInformers,
-          plugins,
-          tenantryNamespace: namespace,
-          ...(options.runtimes?.pauseImage ? { pauseImage: options.runtimes.pauseImage } : {}),
-          logger,
-        }),
-        new RuntimeController({
-          client,
-          informers: runtimesInformers,
-          plugins,
-          tenantOf: (name) => informers.tenants.get(undefined, name),
-          tenantryNamespace: namespace,
-          adminUrl,
-          activityLagMs,
-          ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
-          logger,
-        }),
-        ...(monitorMetrics && options.monitor !== false
-          ? [new Monitor({ client, cache, metrics: monitorMetrics, logger, ...options.monitor })]
-          : []),
-        ...(backupStore
-          ? [
-              new BackupControllers({
-                client,
-                cache,
-                store: backupStore,
-                namespace,
-                brokerUrl: () => (backupBroker ? adminUrl() : undefined),
-                ...(options.backup?.agentImage ? { agentImage: options.backup.agentImage } : {}),
-                logger,
-              }),
-            ]
-          : []),
-        ...(options.storage === false
-          ? []
-          : [new StorageSystem({ ...options.storage, client, cache, namespace, registry: metrics, logger })]),
-        new ProjectController({ client, informers: cloudInformers, logger }),
-        new LogicalCloudController({ client, registry: clusterRegistry, informers: cloudInformers, logger }),
-        ...nodes.controllers(),
-      ];
+      const mine = leaderControllers(core, parts, runtimes, monitorMetrics);
       controllers = mine;
       for (const controller of mine) {
         // Leadership lost while starting (a slow informer sync): these were stopped, start no more.
@@ -744,72 +875,130 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
         await controller.start();
       }
       if (controllers === mine) {
-        controllersRunning = true;
+        running = true;
         logger.info("leading: controllers running");
       }
     },
     onStoppedLeading: async () => {
-      controllersRunning = false;
+      running = false;
       logger.info("no longer leading: stopping controllers");
       await Promise.all(controllers.map((c) => c.stop()));
       controllers = [];
     },
   });
   if (options.controllers !== false) elector.start();
+  core.lifecycle.started("leader election", elector);
+  return { elector, running: () => running };
+}
 
-  return {
-    client,
-    clusterIdentity,
-    webhookUrl,
-    accessUrl,
-    accessCaPem: options.access?.caPem ?? tls.caPem,
-    informers,
-    clusterRegistry,
-    ...(builtinIdentity ? { builtinIdentity } : {}),
-    authenticator,
-    metrics,
-    ...(gateway ? { gateway } : {}),
-    ...(runtimesAdmin ? { runtimesAdmin } : {}),
-    ...(runtimesProxy ? { runtimesProxy } : {}),
-    ...(logicalCloudsApi
-      ? { logicalClouds: { api: logicalCloudsApi, url: logicalCloudsApi.url, caPem: tls.caPem } }
-      : {}),
-    nodes,
-    ...(dashboard ? { dashboard } : {}),
-    isLeader: () => elector.isLeader(),
-    ready: () =>
-      [informers.tenants, informers.templates, informers.tenantNamespaces, informers.quotas].every((i) =>
-        i.hasSynced(),
-      ),
-    controllersRunning: () => controllersRunning && elector.isLeader(),
-    drain: () => {
-      server?.drain();
-      if (accessUrl) accessServer.drain();
-    },
-    async stop() {
-      await certificateKeeper.stop();
-      await elector.stop();
-      await dashboard?.stop();
-      await runtimesProxy?.stop();
-      await runtimesAdmin?.stop();
-      await backupBroker?.stop();
-      await runtimesInformers.stop();
-      await backupCulling?.stop();
-      await logicalCloudsApi?.stop();
-      await gateway?.stop();
-      if (accessUrl) await accessServer.stop();
-      await server?.stop();
-      await builtinIdentity?.stop();
-      await providerConfig.stop();
-      await authorizer.stop();
-      await informers.stop();
-      await offloading.stop();
-      await clusterRegistry.stop();
-      await cloudInformers.stop();
-      await nodes.stop();
-      await cache.stop();
-    },
-  };
+/** Every controller, in starting order; run only by the replica holding the Lease. */
+function leaderControllers(
+  core: Core,
+  parts: CapabilityCaches,
+  runtimes: Runtimes,
+  monitorMetrics: MonitorMetrics | undefined,
+) {
+  const { options, client, cache, namespace, logger, informers, offloading, metrics } = core;
+  const clusterId = core.clusterIdentity.clusterId;
+  return [
+    // Each reconcile waits on the API server (and its webhooks) for a handful of writes: more
+    // in flight keeps the API server busy instead of the work queue (300 tenants: 45 s → 34 s).
+    new TenantController({ client, informers, logger, workers: 16 }),
+    new QuotaController({
+      client,
+      cache,
+      store: parts.store,
+      namespaces: informers.tenantNamespaces,
+      quotas: informers.quotas,
+      namespacesOf: (tenant) => informers.namespacesOf(tenant),
+      quotasOf: (tenant) => informers.quotasOf(tenant),
+      logger,
+    }),
+    new ClusterHealthController({
+      client,
+      registry: parts.clusterRegistry,
+      logger,
+      ...(options.clusterRegistry?.probeIntervalMs
+        ? { probeIntervalMs: options.clusterRegistry.probeIntervalMs }
+        : {}),
+    }),
+    new PeeringController({
+      client,
+      namespace,
+      informers: offloading,
+      logger,
+      clusterLabels: parts.clusterRegistry.asLabelSource(),
+      ...options.multicluster,
+    }),
+    // Peer certificates: this cluster renews its own with its providers and approves its consumers'.
+    new PeerCertificateRenewer({
+      client,
+      peerings: offloading.peerings,
+      peerSecrets: offloading.peerSecrets,
+      namespace,
+      registry: metrics,
+      logger,
+    }),
+    new PeerCertificateApprover({ client, csrs: offloading.clientCsrs, tenants: informers.tenants, logger }),
+    ...offloadingControllers({ client, informers: offloading, clusterId, logger }),
+    new ReflectionController({ client, informers: offloading, clusterId, logger }),
+    new ReplicatedDeploymentController({ client, informers: offloading, logger }),
+    ...runtimesControllers(core, runtimes, monitorMetrics),
+    ...(options.storage === false
+      ? []
+      : [new StorageSystem({ ...options.storage, client, cache, namespace, registry: metrics, logger })]),
+    new ProjectController({ client, informers: parts.cloudInformers, logger }),
+    new LogicalCloudController({
+      client,
+      registry: parts.clusterRegistry,
+      informers: parts.cloudInformers,
+      logger,
+    }),
+    ...parts.nodes.controllers(),
+  ];
+}
+
+/** The runtime services' and runtimes' controllers, the monitor and the backup controllers. */
+function runtimesControllers(core: Core, runtimes: Runtimes, monitorMetrics: MonitorMetrics | undefined) {
+  const { options, client, cache, namespace, logger, informers } = core;
+  const { backupStore, backupBroker, backupCulling, plugins, adminUrl } = runtimes;
+  return [
+    new RuntimeServiceController({
+      client,
+      informers: runtimes.informers,
+      plugins,
+      tenantryNamespace: namespace,
+      ...(options.runtimes?.pauseImage ? { pauseImage: options.runtimes.pauseImage } : {}),
+      logger,
+    }),
+    new RuntimeController({
+      client,
+      informers: runtimes.informers,
+      plugins,
+      tenantOf: (name) => informers.tenants.get(undefined, name),
+      tenantryNamespace: namespace,
+      adminUrl,
+      activityLagMs: runtimes.activityLagMs,
+      ...(backupCulling ? { idleCulledBy: backupCulling.idleCulledBy } : {}),
+      logger,
+    }),
+    ...(monitorMetrics && options.monitor !== false
+      ? [new Monitor({ client, cache, metrics: monitorMetrics, logger, ...options.monitor })]
+      : []),
+    ...(backupStore
+      ? [
+          new BackupControllers({
+            client,
+            cache,
+            store: backupStore,
+            namespace,
+            brokerUrl: () => (backupBroker ? adminUrl() : undefined),
+            ...(options.backup?.agentImage ? { agentImage: options.backup.agentImage } : {}),
+            logger,
+          }),
+        ]
+      : []),
+  ];
 }
 
 function proxyOptionsOf(options: TenantryOptions) {
@@ -827,13 +1016,12 @@ function clusterClient(options: TenantryOptions): ClusterClient {
 
 /** A tenant's namespaces from the cache, waiting up to 10 s for the first one of a tenant just created. */
 async function tenantNamespaces(informers: TenantInformers, tenant: string): Promise<string[]> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const names = informers
-      .namespacesOf(tenant)
-      .map((ns) => ns.metadata!.name!)
-      .sort();
-    if (names.length || Date.now() > deadline) return names;
-    await sleep(200);
-  }
+  const names = await pollUntil(
+    () => {
+      const found = informers.namespacesOf(tenant).map((ns) => ns.metadata!.name!);
+      return found.length ? found.sort() : undefined;
+    },
+    { timeoutMs: 10_000, intervalMs: 200 },
+  );
+  return names ?? [];
 }

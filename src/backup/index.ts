@@ -1,4 +1,4 @@
-/** The backup capability (document 000, §3.3): its only public entry. */
+/** The backup capability (Vasilenko & Kurapati, §3.3): its only public entry. */
 
 export {
   AGENT_ENV,

@@ -8,8 +8,8 @@ import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
-import type { TenantryEndpoints } from "../app/embedded.js";
-import { ENDPOINTS_FILE } from "../app/embedded.js";
+import type { TenantryEndpoints } from "../app/index.js";
+import { ENDPOINTS_FILE } from "../app/index.js";
 import {
   cloudFromBody,
   FieldError,
@@ -17,7 +17,7 @@ import {
   quotaFromBody,
   referenceFromBody,
 } from "../clouds/index.js";
-import { createProgress, defaultClustersDir, UserError } from "../common/index.js";
+import { createProgress, defaultClustersDir, pollUntil, UserError } from "../common/index.js";
 import { loadKubeConfig, resolveKubeconfig } from "./kube-context.js";
 import { collect, EXIT } from "./objects.js";
 import { columns, type OutputFormat, printResult } from "./output.js";
@@ -474,11 +474,11 @@ async function createCloud(conn: Connection, project: string, name: string, plan
 /** Deletes a never-instantiated cloud and waits until it is gone (its project can then go too). */
 async function deleteCloud(conn: Connection, path: string): Promise<void> {
   await api(conn, "DELETE", path, undefined, [404]);
-  const deadline = Date.now() + 60_000;
-  while ((await call(conn, "GET", path)).status !== 404) {
-    if (Date.now() > deadline) throw new Error(`${path} is still there a minute after its deletion`);
-    await sleep(300);
-  }
+  const gone = await pollUntil(async () => (await call(conn, "GET", path)).status === 404 || undefined, {
+    timeoutMs: 60_000,
+    intervalMs: 300,
+  });
+  if (!gone) throw new Error(`${path} is still there a minute after its deletion`);
 }
 
 function registerCloudCreate(cloud: Command): void {

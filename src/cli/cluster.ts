@@ -15,7 +15,7 @@ import {
   removeCluster,
   standaloneKubeconfig,
 } from "../clusters/index.js";
-import { UserError } from "../common/index.js";
+import { pollUntil, UserError } from "../common/index.js";
 import {
   ClusterClient,
   describeError,
@@ -100,12 +100,15 @@ function table(clusters: Cluster[]): string {
 
 /** Waits (up to `timeoutMs`) for the registry's first probe of a cluster. */
 async function firstProbe(client: ClusterClient, name: string, timeoutMs: number): Promise<Cluster> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const cluster = await readCluster(client, name);
-    if (findCondition(cluster.status?.conditions, "Ready") || Date.now() > deadline) return cluster;
-    await sleep(250);
-  }
+  let cluster: Cluster | undefined;
+  const probed = await pollUntil(
+    async () => {
+      cluster = await readCluster(client, name);
+      return findCondition(cluster.status?.conditions, "Ready") ? cluster : undefined;
+    },
+    { timeoutMs, intervalMs: 250 },
+  );
+  return probed ?? cluster!;
 }
 
 function registerClusterAdd(cluster: Command): void {

@@ -13,7 +13,7 @@ export function registerDevCommands(program: Command): void {
   dev
     .command("build")
     .description(
-      "build (once) and cache kube-apiserver, kube-controller-manager, kube-scheduler, etcd and KWOK",
+      "build (once) and cache kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, CoreDNS, kube-router, etcd and KWOK",
     )
     .action(async (_opts, command: Command) => {
       const binaries = await harnessFrom(command).components();

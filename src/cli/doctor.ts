@@ -1,8 +1,13 @@
 /** `tenantry doctor`: what is wrong with an installation, and how to fix it. */
 import type { Command } from "commander";
-import { ALL_CRDS } from "../app/crds.js";
-import { type CheckStatus, diagnose, type Finding } from "../app/doctor.js";
-import { CONTROLLERS_LEASE, TENANTRY_NAMESPACE } from "../app/tenantry.js";
+import {
+  ALL_CRDS,
+  type CheckStatus,
+  CONTROLLERS_LEASE,
+  diagnose,
+  type Finding,
+  TENANTRY_NAMESPACE,
+} from "../app/index.js";
 import { loadClusterClient } from "../kube/index.js";
 import { resolveKubeconfig } from "./kube-context.js";
 import { EXIT } from "./objects.js";

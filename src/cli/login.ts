@@ -4,10 +4,10 @@ import { request } from "node:https";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
-import { stringify } from "yaml";
-import { ENDPOINTS_FILE, type TenantryEndpoints } from "../app/embedded.js";
+import { ENDPOINTS_FILE, type TenantryEndpoints } from "../app/index.js";
 import { defaultClustersDir, UserError } from "../common/index.js";
 import { LOGIN_PATH, LOGOUT_PATH } from "../identity/index.js";
+import { kubeconfigYaml } from "../kube/index.js";
 
 interface LoginOptions {
   username: string;
@@ -120,29 +120,21 @@ export function tokenKubeconfigText(
     !direct && endpoints.gateway
       ? endpoints.gateway
       : { url: endpoints.apiServer, caPem: endpoints.apiServerCaPem };
-  const cluster = endpoints.cluster;
-  const user = `${cluster}/${answer.username}`;
+  const cluster = {
+    name: endpoints.cluster,
+    server: server.url,
+    caData: Buffer.from(server.caPem).toString("base64"),
+  };
+  const user = { name: `${endpoints.cluster}/${answer.username}`, token: answer.token };
   const namespaces = answer.namespaces.length ? answer.namespaces : [undefined];
-  const contexts = namespaces.map((ns) => ({
-    name: ns ? `${cluster}/${ns}` : cluster,
-    context: { cluster, user, ...(ns ? { namespace: ns } : {}) },
-  }));
-  return stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [
-      {
-        name: cluster,
-        cluster: {
-          server: server.url,
-          "certificate-authority-data": Buffer.from(server.caPem).toString("base64"),
-        },
-      },
-    ],
-    users: [{ name: user, user: { token: answer.token } }],
-    contexts,
-    "current-context": contexts[0]!.name,
-  });
+  return kubeconfigYaml(
+    namespaces.map((ns) => ({
+      name: ns ? `${endpoints.cluster}/${ns}` : endpoints.cluster,
+      cluster,
+      user,
+      ...(ns ? { namespace: ns } : {}),
+    })),
+  );
 }
 
 export function registerLoginCommands(program: Command): void {

@@ -8,7 +8,7 @@ import {
   QuantityError,
   UserError,
 } from "../common/index.js";
-import { parseDuration } from "../identity/user-certificates.js";
+import { parseDuration } from "../identity/index.js";
 import { type ClusterClient, loadClusterClient } from "../kube/index.js";
 import {
   capacitySummary,

@@ -1,5 +1,5 @@
 /**
- * `tenantry replicate create|list|get|delete`: ReplicatedDeployments (document 004, chapter 7) —
+ * `tenantry replicate create|list|get|delete`: ReplicatedDeployments (Liqo thesis, chapter 7) —
  * one Deployment per combination of the generation labels' values over the peered clusters the
  * namespace is offloaded to, each pinned to its clusters' virtual nodes.
  */

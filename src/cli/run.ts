@@ -4,13 +4,14 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
-import { parseAddress, startHealthServer } from "../app/health.js";
 import {
+  parseAddress,
   type RunningTenantry,
+  startHealthServer,
   startTenantry,
   TENANTRY_NAMESPACE,
   type TenantryOptions,
-} from "../app/tenantry.js";
+} from "../app/index.js";
 import { errorMessage, UserError } from "../common/index.js";
 import { inClusterNamespace } from "../kube/index.js";
 import { endWhenStopped } from "./shutdown.js";

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { decodeJwt } from "jose";
-import { ENDPOINTS_FILE, type TenantryEndpoints } from "../app/embedded.js";
+import { ENDPOINTS_FILE, type TenantryEndpoints } from "../app/index.js";
 import { createProgress, defaultClustersDir, UserError } from "../common/index.js";
 import { ClusterClient } from "../kube/index.js";
 import type { RuntimeStatusBody } from "../runtimes/index.js";

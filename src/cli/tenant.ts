@@ -1,9 +1,8 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { Command } from "commander";
 import { stringify } from "yaml";
-import { toAmounts, UserError } from "../common/index.js";
-import { isNotFound } from "../kube/index.js";
+import { pollUntil, toAmounts, UserError } from "../common/index.js";
+import { ignoreNotFound } from "../kube/index.js";
 import {
   OWNER_KINDS,
   POD_SECURITY_LEVELS,
@@ -230,17 +229,14 @@ export function registerTenantCommands(program: Command): void {
         .deleteClusterCustomObject({ ...coordinates, name, propagationPolicy: "Foreground" })
         .catch((err) => apiFailure(err, `tenant "${name}"`));
       if (opts.wait) {
-        const deadline = Date.now() + 5 * 60_000;
-        for (;;) {
-          try {
-            await client.getClusterCustomObject({ ...coordinates, name });
-          } catch (err) {
-            if (isNotFound(err)) break;
-            throw err;
-          }
-          if (Date.now() > deadline) throw new Error(`tenant "${name}" still exists after 5 minutes`);
-          await sleep(500);
-        }
+        const gone = await pollUntil(
+          async () =>
+            (await ignoreNotFound(client.getClusterCustomObject({ ...coordinates, name })))
+              ? undefined
+              : true,
+          { timeoutMs: 5 * 60_000, intervalMs: 500 },
+        );
+        if (!gone) throw new Error(`tenant "${name}" still exists after 5 minutes`);
       }
       process.stdout.write(`tenant/${name} deleted\n`);
     });

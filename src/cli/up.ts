@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { Command } from "commander";
 import { pino } from "pino";
+import type { RunningTenantry } from "../app/index.js";
 import {
   DEMO_MEMBER,
   DEMO_OPERATOR,
@@ -8,12 +9,13 @@ import {
   DEMO_PASSWORDS,
   DEMO_RUNTIME_INSTANCE,
   DEMO_TENANT,
+  ENDPOINTS_FILE,
   installDemo,
   installDemoRuntimeService,
   jupyterTokenOf,
-} from "../app/demo.js";
-import { ENDPOINTS_FILE, registerEmbeddedClusters, startEmbeddedTenantry } from "../app/embedded.js";
-import type { RunningTenantry } from "../app/tenantry.js";
+  registerEmbeddedClusters,
+  startEmbeddedTenantry,
+} from "../app/index.js";
 import { CLOUDS_OPENAPI_PATH } from "../clouds/index.js";
 import { createProgress } from "../common/index.js";
 import { ensureDashboardAssets } from "../dashboard/index.js";
@@ -183,68 +185,102 @@ async function startEmbeddedDefault(
   const runtimeLines = await startDemoRuntime(tenantry, homeDir, opts.dir !== undefined);
   if (stop.isRequested) return;
   process.stdout.write(
-    [
-      "",
-      "tenantry is up on the embedded default:",
-      ...states.map((s) => `  ${s.name.padEnd(8)} ${s.server}  kubeconfig: ${s.kubeconfig}`),
-      `  tenantry webhooks at ${tenantry.webhookUrl}, identity and access at ${tenantry.accessUrl}`,
-      ...(tenantry.gateway
-        ? [
-            `  tenant gateway at ${tenantry.gateway.url}, metrics at ${tenantry.gateway.metricsUrl ?? "(none)"}`,
-          ]
-        : []),
-      ...(tenantry.runtimesAdmin
-        ? [
-            `  runtimes Admin API at ${tenantry.runtimesAdmin.url} (OpenAPI: ${tenantry.runtimesAdmin.url}${OPENAPI_PATH})`,
-          ]
-        : []),
-      ...(tenantry.runtimesProxy
-        ? [
-            `  runtimes proxy at ${tenantry.runtimesProxy.url} (runtimes at /r/<token>/, the Admin API at every other path)`,
-          ]
-        : []),
-      `  object store (S3, versitygw ${objectStore.version}) at ${objectStore.endpoint}: runtime backups of home go to bucket tenantry-backups-home`,
-      ...(tenantry.logicalClouds
-        ? [
-            `  logical clouds API (DCM) at ${tenantry.logicalClouds.url}/v2/projects (OpenAPI: ${tenantry.logicalClouds.url}${CLOUDS_OPENAPI_PATH})`,
-          ]
-        : []),
-      ...(tenantry.dashboard
-        ? [
-            `  dashboard at ${tenantry.dashboard.url} (log in as ${DEMO_OPERATOR} / ${DEMO_PASSWORDS[DEMO_OPERATOR]}, or ${DEMO_OWNER} / ${DEMO_PASSWORDS[DEMO_OWNER]})`,
-          ]
-        : []),
-      `  tenantry log: ${logFile}`,
-      ...remotes.map((r) => `  tenantry on ${r.name}: log ${r.logFile}`),
-      `  demo tenant "${DEMO_TENANT}" owned by ${DEMO_OWNER}: ${ownerKubeconfig}`,
-      "",
-      "Try, as the cluster admin:",
-      `  export KUBECONFIG=${home.kubeconfig}`,
-      "  kubectl get tenants",
-      `  npx tenantry tenant usage ${DEMO_TENANT}`,
-      `and as ${DEMO_OWNER}, the tenant owner:`,
-      `  kubectl --kubeconfig ${ownerKubeconfig} create namespace ${DEMO_TENANT}-team`,
-      `  kubectl --kubeconfig ${ownerKubeconfig} -n ${DEMO_TENANT}-dev create deployment web --image=nginx --replicas=3`,
-      `  kubectl --kubeconfig ${ownerKubeconfig} -n ${DEMO_TENANT}-dev run root --image=nginx --privileged   # refused`,
-      `  kubectl --kubeconfig ${ownerKubeconfig} get namespaces                                    # forbidden`,
-      `  npx tenantry node create my-node-01 --flavor m1.large --kubeconfig ${ownerKubeconfig}     # a private worker node`,
-      `  kubectl --kubeconfig ${ownerKubeconfig} get workernodes -l tenantry.dev/tenant=${DEMO_TENANT} -o wide   # the tenant's`,
-      `and as ${DEMO_MEMBER}, a member who logs in with a password (${DEMO_PASSWORDS[DEMO_MEMBER]}):`,
-      `  echo ${DEMO_PASSWORDS[DEMO_MEMBER]} | npx tenantry login -u ${DEMO_MEMBER} --password-stdin`,
-      `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig run web --image=nginx`,
-      `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig get namespaces             # through the gateway: only demo's`,
-      `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig delete pod <a pod of ${DEMO_OWNER}>   # refused: not his`,
-      ...runtimeLines,
-      "and lend edge-1's capacity to home (a virtual node tenantry-edge-1 appears there):",
-      `  npx tenantry peer --consumer home --provider edge-1${opts.dir ? ` --clusters-dir ${harness.dir}` : ""} && kubectl get nodes`,
-      "",
-      opts.keep ? "Press Ctrl-C to stop tenantry; the clusters keep running." : "Press Ctrl-C to stop.",
-      "",
-    ].join("\n"),
+    welcomeText({
+      harness,
+      states,
+      tenantry,
+      objectStore,
+      logFile,
+      remotes,
+      ownerKubeconfig,
+      homeDir,
+      runtimeLines,
+      opts,
+    }),
   );
   // Watching health also keeps the process alive while it waits for Ctrl-C: signal handlers do not.
+  parts.health = watchHealth(harness, states);
+}
+
+/** What `tenantry up` prints once everything is up: where each part is, and what to try. */
+interface Welcome {
+  harness: ClusterHarness;
+  states: Awaited<ReturnType<ClusterHarness["up"]>>;
+  tenantry: Awaited<ReturnType<typeof startEmbeddedTenantry>>;
+  objectStore: Awaited<ReturnType<ClusterHarness["objectStore"]>>;
+  logFile: string;
+  remotes: { name: string; logFile: string }[];
+  ownerKubeconfig: string;
+  homeDir: string;
+  runtimeLines: string[];
+  opts: { dir?: string; keep?: boolean };
+}
+
+function welcomeText(up: Welcome): string {
+  const { harness, states, tenantry, objectStore, logFile, remotes, ownerKubeconfig, homeDir } = up;
+  const home = states.find((s) => s.name === "home")!;
+  return [
+    "",
+    "tenantry is up on the embedded default:",
+    ...states.map((s) => `  ${s.name.padEnd(8)} ${s.server}  kubeconfig: ${s.kubeconfig}`),
+    `  tenantry webhooks at ${tenantry.webhookUrl}, identity and access at ${tenantry.accessUrl}`,
+    ...(tenantry.gateway
+      ? [`  tenant gateway at ${tenantry.gateway.url}, metrics at ${tenantry.gateway.metricsUrl ?? "(none)"}`]
+      : []),
+    ...(tenantry.runtimesAdmin
+      ? [
+          `  runtimes Admin API at ${tenantry.runtimesAdmin.url} (OpenAPI: ${tenantry.runtimesAdmin.url}${OPENAPI_PATH})`,
+        ]
+      : []),
+    ...(tenantry.runtimesProxy
+      ? [
+          `  runtimes proxy at ${tenantry.runtimesProxy.url} (runtimes at /r/<token>/, the Admin API at every other path)`,
+        ]
+      : []),
+    `  object store (S3, versitygw ${objectStore.version}) at ${objectStore.endpoint}: runtime backups of home go to bucket tenantry-backups-home`,
+    ...(tenantry.logicalClouds
+      ? [
+          `  logical clouds API (DCM) at ${tenantry.logicalClouds.url}/v2/projects (OpenAPI: ${tenantry.logicalClouds.url}${CLOUDS_OPENAPI_PATH})`,
+        ]
+      : []),
+    ...(tenantry.dashboard
+      ? [
+          `  dashboard at ${tenantry.dashboard.url} (log in as ${DEMO_OPERATOR} / ${DEMO_PASSWORDS[DEMO_OPERATOR]}, or ${DEMO_OWNER} / ${DEMO_PASSWORDS[DEMO_OWNER]})`,
+        ]
+      : []),
+    `  tenantry log: ${logFile}`,
+    ...remotes.map((r) => `  tenantry on ${r.name}: log ${r.logFile}`),
+    `  demo tenant "${DEMO_TENANT}" owned by ${DEMO_OWNER}: ${ownerKubeconfig}`,
+    "",
+    "Try, as the cluster admin:",
+    `  export KUBECONFIG=${home.kubeconfig}`,
+    "  kubectl get tenants",
+    `  npx tenantry tenant usage ${DEMO_TENANT}`,
+    `and as ${DEMO_OWNER}, the tenant owner:`,
+    `  kubectl --kubeconfig ${ownerKubeconfig} create namespace ${DEMO_TENANT}-team`,
+    `  kubectl --kubeconfig ${ownerKubeconfig} -n ${DEMO_TENANT}-dev create deployment web --image=nginx --replicas=3`,
+    `  kubectl --kubeconfig ${ownerKubeconfig} -n ${DEMO_TENANT}-dev run root --image=nginx --privileged   # refused`,
+    `  kubectl --kubeconfig ${ownerKubeconfig} get namespaces                                    # forbidden`,
+    `  npx tenantry node create my-node-01 --flavor m1.large --kubeconfig ${ownerKubeconfig}     # a private worker node`,
+    `  kubectl --kubeconfig ${ownerKubeconfig} get workernodes -l tenantry.dev/tenant=${DEMO_TENANT} -o wide   # the tenant's`,
+    `and as ${DEMO_MEMBER}, a member who logs in with a password (${DEMO_PASSWORDS[DEMO_MEMBER]}):`,
+    `  echo ${DEMO_PASSWORDS[DEMO_MEMBER]} | npx tenantry login -u ${DEMO_MEMBER} --password-stdin`,
+    `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig run web --image=nginx`,
+    `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig get namespaces             # through the gateway: only demo's`,
+    `  kubectl --kubeconfig ${homeDir}/${DEMO_MEMBER}.token.kubeconfig delete pod <a pod of ${DEMO_OWNER}>   # refused: not his`,
+    ...up.runtimeLines,
+    "and lend edge-1's capacity to home (a virtual node tenantry-edge-1 appears there):",
+    `  npx tenantry peer --consumer home --provider edge-1${up.opts.dir ? ` --clusters-dir ${harness.dir}` : ""} && kubectl get nodes`,
+    "",
+    up.opts.keep ? "Press Ctrl-C to stop tenantry; the clusters keep running." : "Press Ctrl-C to stop.",
+    "",
+  ].join("\n");
+}
+
+/** Warns when a cluster stops running; the timer also keeps the process alive until Ctrl-C. */
+function watchHealth(harness: ClusterHarness, states: { name: string }[]): NodeJS.Timeout {
   let reported = "";
-  parts.health = setInterval(async () => {
+  return setInterval(async () => {
     const degraded = (await harness.status(states.map((s) => s.name))).filter((s) => s.state !== "running");
     const summary = degraded.map((s) => `${s.name} is ${s.state} (logs: ${s.dir}/logs)`).join("; ");
     if (summary && summary !== reported) process.stderr.write(`warning: ${summary}\n`);

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import { pino } from "pino";
-import { TENANTRY_NAMESPACE } from "../app/tenantry.js";
+import { TENANTRY_NAMESPACE } from "../app/index.js";
 import { UserError } from "../common/index.js";
 import { BuiltinIdentity } from "../identity/index.js";
 import { loadClusterClient } from "../kube/index.js";

@@ -4,21 +4,19 @@ import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { createProgress, defaultClustersDir, UserError } from "../common/index.js";
 import {
-  kubeconfigCertificates,
-  renderUserKubeconfig,
-  renewUserKubeconfig,
-  userEntryName,
-  writeKubeconfigFile,
-} from "../identity/kubeconfig.js";
-import {
   DEFAULT_EXPIRATION_SECONDS,
   formatDuration,
   type IssuedUserCertificates,
   issueUserCertificates,
   keyMatchesRequest,
+  kubeconfigCertificates,
   parseCertificateRequest,
   parseDuration,
-} from "../identity/user-certificates.js";
+  renderUserKubeconfig,
+  renewUserKubeconfig,
+  userEntryName,
+  writeKubeconfigFile,
+} from "../identity/index.js";
 import { type ClusterClient, loadClusterClient } from "../kube/index.js";
 import { collect, EXIT } from "./objects.js";
 import { type OutputFormat, printResult } from "./output.js";

@@ -21,6 +21,7 @@ import {
   signCertificateRequest,
 } from "../identity/index.js";
 import {
+  addFinalizer,
   applyObject,
   applyStatus,
   type ClusterClient,
@@ -28,13 +29,16 @@ import {
   Controller,
   describeError,
   formatKubeTime,
+  ignoreNotFound,
   isNotFound,
   isTransportError,
   objectKey,
   type ReconcileContext,
   type ReconcileResult,
   reconcileDone,
+  removeFinalizer,
   requeueAfter,
+  resourceVersionOf,
   sameStoredJson,
   setCondition,
   statusCode,
@@ -131,12 +135,6 @@ async function step<T>(what: string, fn: () => Promise<T>): Promise<T> {
     if (err instanceof Refusal || err instanceof StepError) throw err;
     throw new StepError(what, err);
   }
-}
-
-/** An object's resourceVersion as a number (one API server's are ordered), if it is one. */
-function resourceVersionOf(object: { metadata?: { resourceVersion?: string } }): bigint | undefined {
-  const rv = object.metadata?.resourceVersion;
-  return rv && /^\d+$/.test(rv) ? BigInt(rv) : undefined;
 }
 
 function digestOf(value: unknown): string {
@@ -288,7 +286,7 @@ export class LogicalCloudController {
     const deleting = Boolean(cloud.metadata?.deletionTimestamp);
     const lifecycle = cloud.spec.lifecycle;
     if (!deleting && lifecycle && !cloud.metadata?.finalizers?.includes(CLOUD_FINALIZER)) {
-      await this.setFinalizer(cloud, CLOUD_FINALIZER, true);
+      await addFinalizer(this.options.client.objects, cloud, CLOUD_FINALIZER);
     }
     const wantUp =
       !deleting &&
@@ -513,7 +511,7 @@ export class LogicalCloudController {
       }
     }
     if (deleting && entries.every((e) => e.state === "Removed")) {
-      await this.setFinalizer(cloud, CLOUD_FINALIZER, false);
+      await removeFinalizer(this.options.client.objects, cloud, CLOUD_FINALIZER);
       for (const e of entries) {
         this.applied.delete(`${uid}/${e.cluster}`);
         this.backoff.delete(`${uid}/${e.cluster}`);
@@ -807,8 +805,8 @@ export class LogicalCloudController {
     client: ClusterClient,
     ref: { apiVersion: string; kind: string; name: string; namespace?: string },
   ): Promise<void> {
-    try {
-      await client.objects.delete(
+    await ignoreNotFound(
+      client.objects.delete(
         {
           apiVersion: ref.apiVersion,
           kind: ref.kind,
@@ -819,10 +817,8 @@ export class LogicalCloudController {
         undefined,
         undefined,
         "Background",
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+      ),
+    );
   }
 
   /**
@@ -913,7 +909,7 @@ export class LogicalCloudController {
   private async holdCluster(name: string): Promise<void> {
     const cluster = this.options.registry.get(name);
     if (!cluster || cluster.metadata?.finalizers?.includes(CLUSTER_FINALIZER)) return;
-    await this.patchFinalizers(cluster, (list) => [...list, CLUSTER_FINALIZER]);
+    await addFinalizer(this.options.client.objects, cluster, CLUSTER_FINALIZER);
   }
 
   /** A registered cluster being removed is let go once no logical cloud has anything left there. */
@@ -926,63 +922,12 @@ export class LogicalCloudController {
       .list()
       .filter((c) => (c.status?.clusters ?? []).some((e) => e.cluster === name && e.state !== "Removed"));
     if (holding.length) return requeueAfter(2_000);
-    await this.patchFinalizers(cluster, (list) => list.filter((f) => f !== CLUSTER_FINALIZER));
+    await removeFinalizer(this.options.client.objects, cluster, CLUSTER_FINALIZER);
     this.options.logger.info({ cluster: name }, "no logical cloud holds the cluster any more: released");
     return reconcileDone();
   }
 
   /** A compare-and-swap of an object's finalizers, read again when it changed meanwhile. */
-  private async patchFinalizers(
-    object: {
-      apiVersion?: string;
-      kind?: string;
-      metadata?: { name?: string; namespace?: string; resourceVersion?: string; finalizers?: string[] };
-    },
-    change: (list: string[]) => string[],
-  ): Promise<void> {
-    const { client } = this.options;
-    const ref = {
-      apiVersion: object.apiVersion!,
-      kind: object.kind!,
-      metadata: {
-        name: object.metadata!.name!,
-        ...(object.metadata?.namespace ? { namespace: object.metadata.namespace } : {}),
-      },
-    };
-    let current = object;
-    for (let attempt = 0; ; attempt++) {
-      const list = current.metadata?.finalizers ?? [];
-      const next = change(list);
-      if (JSON.stringify(next) === JSON.stringify(list)) return;
-      try {
-        await client.objects.jsonPatch(ref, [
-          { op: "test", path: "/metadata/resourceVersion", value: current.metadata!.resourceVersion },
-          {
-            op: list.length || current.metadata?.finalizers ? "replace" : "add",
-            path: "/metadata/finalizers",
-            value: next,
-          },
-        ]);
-        return;
-      } catch (err) {
-        if (isNotFound(err)) return;
-        const code = statusCode(err);
-        if ((code !== 409 && code !== 422) || attempt >= 4) throw err;
-        current = (await client.objects.read(ref)) as typeof object;
-      }
-    }
-  }
-
-  private async setFinalizer(cloud: LogicalCloud, finalizer: string, present: boolean): Promise<void> {
-    await this.patchFinalizers(cloud, (list) =>
-      present
-        ? list.includes(finalizer)
-          ? list
-          : [...list, finalizer]
-        : list.filter((f) => f !== finalizer),
-    );
-  }
-
   /**
    * The cloud's status as this controller knows it: the cached one, unless this controller wrote a
    * newer one the cache has not received yet (a reconcile started by an earlier event must not undo

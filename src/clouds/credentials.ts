@@ -4,9 +4,8 @@
  * context per cluster, each with that cluster's server, CA and the certificate it signed.
  */
 import type { KubernetesObject, V1Secret } from "@kubernetes/client-node";
-import { parse, stringify } from "yaml";
 import { parseClusterKubeconfig } from "../clusters/index.js";
-import { type KubeconfigCluster, kubeconfigYaml } from "../kube/index.js";
+import { type KubeconfigCluster, kubeconfigYaml, mergedKubeconfigYaml } from "../kube/index.js";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../tenants/index.js";
 import type { LogicalCloud } from "./api/logical-cloud.js";
 
@@ -113,25 +112,7 @@ export function userKubeconfig(options: {
 
 /** A level-0 cloud's kubeconfig: each cluster's own registered credentials, one context per cluster. */
 export function adminKubeconfig(clusters: { cluster: string; kubeconfig: string }[]): string {
-  const merged = { clusters: [] as unknown[], users: [] as unknown[], contexts: [] as unknown[] };
-  for (const { cluster, kubeconfig } of clusters) {
-    const doc = parse(kubeconfig) as {
-      clusters: { name: string; cluster: unknown }[];
-      users: { name: string; user: unknown }[];
-      contexts: { name: string; context: { cluster: string; user: string } }[];
-      "current-context": string;
-    };
-    const context = doc.contexts.find((c) => c.name === doc["current-context"]) ?? doc.contexts[0]!;
-    const clusterSpec = doc.clusters.find((c) => c.name === context.context.cluster)!.cluster;
-    const userSpec = doc.users.find((u) => u.name === context.context.user)!.user;
-    merged.clusters.push({ name: cluster, cluster: clusterSpec });
-    merged.users.push({ name: `${cluster}/admin`, user: userSpec });
-    merged.contexts.push({ name: cluster, context: { cluster, user: `${cluster}/admin` } });
-  }
-  return stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    ...merged,
-    ...(clusters[0] ? { "current-context": clusters[0].cluster } : {}),
-  });
+  return mergedKubeconfigYaml(
+    clusters.map((c) => ({ name: c.cluster, kubeconfig: c.kubeconfig, user: "admin" })),
+  );
 }

@@ -1,4 +1,4 @@
-/** Logical clouds (document 002, EMCO DCM): projects, logical clouds, their controller and REST API — the only public entry. */
+/** Logical clouds (ICN logical cloud, EMCO DCM): projects, logical clouds, their controller and REST API — the only public entry. */
 
 export { CLOUDS_CRDS, LOGICAL_CLOUD_CRD, PROJECT_CRD } from "./api/crds.js";
 export {

@@ -72,7 +72,7 @@ const QUOTA_KEY_PATTERNS = [
 
 /**
  * The quota a level-1 logical cloud's namespace gets on every cluster when it names none
- * (document 002: "the default quota for memory, CPU and Kubernetes resources").
+ * (ICN logical cloud: "the default quota for memory, CPU and Kubernetes resources").
  */
 export const DEFAULT_QUOTA: Readonly<Record<string, string>> = {
   "requests.cpu": "4",

@@ -9,6 +9,7 @@ import {
   applyObject,
   type ClusterClient,
   describeError,
+  ignoreNotFound,
   isAlreadyExists,
   isNotFound,
 } from "../kube/index.js";
@@ -217,11 +218,7 @@ export async function removeCluster(
   options: { force?: boolean } = {},
 ): Promise<Cluster> {
   const cluster = await readCluster(client, name);
-  try {
-    await client.objects.delete(cluster);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
+  await ignoreNotFound(client.objects.delete(cluster));
   if (options.force && cluster.metadata?.finalizers?.length) {
     await client.objects
       .patchRaw(

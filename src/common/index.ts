@@ -1,13 +1,18 @@
 export { errorMessage, UserError } from "./errors.js";
+export { EventStream, type EventStreamOptions } from "./event-stream.js";
+export { DEFAULT_DRAIN_TIMEOUT_MS } from "./graceful-close.js";
+export { connectionListed, HOP_BY_HOP_HEADERS } from "./hop-by-hop.js";
 export {
-  DEFAULT_DRAIN_TIMEOUT_MS,
-  drainingServerOptions,
-  type GracefulClose,
-  gracefulClose,
-} from "./graceful-close.js";
+  type FastifyShellOptions,
+  HttpServer,
+  type HttpServerOptions,
+  type InFlightOnStop,
+  type ServingTls,
+} from "./http-server.js";
 export { API_SERVER_KEEP_ALIVE_MS } from "./keep-alive.js";
 export { nodeProgram } from "./node-program.js";
 export { cacheRoot, defaultClustersDir } from "./paths.js";
+export { type PollOptions, pollUntil } from "./poll.js";
 export {
   answerClientError,
   clientErrorProblem,
@@ -28,10 +33,8 @@ export {
   OVERSIZED_BODY_DISCARD_MS,
   type ProblemHandling,
   type ProblemServerLimits,
-  problemServerOptions,
   replyProblem,
   routeNotFound,
-  serveProblems,
   type ValidationIssue,
   validationProblem,
 } from "./problem-server.js";
@@ -47,5 +50,4 @@ export {
   toAmounts,
   toResourceList,
 } from "./quantity.js";
-export { echoRequestId, REQUEST_ID_HEADER, requestIdOptions } from "./request-id.js";
-export { replaceServingCertificate } from "./serving-certificate.js";
+export { REQUEST_ID_HEADER } from "./request-id.js";

@@ -3,6 +3,7 @@ import { type Agent, request as httpsRequest } from "node:https";
 import { pipeline } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import type { Logger } from "pino";
+import { connectionListed, HOP_BY_HOP_HEADERS } from "../common/index.js";
 import type { TenantInformers } from "../tenants/index.js";
 import { TENANT_LABEL, type Tenant } from "../tenants/index.js";
 import type { CallerAuthenticator } from "./authentication.js";
@@ -34,20 +35,10 @@ import {
 import type { Upstream } from "./upstream.js";
 import type { FilteredWatches } from "./watches.js";
 
-/** Headers that describe one connection, not the request: never forwarded in either direction. */
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-  "expect",
-  "host",
-]);
+/** Headers about one connection, or set by the gateway itself (Host): never forwarded in either direction. */
+function isHopByHop(name: string, listed: Set<string> | undefined): boolean {
+  return HOP_BY_HOP_HEADERS.has(name) || name === "host" || (listed?.has(name) ?? false);
+}
 
 /** Caller headers the API server would read as credentials or as someone else's identity. */
 function isCredentialHeader(name: string): boolean {
@@ -331,8 +322,9 @@ export class GatewayProxy {
     const credentials = await this.options.upstream.current();
     const out: OutgoingHttpHeaders = {};
     if (plan.as === "caller") {
+      const listed = connectionListed(headers.connection);
       for (const [name, value] of Object.entries(headers)) {
-        if (value === undefined || HOP_BY_HOP.has(name) || isCredentialHeader(name)) continue;
+        if (value === undefined || isHopByHop(name, listed) || isCredentialHeader(name)) continue;
         out[name] = value;
       }
       Object.assign(out, impersonationHeaders(caller));
@@ -558,10 +550,13 @@ function extraKey(key: string): string {
 /** The API server's response headers for the caller, without hop-by-hop ones (and without length when rewritten). */
 export function responseHeaders(raw: string[], rewritten = false): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
+  let listed: Set<string> | undefined;
+  for (let i = 0; i + 1 < raw.length; i += 2)
+    if (raw[i]!.toLowerCase() === "connection") listed = connectionListed(raw[i + 1], listed);
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!.toLowerCase();
     const value = raw[i + 1]!;
-    if (HOP_BY_HOP.has(name) || (rewritten && (name === "content-length" || name === "content-encoding")))
+    if (isHopByHop(name, listed) || (rewritten && (name === "content-length" || name === "content-encoding")))
       continue;
     const existing = out[name];
     out[name] =

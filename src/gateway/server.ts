@@ -1,17 +1,19 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Server as HttpsServer } from "node:https";
-import type { AddressInfo } from "node:net";
 import { isIP } from "node:net";
 import type { Duplex } from "node:stream";
-import Fastify, { type FastifyInstance } from "fastify";
 import pRetry from "p-retry";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
-import { answerClientError } from "../common/index.js";
+import { answerClientError, HttpServer } from "../common/index.js";
 import type { Authenticator, Identity } from "../identity/index.js";
-import { type ClusterClient, isConflict, isNotFound, silentLogger, statusCode } from "../kube/index.js";
+import { type ClusterClient, ignoreNotFound, isConflict, silentLogger, statusCode } from "../kube/index.js";
 import { TENANT_LABEL, type TenantInformers } from "../tenants/index.js";
-import { ensureWebhookTls, type WebhookTls, type WebhookTlsOptions } from "../webhooks/index.js";
+import {
+  ensureWebhookTls,
+  WebhookCertificateKeeper,
+  type WebhookTls,
+  type WebhookTlsOptions,
+} from "../webhooks/index.js";
 import { CallerAuthenticator, readClientCa } from "./authentication.js";
 import { GatewayMetrics } from "./metrics.js";
 import { GatewayProxy } from "./proxy.js";
@@ -52,7 +54,7 @@ export interface GatewayOptions {
   metricsPort?: number;
   /** The CA client certificates must be signed by; default the API server's own (`client-ca-file`). */
   clientCaPem?: string;
-  /** How often the serving certificate and client CA are looked at again; default one hour. */
+  /** How often the serving certificate and client CA are looked at again; default ten minutes. */
   refreshIntervalMs?: number;
   logger?: Logger;
 }
@@ -65,6 +67,8 @@ export interface RunningGateway {
   /** http://127.0.0.1:port/metrics when metricsPort was given. */
   metricsUrl?: string;
   registry: Registry;
+  /** Asks clients to reconnect elsewhere (a replica going away). */
+  drain(): void;
   stop(): Promise<void>;
 }
 
@@ -81,10 +85,6 @@ function ensureTls(client: ClusterClient, options: WebhookTlsOptions): Promise<W
   });
 }
 
-function urlHost(address: string): string {
-  return isIP(address) === 6 ? `[${address}]` : address;
-}
-
 /**
  * Starts the tenant gateway: a kubectl-compatible HTTPS reverse proxy in front of kube-apiserver
  * that authenticates callers, forwards as them by impersonation, shows tenant users only their
@@ -97,27 +97,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const namespace = options.namespace ?? "tenantry-system";
   const host = options.host ?? "127.0.0.1";
   const unspecified = host === "0.0.0.0" || host === "::";
-  const tlsOptions: WebhookTlsOptions = {
-    namespace,
-    secretName: options.secretName ?? GATEWAY_TLS_SECRET,
-    ipAddresses: [
-      ...new Set([
-        "127.0.0.1",
-        ...(isIP(host) && !unspecified ? [host] : []),
-        ...(options.ipAddresses ?? []),
-      ]),
-    ],
-    dnsNames: [
-      ...new Set([
-        "localhost",
-        `tenantry-gateway.${namespace}.svc`,
-        ...(isIP(host) ? [] : [host]),
-        ...(options.dnsNames ?? []),
-      ]),
-    ],
-  };
-  let tls = await ensureTls(client, tlsOptions);
-  let clientCa = options.clientCaPem ?? (await readClientCa(client));
+  const tlsOptions = gatewayTlsOptions(options, namespace, host);
+  const tls = await ensureTls(client, tlsOptions);
+  const clientCa = options.clientCaPem ?? (await readClientCa(client));
 
   const registry = options.metricsRegistry ?? new Registry();
   const metrics = new GatewayMetrics(registry, informers);
@@ -138,41 +120,41 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     memberships,
     logger,
     async readNamespaceTenant(name) {
-      try {
-        return (await client.core.readNamespace({ name })).metadata?.labels?.[TENANT_LABEL];
-      } catch (err) {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      }
+      return (await ignoreNotFound(client.core.readNamespace({ name })))?.metadata?.labels?.[TENANT_LABEL];
     },
   });
   const upgrades = new UpgradeHandler(proxy, upstream, metrics, logger);
 
-  const app = Fastify({
-    https: {
-      cert: tls.serving.certPem,
-      key: tls.serving.keyPem,
-      // Client certificates are checked against the cluster's client CA, but a caller without one
-      // (a token user) must still get through the handshake.
-      ca: clientCa,
-      requestCert: true,
-      rejectUnauthorized: false,
-    },
+  const shell = HttpServer.fastify({
+    what: "tenant gateway",
+    host,
+    port: options.port ?? 0,
+    // Client certificates are checked against the cluster's client CA, but a caller without one
+    // (a token user) must still get through the handshake.
+    tls: { ...tls.serving, clientCaPem: clientCa },
+    // Nothing is parsed here (below): bodies stream through to the API server.
+    bodyLimit: 1024 * 1024,
+    logger,
     // Request logs are at info: one line per request through a proxy would drown everything else.
-    loggerInstance: logger.child({}, { level: "warn" }),
+    logLevel: "warn",
     // Watches and exec sessions stay open for long; closing must not wait for them.
-    forceCloseConnections: true,
-    frameworkErrors: (error, _request, reply) => {
-      reply.hijack();
-      sendStatus(reply.raw as ServerResponse, badRequest(error.message));
+    inFlight: "cut",
+    // Refusals are Kubernetes Status objects, as kubectl expects from an API server, not problems.
+    problems: false,
+    fastify: {
+      frameworkErrors: (error, _request, reply) => {
+        reply.hijack();
+        sendStatus(reply.raw as ServerResponse, badRequest(error.message));
+      },
+      // What node's parser refused (malformed, headers too large): a Status too, never Fastify's own JSON.
+      clientErrorHandler: (err: Error & { code?: string }, socket: Duplex) =>
+        answerClientError(err, socket, undefined, (refused, problem) => {
+          writeStatusToSocket(refused, statusOfProblem(problem));
+          setTimeout(() => refused.destroy(), 1000).unref();
+        }),
     },
-    // What node's parser refused (malformed, headers too large): a Status too, never Fastify's own JSON.
-    clientErrorHandler: (err: Error & { code?: string }, socket: Duplex) =>
-      answerClientError(err, socket, undefined, (refused, problem) => {
-        writeStatusToSocket(refused, statusOfProblem(problem));
-        setTimeout(() => refused.destroy(), 1000).unref();
-      }),
-  }) as unknown as FastifyInstance;
+  });
+  const { app } = shell;
   // Bodies go to the API server as they arrive: nothing is parsed or buffered here.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", (_request, _payload, done) => done(null));
@@ -188,57 +170,108 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   app.server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     void upgrades.handle(req, socket, head);
   });
-  await app.listen({ host, port: options.port ?? 0 });
-  const address = app.server.address() as AddressInfo;
-  const url = `https://${urlHost(unspecified ? "127.0.0.1" : address.address)}:${address.port}`;
+  await shell.listen();
+  // Listening on every address: tell the loopback one, which the serving certificate names.
+  const url = unspecified ? `https://127.0.0.1:${new URL(shell.url).port}` : shell.url;
 
-  // The serving certificate is renewed before it expires and the client CA may be rotated: both are
-  // looked at again from time to time and swapped in for new connections.
-  const refresh = setInterval(() => {
-    void (async () => {
-      const nextTls = await ensureTls(client, tlsOptions);
-      const nextCa = options.clientCaPem ?? (await readClientCa(client));
-      if (nextTls.serving.certPem !== tls.serving.certPem || nextCa !== clientCa) {
-        (app.server as unknown as HttpsServer).setSecureContext({
-          cert: nextTls.serving.certPem,
-          key: nextTls.serving.keyPem,
-          ca: nextCa,
-        });
-        tls = nextTls;
-        clientCa = nextCa;
-        logger.info("gateway serving certificate or client CA changed: new connections use the new ones");
-      }
-    })().catch((err: unknown) => logger.warn({ err }, "could not refresh the gateway's certificates"));
-  }, options.refreshIntervalMs ?? 3_600_000);
-  refresh.unref();
-
-  let metricsApp: FastifyInstance | undefined;
-  let metricsUrl: string | undefined;
-  if (options.metricsPort !== undefined) {
-    metricsApp = Fastify({ forceCloseConnections: true });
-    metricsApp.get("/metrics", async (_request, reply) => {
-      reply.header("content-type", registry.contentType);
-      return registry.metrics();
-    });
-    await metricsApp.listen({ host: "127.0.0.1", port: options.metricsPort });
-    const metricsAddress = metricsApp.server.address() as AddressInfo;
-    metricsUrl = `http://127.0.0.1:${metricsAddress.port}/metrics`;
-  }
-  logger.info({ url, metricsUrl }, "tenant gateway listening");
+  const keeper = keepCertificates(shell, options, tlsOptions, { tls, clientCa }, registry, logger);
+  const metricsServer =
+    options.metricsPort === undefined
+      ? undefined
+      : await startMetricsServer(registry, options.metricsPort, logger);
+  const metricsUrl = metricsServer && `${metricsServer.url}/metrics`;
 
   return {
     url,
     caPem: tls.caPem,
     ...(metricsUrl ? { metricsUrl } : {}),
     registry,
+    drain: () => shell.drain(),
     async stop() {
-      clearInterval(refresh);
+      await keeper.stop();
       watches.stop();
       memberships.stop();
       upgrades.destroyAll();
-      await app.close();
-      await metricsApp?.close();
+      await shell.close();
+      await metricsServer?.close();
       upstream.destroy();
     },
   };
+}
+
+function gatewayTlsOptions(options: GatewayOptions, namespace: string, host: string): WebhookTlsOptions {
+  const unspecified = host === "0.0.0.0" || host === "::";
+  return {
+    namespace,
+    secretName: options.secretName ?? GATEWAY_TLS_SECRET,
+    ipAddresses: [
+      ...new Set([
+        "127.0.0.1",
+        ...(isIP(host) && !unspecified ? [host] : []),
+        ...(options.ipAddresses ?? []),
+      ]),
+    ],
+    dnsNames: [
+      ...new Set([
+        "localhost",
+        `tenantry-gateway.${namespace}.svc`,
+        ...(isIP(host) ? [] : [host]),
+        ...(options.dnsNames ?? []),
+      ]),
+    ],
+  };
+}
+
+/**
+ * The serving certificate is renewed before it expires (the keeper every serving certificate of
+ * tenantry has) and the client CA may be rotated: both are looked at again at each check and
+ * swapped in for new connections.
+ */
+function keepCertificates(
+  shell: HttpServer,
+  options: GatewayOptions,
+  tlsOptions: WebhookTlsOptions,
+  initial: { tls: WebhookTls; clientCa: string },
+  registry: Registry,
+  logger: Logger,
+): WebhookCertificateKeeper {
+  let { clientCa } = initial;
+  const keeper: WebhookCertificateKeeper = new WebhookCertificateKeeper({
+    kubeConfig: options.client.kubeConfig,
+    tls: tlsOptions,
+    issuer: "self",
+    certificate: "gateway",
+    initial: initial.tls,
+    registry,
+    logger,
+    ...(options.refreshIntervalMs ? { checkIntervalMs: options.refreshIntervalMs } : {}),
+    onChange: (next) => shell.replaceCertificate(next.serving, clientCa),
+    onCheck: async () => {
+      if (options.clientCaPem) return;
+      const next = await readClientCa(options.client);
+      if (next === clientCa) return;
+      clientCa = next;
+      shell.replaceCertificate(keeper.tls.serving, clientCa);
+      logger.info("the cluster's client CA changed: new connections are checked against the new one");
+    },
+  });
+  keeper.start();
+  return keeper;
+}
+
+/** `/metrics` of the gateway's registry on loopback. */
+async function startMetricsServer(registry: Registry, port: number, logger: Logger): Promise<HttpServer> {
+  const shell = HttpServer.fastify({
+    what: "gateway metrics",
+    port,
+    bodyLimit: 1024,
+    logger,
+    logLevel: "warn",
+  });
+  shell.app.get("/metrics", async (_request, reply) => {
+    reply.header("content-type", registry.contentType);
+    return registry.metrics();
+  });
+  await shell.listen();
+  return shell;
 }

@@ -16,6 +16,14 @@ export {
   TOKEN_AUDIENCE,
 } from "./builtin/builtin-identity.js";
 export {
+  kubeconfigCertificates,
+  renderUserKubeconfig,
+  renewUserKubeconfig,
+  userEntryName,
+  userKubeconfig,
+  writeKubeconfigFile,
+} from "./kubeconfig.js";
+export {
   type KubernetesUser,
   kubernetesUserOf,
   PROVIDER_EXTRA_KEY,
@@ -70,13 +78,15 @@ export {
 export {
   type CertificateDetails,
   type CertificateRequestSummary,
-  CLIENT_USAGES,
   certificateDetails,
   checkCertificatePolicy,
   checkUserCertificateRequest,
   classifyExpiry,
+  DEFAULT_EXPIRATION_SECONDS,
   DEFAULT_MAX_EXPIRATION_SECONDS,
-  KUBE_APISERVER_CLIENT_SIGNER,
+  formatDuration,
+  type IssuedUserCertificates,
+  issueUserCertificates,
   keyMatchesRequest,
   MIN_EXPIRATION_SECONDS,
   parseCertificateRequest,
@@ -86,6 +96,4 @@ export {
   signCertificateRequest,
   type UserCertificateOptions,
   type UserCredentials,
-  userKubeconfig,
-  waitForIssuedCertificate,
 } from "./user-certificates.js";

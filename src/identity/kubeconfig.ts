@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { parse, stringify } from "yaml";
+import { parse } from "yaml";
 import { UserError } from "../common/index.js";
 import { type ClusterClient, kubeconfigYaml } from "../kube/index.js";
 import { createCertificateRequest } from "../pki/index.js";
@@ -246,34 +246,16 @@ export function userKubeconfig(
   const cluster = admin.getCurrentCluster();
   if (!cluster) throw new Error("the admin kubeconfig has no current cluster");
   const context = `${options.cluster}-${credentials.username}`.replace(/[^\w.-]/g, "_");
-  return stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [
-      {
+  return kubeconfigYaml([
+    {
+      name: context,
+      cluster: {
         name: options.cluster,
-        cluster: { server: cluster.server, "certificate-authority-data": cluster.caData },
+        server: cluster.server,
+        ...(cluster.caData ? { caData: cluster.caData } : {}),
       },
-    ],
-    users: [
-      {
-        name: context,
-        user: {
-          "client-certificate-data": b64(credentials.certPem),
-          "client-key-data": b64(credentials.keyPem),
-        },
-      },
-    ],
-    contexts: [
-      {
-        name: context,
-        context: {
-          cluster: options.cluster,
-          user: context,
-          ...(options.namespace ? { namespace: options.namespace } : {}),
-        },
-      },
-    ],
-    "current-context": context,
-  });
+      user: { name: context, certData: b64(credentials.certPem), keyData: b64(credentials.keyPem) },
+      ...(options.namespace ? { namespace: options.namespace } : {}),
+    },
+  ]);
 }

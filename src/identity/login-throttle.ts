@@ -14,6 +14,7 @@
  * Refusals are 429 with Retry-After. Counts live in bounded LRU caches (lru-cache), per replica.
  */
 import { LRUCache } from "lru-cache";
+import { exponentialDelay } from "../kube/index.js";
 
 export interface LoginThrottleOptions {
   /** Wrong passwords of one user from one client before attempts wait (default 3). */
@@ -139,8 +140,7 @@ export class LoginThrottle {
   /** How long an attempt waits after `failures` wrong passwords in a row. */
   private delayAfter(failures: number): number {
     if (failures < this.freeFailures) return 0;
-    const doublings = Math.min(failures - this.freeFailures, 30);
-    return Math.min(this.baseDelayMs * 2 ** doublings, this.maxDelayMs);
+    return exponentialDelay(failures - this.freeFailures, this.baseDelayMs, this.maxDelayMs);
   }
 
   /**

@@ -8,7 +8,7 @@ import type { Identity } from "./providers/provider.js";
 export interface TenantProvisionerOptions {
   client: ClusterClient;
   informers: TenantInformers;
-  /** Create a tenant that does not exist yet (document 001, step 4). Members are added either way. */
+  /** Create a tenant that does not exist yet (CloudVeneto CaaS, step 4). Members are added either way. */
   createTenants: boolean;
   /** Declared namespace of a created tenant: `<tenant>-<name>`. Default `default`. */
   namespaceName?: string;

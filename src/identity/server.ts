@@ -1,23 +1,15 @@
-import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
 import swagger from "@fastify/swagger";
 import { type Static, Type } from "@sinclair/typebox";
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { Counter, Histogram, type Registry } from "prom-client";
 import {
   API_SERVER_KEEP_ALIVE_MS,
-  drainingServerOptions,
-  echoRequestId,
-  type GracefulClose,
-  gracefulClose,
+  HttpServer,
   ProblemError,
   ProblemSchema,
-  problemServerOptions,
-  replaceServingCertificate,
   replyProblem,
-  requestIdOptions,
-  serveProblems,
 } from "../common/index.js";
 import { DEFAULT_API_AUDIENCES, reviewAudiences } from "./audiences.js";
 import type { Authenticator } from "./authenticator.js";
@@ -165,9 +157,7 @@ function bearer(header: string | undefined): string | undefined {
  * (login, logout, whoami) with the OIDC discovery document and signing keys of the built-in issuer.
  */
 export class AccessServer {
-  private readonly app: FastifyInstance;
-  private readonly closing: GracefulClose;
-  private address?: AddressInfo;
+  private readonly shell: HttpServer & { app: FastifyInstance };
 
   constructor(private readonly options: AccessServerOptions) {
     const registry = options.registry;
@@ -190,32 +180,25 @@ export class AccessServer {
         })
       : undefined;
 
-    this.app = Fastify({
-      https: {
-        cert: options.tls.certPem,
-        key: options.tls.keyPem,
-        // Asked of every client, required only by the review endpoints (checked per route).
-        ...(options.reviewClientCaPem
-          ? { requestCert: true, rejectUnauthorized: false, ca: options.reviewClientCaPem }
-          : {}),
-      },
-      ...problemServerOptions({ bodyLimit: BODY_LIMIT }),
+    const { reviewClientCaPem } = options;
+    this.shell = HttpServer.fastify({
+      what: "access server",
+      host: options.host ?? "127.0.0.1",
+      port: options.port ?? 0,
+      // Client certificates are asked of every caller, required only by the review endpoints (per route).
+      tls: { ...options.tls, ...(reviewClientCaPem ? { clientCaPem: reviewClientCaPem } : {}) },
+      bodyLimit: BODY_LIMIT,
+      ...(options.logger ? { logger: options.logger.child({ component: "access-server" }) } : {}),
+      logLevel: "warn",
+      // kube-apiserver denies a request whose review is cut: stopping answers those in flight.
+      inFlight: "answer",
       // kube-apiserver's webhook clients keep connections: let them close idle ones first.
-      keepAliveTimeout: API_SERVER_KEEP_ALIVE_MS,
-      ...(options.logger
-        ? { loggerInstance: options.logger.child({ component: "access-server" }, { level: "warn" }) }
-        : {}),
-      // Stopping answers the reviews in flight: kube-apiserver denies a request whose review is cut.
-      ...drainingServerOptions,
-      ajv: { customOptions: { allErrors: false } },
-      ...requestIdOptions(),
-    }) as unknown as FastifyInstance;
-    echoRequestId(this.app);
-    this.closing = gracefulClose(this.app, "token and authorization reviews", options.logger);
+      keepAliveTimeoutMs: API_SERVER_KEEP_ALIVE_MS,
+      fastify: { ajv: { customOptions: { allErrors: false } } },
+    });
+    const server = this.shell.app;
 
-    serveProblems(this.app, { bodyLimit: BODY_LIMIT, what: "access server request" });
-
-    this.app.register(swagger, {
+    server.register(swagger, {
       openapi: {
         info: {
           title: "tenantry identity and access",
@@ -227,297 +210,313 @@ export class AccessServer {
       },
     });
     // Inside a plugin, so that the OpenAPI document (registered first) sees every route.
-    this.app.register(async (app) => {
+    server.register(async (app) => {
       app.get("/healthz", { schema: { hide: true } }, async () => "ok");
-      app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => this.app.swagger());
+      app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => server.swagger());
 
-      // kube-apiserver alone may ask: a review answers who a token belongs to and what anyone may do.
-      const fromApiServer = async (request: FastifyRequest, reply: FastifyReply) => {
-        const socket = request.raw.socket as TLSSocket;
-        if (!options.reviewClientCaPem || !socket.authorized) {
-          return problem(
-            reply,
-            401,
-            "client certificate required",
-            "reviews are answered only to kube-apiserver's webhook client certificate",
+      this.reviewRoutes(app, reviews, latency);
+      this.loginRoutes(app, throttle);
+      this.tokenRoutes(app);
+      this.issuerRoutes(app);
+    });
+  }
+
+  /** kube-apiserver's token (TokenReview) and authorization (SubjectAccessReview) webhooks. */
+  private reviewRoutes(app: FastifyInstance, reviews?: Counter<string>, latency?: Histogram<string>): void {
+    const { options } = this;
+    // kube-apiserver alone may ask: a review answers who a token belongs to and what anyone may do.
+    const fromApiServer = async (request: FastifyRequest, reply: FastifyReply) => {
+      const socket = request.raw.socket as TLSSocket;
+      if (!options.reviewClientCaPem || !socket.authorized) {
+        return problem(
+          reply,
+          401,
+          "client certificate required",
+          "reviews are answered only to kube-apiserver's webhook client certificate",
+        );
+      }
+    };
+
+    app.post(
+      AUTHENTICATE_PATH,
+      {
+        schema: {
+          summary: "TokenReview (kube-apiserver's token webhook)",
+          body: TokenReviewBody,
+          response: {
+            200: Answer("The TokenReview with its status."),
+            401: Problem,
+            500: Answer(
+              "The identity provider could not be asked: a TokenReview saying so, not to be cached.",
+            ),
+          },
+        },
+        preHandler: fromApiServer,
+      },
+      async (request, reply) => {
+        const end = latency?.startTimer({ review: "token" });
+        const { spec } = request.body as Static<typeof TokenReviewBody>;
+        try {
+          const result = await options.authenticator.authenticate(spec.token);
+          if (!result.authenticated) {
+            reviews?.inc({ result: "refused", provider: "" });
+            return tokenReview({ authenticated: false, error: result.reason });
+          }
+          const audiences = reviewAudiences(
+            result.identity,
+            spec.audiences,
+            options.apiAudiences ?? DEFAULT_API_AUDIENCES,
           );
+          if (!audiences.valid) {
+            reviews?.inc({ result: "refused", provider: result.identity.provider });
+            return tokenReview({ authenticated: false, error: audiences.reason });
+          }
+          await options.provisioner?.ensure(result.identity);
+          reviews?.inc({ result: "authenticated", provider: result.identity.provider });
+          return tokenReview({
+            authenticated: true,
+            user: kubernetesUserOf(result.identity),
+            ...(audiences.audiences ? { audiences: audiences.audiences } : {}),
+          });
+        } catch (err) {
+          reviews?.inc({ result: "error", provider: "" });
+          // A 500 keeps kube-apiserver from caching a "no" that is only an outage.
+          request.log.warn({ err }, "token review failed");
+          return reply.code(500).send(tokenReview({ authenticated: false, error: (err as Error).message }));
+        } finally {
+          end?.();
         }
-      };
+      },
+    );
 
+    const authorize = options.authorize;
+    if (authorize) {
       app.post(
-        AUTHENTICATE_PATH,
+        AUTHORIZE_PATH,
         {
           schema: {
-            summary: "TokenReview (kube-apiserver's token webhook)",
-            body: TokenReviewBody,
-            response: {
-              200: Answer("The TokenReview with its status."),
-              401: Problem,
-              500: Answer(
-                "The identity provider could not be asked: a TokenReview saying so, not to be cached.",
-              ),
-            },
+            summary: "SubjectAccessReview (kube-apiserver's authorization webhook)",
+            body: SubjectAccessReviewBody,
+            response: { 200: Answer("The SubjectAccessReview with its status."), 401: Problem },
           },
           preHandler: fromApiServer,
         },
-        async (request, reply) => {
-          const end = latency?.startTimer({ review: "token" });
-          const { spec } = request.body as Static<typeof TokenReviewBody>;
+        async (request) => {
+          const end = latency?.startTimer({ review: "access" });
           try {
-            const result = await options.authenticator.authenticate(spec.token);
-            if (!result.authenticated) {
-              reviews?.inc({ result: "refused", provider: "" });
-              return tokenReview({ authenticated: false, error: result.reason });
-            }
-            const audiences = reviewAudiences(
-              result.identity,
-              spec.audiences,
-              options.apiAudiences ?? DEFAULT_API_AUDIENCES,
-            );
-            if (!audiences.valid) {
-              reviews?.inc({ result: "refused", provider: result.identity.provider });
-              return tokenReview({ authenticated: false, error: audiences.reason });
-            }
-            await options.provisioner?.ensure(result.identity);
-            reviews?.inc({ result: "authenticated", provider: result.identity.provider });
-            return tokenReview({
-              authenticated: true,
-              user: kubernetesUserOf(result.identity),
-              ...(audiences.audiences ? { audiences: audiences.audiences } : {}),
-            });
-          } catch (err) {
-            reviews?.inc({ result: "error", provider: "" });
-            // A 500 keeps kube-apiserver from caching a "no" that is only an outage.
-            request.log.warn({ err }, "token review failed");
-            return reply.code(500).send(tokenReview({ authenticated: false, error: (err as Error).message }));
+            const { spec } = request.body as Static<typeof SubjectAccessReviewBody>;
+            const { decision, reason } = await authorize(spec);
+            return {
+              apiVersion: "authorization.k8s.io/v1",
+              kind: "SubjectAccessReview",
+              status: {
+                allowed: decision === "allow",
+                ...(decision === "deny" ? { denied: true } : {}),
+                ...(reason ? { reason } : {}),
+              },
+            };
           } finally {
             end?.();
           }
         },
       );
+    }
+  }
 
-      const authorize = options.authorize;
-      if (authorize) {
-        app.post(
-          AUTHORIZE_PATH,
-          {
-            schema: {
-              summary: "SubjectAccessReview (kube-apiserver's authorization webhook)",
-              body: SubjectAccessReviewBody,
-              response: { 200: Answer("The SubjectAccessReview with its status."), 401: Problem },
-            },
-            preHandler: fromApiServer,
-          },
-          async (request) => {
-            const end = latency?.startTimer({ review: "access" });
-            try {
-              const { spec } = request.body as Static<typeof SubjectAccessReviewBody>;
-              const { decision, reason } = await authorize(spec);
-              return {
-                apiVersion: "authorization.k8s.io/v1",
-                kind: "SubjectAccessReview",
-                status: {
-                  allowed: decision === "allow",
-                  ...(decision === "deny" ? { denied: true } : {}),
-                  ...(reason ? { reason } : {}),
-                },
-              };
-            } finally {
-              end?.();
-            }
-          },
+  /** Password login, throttled per user and address. */
+  private loginRoutes(app: FastifyInstance, throttle: LoginThrottle): void {
+    const { options } = this;
+    const loginSchema = {
+      summary: "Log in with a user name and password; answers a token",
+      body: LoginBody,
+      response: {
+        200: Answer("The token, its expiry, who the user is and their tenant's namespaces."),
+        400: Problem,
+        401: Problem,
+        429: Problem,
+        503: Problem,
+      },
+    };
+    app.post(LOGIN_PATH, { schema: loginSchema }, async (request, reply) => {
+      const body = request.body as LoginBody;
+      const providerName = body.provider ?? options.builtin?.name ?? options.authenticator.providers[0]?.name;
+      const provider = providerName ? options.authenticator.provider(providerName) : undefined;
+      if (!provider?.login) {
+        const names = options.authenticator.providers.filter((p) => p.login).map((p) => p.name);
+        return problem(
+          reply,
+          400,
+          "invalid request",
+          `provider "${providerName ?? ""}" takes no passwords; use one of: ${names.join(", ") || "(none)"}`,
         );
       }
-
-      const loginSchema = {
-        summary: "Log in with a user name and password; answers a token",
-        body: LoginBody,
-        response: {
-          200: Answer("The token, its expiry, who the user is and their tenant's namespaces."),
-          400: Problem,
-          401: Problem,
-          429: Problem,
-          503: Problem,
-        },
-      };
-      app.post(LOGIN_PATH, { schema: loginSchema }, async (request, reply) => {
-        const body = request.body as LoginBody;
-        const providerName =
-          body.provider ?? options.builtin?.name ?? options.authenticator.providers[0]?.name;
-        const provider = providerName ? options.authenticator.provider(providerName) : undefined;
-        if (!provider?.login) {
-          const names = options.authenticator.providers.filter((p) => p.login).map((p) => p.name);
-          return problem(
-            reply,
-            400,
-            "invalid request",
-            `provider "${providerName ?? ""}" takes no passwords; use one of: ${names.join(", ") || "(none)"}`,
-          );
+      const throttleKey = `${provider.name}:${body.domain ? `${body.domain}/` : ""}${body.username}`;
+      // A built-in user's lock is lifted by `tenantry user unlock` (its User's status says when).
+      const unlockedAt =
+        options.builtin && provider.name === options.builtin.name
+          ? options.builtin.loginsUnlockedAt(body.username)
+          : 0;
+      const verdict = throttle.check(throttleKey, request.ip, unlockedAt);
+      if (!verdict.allowed) {
+        reply.header("retry-after", String(verdict.retryAfterSeconds));
+        return problem(reply, 429, "too many login attempts", verdict.reason);
+      }
+      try {
+        const issued = await provider.login({
+          username: body.username,
+          password: body.password,
+          ...(body.domain ? { domain: body.domain } : {}),
+          ...(body.tenant ? { tenant: body.tenant } : {}),
+        });
+        throttle.succeeded(throttleKey, request.ip);
+        await options.provisioner?.ensure(issued.identity);
+        const tenant = issued.identity.tenant;
+        return {
+          token: issued.token,
+          expiresAt: issued.expiresAt.toISOString(),
+          ...describeIdentity(issued.identity),
+          namespaces: tenant && options.namespacesOf ? await options.namespacesOf(tenant) : [],
+        };
+      } catch (err) {
+        if (err instanceof AuthenticationError) {
+          throttle.failed(throttleKey, request.ip, unlockedAt);
+          return problem(reply, 401, "login refused", err.message);
         }
-        const throttleKey = `${provider.name}:${body.domain ? `${body.domain}/` : ""}${body.username}`;
-        // A built-in user's lock is lifted by `tenantry user unlock` (its User's status says when).
-        const unlockedAt =
-          options.builtin && provider.name === options.builtin.name
-            ? options.builtin.loginsUnlockedAt(body.username)
-            : 0;
-        const verdict = throttle.check(throttleKey, request.ip, unlockedAt);
-        if (!verdict.allowed) {
-          reply.header("retry-after", String(verdict.retryAfterSeconds));
-          return problem(reply, 429, "too many login attempts", verdict.reason);
-        }
-        try {
-          const issued = await provider.login({
-            username: body.username,
-            password: body.password,
-            ...(body.domain ? { domain: body.domain } : {}),
-            ...(body.tenant ? { tenant: body.tenant } : {}),
-          });
-          throttle.succeeded(throttleKey, request.ip);
-          await options.provisioner?.ensure(issued.identity);
-          const tenant = issued.identity.tenant;
-          return {
-            token: issued.token,
-            expiresAt: issued.expiresAt.toISOString(),
-            ...describeIdentity(issued.identity),
-            namespaces: tenant && options.namespacesOf ? await options.namespacesOf(tenant) : [],
-          };
-        } catch (err) {
-          if (err instanceof AuthenticationError) {
-            throttle.failed(throttleKey, request.ip, unlockedAt);
-            return problem(reply, 401, "login refused", err.message);
-          }
-          if (err instanceof IdentityProviderUnavailable)
-            return problem(reply, 503, "identity provider unavailable", err.message);
-          throw err;
-        }
-      });
-
-      const bearerSecurity = [{ bearer: [] }];
-      app.post(
-        LOGOUT_PATH,
-        {
-          schema: {
-            summary: "Revoke the token the request carries",
-            headers: BearerHeader,
-            security: bearerSecurity,
-            response: { 204: Type.Null({ description: "Revoked." }), 400: Problem, 401: Problem },
-          },
-        },
-        async (request, reply) => {
-          const token = bearer(request.headers.authorization);
-          if (!token)
-            return problem(
-              reply,
-              401,
-              "not logged in",
-              "send the token to revoke as `Authorization: Bearer <token>`",
-            );
-          const provider = options.authenticator.providers.find((p) => p.recognizes(token));
-          if (!provider?.revoke)
-            return problem(reply, 400, "cannot revoke", "this token's provider has no revocation");
-          try {
-            await provider.revoke(token);
-          } catch (err) {
-            if (err instanceof AuthenticationError) return problem(reply, 401, "not logged in", err.message);
-            throw err;
-          }
-          options.authenticator.forget();
-          return reply.code(204).send();
-        },
-      );
-
-      app.get(
-        WHOAMI_PATH,
-        {
-          schema: {
-            summary: "Who the token the request carries belongs to",
-            headers: BearerHeader,
-            security: bearerSecurity,
-            response: { 200: Answer("The user, their groups and tenant."), 401: Problem },
-          },
-        },
-        async (request, reply) => {
-          const token = bearer(request.headers.authorization);
-          if (!token)
-            return problem(reply, 401, "not logged in", "send a token as `Authorization: Bearer <token>`");
-          const result = await options.authenticator.authenticate(token);
-          if (!result.authenticated) return problem(reply, 401, "not logged in", result.reason);
-          return describeIdentity(result.identity);
-        },
-      );
-
-      const builtin = options.builtin;
-      if (builtin) {
-        app.get(
-          DISCOVERY_PATH,
-          {
-            schema: {
-              summary: "OIDC discovery document of the built-in issuer",
-              response: { 200: Answer("The discovery document.") },
-            },
-          },
-          async () => ({
-            issuer: builtin.issuer,
-            jwks_uri: `${builtin.issuer}${JWKS_PATH}`,
-            response_types_supported: ["id_token"],
-            subject_types_supported: ["public"],
-            id_token_signing_alg_values_supported: ["ES256"],
-            claims_supported: [
-              "sub",
-              "iss",
-              "aud",
-              "exp",
-              "iat",
-              "jti",
-              "preferred_username",
-              "groups",
-              "tenant",
-              "tenant_admin",
-            ],
-          }),
-        );
-        app.get(
-          JWKS_PATH,
-          {
-            schema: {
-              summary: "The built-in issuer's signing keys",
-              response: { 200: Answer("A JWK Set.") },
-            },
-          },
-          async (_request, reply) => {
-            await builtin.keys.refresh(60_000);
-            return reply.header("cache-control", "max-age=60").send(builtin.jwks());
-          },
-        );
+        if (err instanceof IdentityProviderUnavailable)
+          return problem(reply, 503, "identity provider unavailable", err.message);
+        throw err;
       }
     });
   }
 
-  async start(): Promise<string> {
-    await this.app.listen({ host: this.options.host ?? "127.0.0.1", port: this.options.port ?? 0 });
-    this.address = this.app.server.address() as AddressInfo;
-    return this.url;
+  /** Logout and whoami, with the caller's own token. */
+  private tokenRoutes(app: FastifyInstance): void {
+    const { options } = this;
+    const bearerSecurity = [{ bearer: [] }];
+    app.post(
+      LOGOUT_PATH,
+      {
+        schema: {
+          summary: "Revoke the token the request carries",
+          headers: BearerHeader,
+          security: bearerSecurity,
+          response: { 204: Type.Null({ description: "Revoked." }), 400: Problem, 401: Problem },
+        },
+      },
+      async (request, reply) => {
+        const token = bearer(request.headers.authorization);
+        if (!token)
+          return problem(
+            reply,
+            401,
+            "not logged in",
+            "send the token to revoke as `Authorization: Bearer <token>`",
+          );
+        const provider = options.authenticator.providers.find((p) => p.recognizes(token));
+        if (!provider?.revoke)
+          return problem(reply, 400, "cannot revoke", "this token's provider has no revocation");
+        try {
+          await provider.revoke(token);
+        } catch (err) {
+          if (err instanceof AuthenticationError) return problem(reply, 401, "not logged in", err.message);
+          throw err;
+        }
+        options.authenticator.forget();
+        return reply.code(204).send();
+      },
+    );
+
+    app.get(
+      WHOAMI_PATH,
+      {
+        schema: {
+          summary: "Who the token the request carries belongs to",
+          headers: BearerHeader,
+          security: bearerSecurity,
+          response: { 200: Answer("The user, their groups and tenant."), 401: Problem },
+        },
+      },
+      async (request, reply) => {
+        const token = bearer(request.headers.authorization);
+        if (!token)
+          return problem(reply, 401, "not logged in", "send a token as `Authorization: Bearer <token>`");
+        const result = await options.authenticator.authenticate(token);
+        if (!result.authenticated) return problem(reply, 401, "not logged in", result.reason);
+        return describeIdentity(result.identity);
+      },
+    );
+  }
+
+  /** The built-in issuer's OIDC discovery document and signing keys. */
+  private issuerRoutes(app: FastifyInstance): void {
+    const { options } = this;
+    const builtin = options.builtin;
+    if (builtin) {
+      app.get(
+        DISCOVERY_PATH,
+        {
+          schema: {
+            summary: "OIDC discovery document of the built-in issuer",
+            response: { 200: Answer("The discovery document.") },
+          },
+        },
+        async () => ({
+          issuer: builtin.issuer,
+          jwks_uri: `${builtin.issuer}${JWKS_PATH}`,
+          response_types_supported: ["id_token"],
+          subject_types_supported: ["public"],
+          id_token_signing_alg_values_supported: ["ES256"],
+          claims_supported: [
+            "sub",
+            "iss",
+            "aud",
+            "exp",
+            "iat",
+            "jti",
+            "preferred_username",
+            "groups",
+            "tenant",
+            "tenant_admin",
+          ],
+        }),
+      );
+      app.get(
+        JWKS_PATH,
+        {
+          schema: {
+            summary: "The built-in issuer's signing keys",
+            response: { 200: Answer("A JWK Set.") },
+          },
+        },
+        async (_request, reply) => {
+          await builtin.keys.refresh(60_000);
+          return reply.header("cache-control", "max-age=60").send(builtin.jwks());
+        },
+      );
+    }
+  }
+
+  start(): Promise<string> {
+    return this.shell.listen();
   }
 
   get url(): string {
-    if (!this.address) throw new Error("access server is not started");
-    const host = this.address.family === "IPv6" ? `[${this.address.address}]` : this.address.address;
-    return `https://${host}:${this.address.port}`;
+    return this.shell.url;
   }
 
   /** A renewed serving certificate: new connections get it, without a restart. */
   rotate(pair: { certPem: string; keyPem: string }): void {
-    replaceServingCertificate(this.app.server, pair, this.options.reviewClientCaPem);
+    this.shell.replaceCertificate(pair);
   }
 
-  /** About to stop: see {@link GracefulClose.drain}. */
+  /** About to stop: see {@link HttpServer.drain}. */
   drain(): void {
-    this.closing.drain();
+    this.shell.drain();
   }
 
   /** Answers the reviews and requests already received, then stops. */
   stop(): Promise<void> {
-    return this.closing.close();
+    return this.shell.close();
   }
 }
 

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { UserError } from "../common/index.js";
+import { CLIENT_USAGES } from "../kube/index.js";
 import { createCertificateRequest } from "../pki/index.js";
 import {
   type CertificateRequestSummary,
-  CLIENT_USAGES,
   checkCertificatePolicy,
   checkUsername,
   classifyExpiry,

@@ -2,19 +2,19 @@
 import "reflect-metadata";
 import { createPrivateKey, createPublicKey, randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
-import { setTimeout as sleep } from "node:timers/promises";
-import {
-  CertificatesV1Api,
-  type KubeConfig,
-  type V1CertificateSigningRequest,
-} from "@kubernetes/client-node";
+import { CertificatesV1Api, type KubeConfig } from "@kubernetes/client-node";
 import * as x509 from "@peculiar/x509";
 import { UserError } from "../common/index.js";
-import { type ClusterClient, describeError } from "../kube/index.js";
+import {
+  CLIENT_USAGES,
+  type ClusterClient,
+  clientCertificateRequest,
+  describeError,
+  waitForIssuedCertificate,
+} from "../kube/index.js";
 import { createCertificateRequest } from "../pki/index.js";
 import { MANAGED_BY, MANAGED_BY_LABEL, TENANT_LABEL, USER_LABEL, userLabelValue } from "../tenants/index.js";
 
-export const KUBE_APISERVER_CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client";
 /** The reason recorded on every CertificateSigningRequest tenantry approves. */
 export const APPROVAL_REASON = "TenantryPolicy";
 /** The API server refuses to honour a shorter expirationSeconds. */
@@ -23,9 +23,6 @@ export const DEFAULT_MAX_EXPIRATION_SECONDS = 30 * 24 * 3600;
 export const DEFAULT_EXPIRATION_SECONDS = 7 * 24 * 3600;
 /** A certificate within this fraction of its lifetime from expiry should be renewed. */
 export const RENEW_FRACTION = 0.2;
-
-/** The usages tenantry asks for, and the only ones it approves (client authentication). */
-export const CLIENT_USAGES = ["client auth", "digital signature", "key encipherment"] as const;
 
 const USERNAME = /^[^\s,/+"\\<>;=]{1,256}$/;
 const TENANT_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -323,22 +320,16 @@ async function signOnCluster(api: CertificatesV1Api, request: SignRequest): Prom
   const name = requestName(request.username);
   const step = request.step ?? (() => {});
   throwIfCancelled(request.signal);
-  const body: V1CertificateSigningRequest = {
-    metadata: {
-      name,
-      labels: {
-        [MANAGED_BY_LABEL]: MANAGED_BY,
-        [USER_LABEL]: userLabelValue(request.username),
-        ...(request.tenant ? { [TENANT_LABEL]: request.tenant } : {}),
-      },
+  const body = clientCertificateRequest({
+    name,
+    csrPem: request.csrPem,
+    expirationSeconds: request.expirationSeconds,
+    labels: {
+      [MANAGED_BY_LABEL]: MANAGED_BY,
+      [USER_LABEL]: userLabelValue(request.username),
+      ...(request.tenant ? { [TENANT_LABEL]: request.tenant } : {}),
     },
-    spec: {
-      request: Buffer.from(request.csrPem).toString("base64"),
-      signerName: KUBE_APISERVER_CLIENT_SIGNER,
-      usages: [...CLIENT_USAGES],
-      expirationSeconds: request.expirationSeconds,
-    },
-  };
+  });
   try {
     await api.createCertificateSigningRequest({ body });
     step(`CertificateSigningRequest ${name} created`);
@@ -365,39 +356,6 @@ async function signOnCluster(api: CertificatesV1Api, request: SignRequest): Prom
     });
   } finally {
     await api.deleteCertificateSigningRequest({ name }).catch(() => {});
-  }
-}
-
-/**
- * Polls a CertificateSigningRequest until its certificate is issued; throws when it is denied or
- * failed, or when `timeoutMs` passes (saying whether it was approved: who is missing).
- */
-export async function waitForIssuedCertificate(
-  api: CertificatesV1Api,
-  name: string,
-  options: { timeoutMs: number; pollMs?: [first: number, max: number]; beforeEachPoll?: () => void },
-): Promise<string> {
-  const [first, max] = options.pollMs ?? [200, 2_000];
-  const deadline = Date.now() + options.timeoutMs;
-  for (let interval = first; ; interval = Math.min(interval * 2, max)) {
-    options.beforeEachPoll?.();
-    const current = await api.readCertificateSigningRequest({ name });
-    const failed = current.status?.conditions?.find((c) => c.type === "Failed" || c.type === "Denied");
-    if (failed) {
-      throw new Error(
-        `CertificateSigningRequest ${name} ${failed.type.toLowerCase()}: ${failed.message ?? failed.reason}`,
-      );
-    }
-    if (current.status?.certificate) return Buffer.from(current.status.certificate, "base64").toString();
-    if (Date.now() > deadline) {
-      const approved = current.status?.conditions?.some((c) => c.type === "Approved");
-      throw new Error(
-        approved
-          ? `CertificateSigningRequest ${name} was approved but not signed within ${options.timeoutMs / 1000}s: is kube-controller-manager running with a cluster signing key?`
-          : `CertificateSigningRequest ${name} was not approved within ${options.timeoutMs / 1000}s`,
-      );
-    }
-    await sleep(interval);
   }
 }
 
@@ -700,5 +658,3 @@ export async function signCertificateRequest(
   });
   return { certPem, notAfter: certificateDetails(certPem).notAfter };
 }
-
-export { userKubeconfig } from "./kubeconfig.js";

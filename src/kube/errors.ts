@@ -54,6 +54,19 @@ export function isNotFound(err: unknown): boolean {
   return statusCode(err) === 404;
 }
 
+/**
+ * What a call resolves to, or undefined when its object is not there (404): a read of something
+ * that may be absent, or a delete of something already gone. Any other failure still throws.
+ */
+export async function ignoreNotFound<T>(call: Promise<T>): Promise<T | undefined> {
+  try {
+    return await call;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
 /** Optimistic-concurrency failure (stale resourceVersion); "AlreadyExists" is a 409 too but not a conflict. */
 export function isConflict(err: unknown): boolean {
   return statusCode(err) === 409 && statusReason(err) !== "AlreadyExists";

@@ -10,7 +10,12 @@ export {
   sameStoredJson,
   withAppliedDigest,
 } from "./apply.js";
-export { DEFAULT_RECONNECT_BACKOFF, type JitteredBackoffOptions, jitteredBackoffDelay } from "./backoff.js";
+export {
+  DEFAULT_RECONNECT_BACKOFF,
+  exponentialDelay,
+  type JitteredBackoffOptions,
+  jitteredBackoffDelay,
+} from "./backoff.js";
 export { CachedInformers, componentCache, InformerCache, resourceKey } from "./cache.js";
 export {
   CERTIFICATE_EXPIRY_METRIC,
@@ -19,6 +24,13 @@ export {
   recordCertificateEvent,
   recordEvent,
 } from "./certificate-expiry.js";
+export {
+  CLIENT_USAGES,
+  type ClientCertificateRequest,
+  clientCertificateRequest,
+  KUBE_APISERVER_CLIENT_SIGNER,
+  waitForIssuedCertificate,
+} from "./certificate-requests.js";
 export {
   ClusterClient,
   inClusterNamespace,
@@ -57,6 +69,7 @@ export {
 export { registerControllerMetrics } from "./controller-metrics.js";
 export {
   describeError,
+  ignoreNotFound,
   isAlreadyExists,
   isConflict,
   isGone,
@@ -68,6 +81,19 @@ export {
   statusOf,
   statusReason,
 } from "./errors.js";
+export {
+  cacheHasCaughtUp,
+  Expectations,
+  type ExpectationsOptions,
+  resourceVersionOf,
+} from "./expectations.js";
+export {
+  addFinalizer,
+  type FinalizerWriter,
+  hasFinalizer,
+  removeFinalizer,
+  setFinalizer,
+} from "./finalizers.js";
 export {
   cacheKey,
   cacheKeyOf,
@@ -89,6 +115,8 @@ export {
   type KubeconfigContext,
   type KubeconfigUser,
   kubeconfigYaml,
+  mergedKubeconfigYaml,
+  usersOnlyKubeconfigYaml,
 } from "./kubeconfig.js";
 export {
   acquiredRecord,

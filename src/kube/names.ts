@@ -1,5 +1,5 @@
 import type { CoreV1Api, V1Namespace } from "@kubernetes/client-node";
-import { isNotFound } from "./errors.js";
+import { ignoreNotFound } from "./errors.js";
 
 /** RFC 1123 label, as Kubernetes names namespaces and Services: at most 63 characters. */
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -16,10 +16,5 @@ export function isDnsLabel(name: string): boolean {
  */
 export async function readNamespaceIfExists(core: CoreV1Api, name: string): Promise<V1Namespace | undefined> {
   if (!isDnsLabel(name)) return undefined;
-  try {
-    return await core.readNamespace({ name });
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
+  return ignoreNotFound(core.readNamespace({ name }));
 }

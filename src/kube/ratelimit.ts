@@ -1,3 +1,4 @@
+import { exponentialDelay } from "./backoff.js";
 import { type Clock, systemClock } from "./clock.js";
 
 /** Decides how long a key must wait before it is retried, like client-go's workqueue rate limiters. */
@@ -30,8 +31,7 @@ export class ItemExponentialRateLimiter implements RateLimiter {
   when(key: string): number {
     const attempts = this.failures.get(key) ?? 0;
     this.failures.set(key, attempts + 1);
-    // 2 ** attempts overflows to Infinity after ~1000 attempts; min() keeps that safe.
-    return Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** attempts);
+    return exponentialDelay(attempts, this.baseDelayMs, this.maxDelayMs);
   }
 
   forget(key: string): void {

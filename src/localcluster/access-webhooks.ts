@@ -3,6 +3,7 @@ import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { AUTHENTICATE_PATH, AUTHORIZE_PATH } from "../identity/index.js";
+import { type KubeconfigUser, kubeconfigYaml, usersOnlyKubeconfigYaml } from "../kube/index.js";
 import {
   createCertificateAuthority,
   issueCertificate,
@@ -91,8 +92,8 @@ export async function ensureWebhookClient(pki: ClusterPki): Promise<WebhookClien
 }
 
 /** The kubeconfig `users` entry that makes kube-apiserver present the webhook client certificate. */
-function webhookUser(name: string, client: WebhookClient) {
-  return { name, user: { "client-certificate": client.certFile, "client-key": client.keyFile } };
+function webhookUser(name: string, client: WebhookClient): KubeconfigUser {
+  return { name, certFile: client.certFile, keyFile: client.keyFile };
 }
 
 /**
@@ -110,10 +111,7 @@ export async function configureAdmissionWebhooks(
   const client = await ensureWebhookClient(pki);
   const kubeconfig = join(dir, "admission-webhooks.kubeconfig");
   const config = join(dir, "admission-config.yaml");
-  await writeFile(
-    kubeconfig,
-    stringify({ apiVersion: "v1", kind: "Config", users: [webhookUser("*", client)] }),
-  );
+  await writeFile(kubeconfig, usersOnlyKubeconfigYaml([webhookUser("*", client)]));
   const webhookConfiguration = {
     apiVersion: "apiserver.config.k8s.io/v1",
     kind: "WebhookAdmissionConfiguration",
@@ -137,14 +135,13 @@ export async function configureAdmissionWebhooks(
 }
 
 function webhookKubeconfig(server: string, caFile: string, client: WebhookClient): string {
-  return stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{ name: "tenantry", cluster: { server, "certificate-authority": caFile } }],
-    users: [webhookUser("kube-apiserver", client)],
-    contexts: [{ name: "tenantry", context: { cluster: "tenantry", user: "kube-apiserver" } }],
-    "current-context": "tenantry",
-  });
+  return kubeconfigYaml([
+    {
+      name: "tenantry",
+      cluster: { name: "tenantry", server, caFile },
+      user: webhookUser("kube-apiserver", client),
+    },
+  ]);
 }
 
 /**

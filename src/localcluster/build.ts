@@ -25,6 +25,9 @@ export interface ComponentBinaries {
   etcd: string;
   kwok: string;
   kwokStages: string;
+  kubeProxy: string;
+  coredns: string;
+  kubeRouter: string;
   versions: Record<Exclude<ComponentName, "helm">, string>;
 }
 
@@ -138,8 +141,10 @@ async function nameSingleBinary(spec: ComponentSpec<string>, binDir: string): Pr
 
 async function cacheKey(spec: ComponentSpec<string>, version: string, go: string): Promise<string> {
   const hash = createHash("sha256");
-  for (const file of ["go.mod", "go.sum", "tools.go"])
-    hash.update(await readFile(join(modulesDir, spec.name, file)));
+  const wrapper = join(modulesDir, spec.name);
+  // go.mod and go.sum pin every byte; the wrapper's own Go files (tools.go, or a main.go) say what is built.
+  const goFiles = (await readdir(wrapper)).filter((f) => f.endsWith(".go")).sort();
+  for (const file of ["go.mod", "go.sum", ...goFiles]) hash.update(await readFile(join(wrapper, file)));
   hash.update(
     JSON.stringify({
       go,
@@ -290,6 +295,9 @@ export async function ensureComponents(options: BuildOptions = {}): Promise<Comp
     etcd: join(dirs.etcd, "bin", "etcd"),
     kwok: join(dirs.kwok, "bin", "kwok"),
     kwokStages: join(dirs.kwok, "kwok-stages.yaml"),
+    kubeProxy: join(dirs["kube-proxy"], "bin", "kube-proxy"),
+    coredns: join(dirs.coredns, "bin", "coredns"),
+    kubeRouter: join(dirs["kube-router"], "bin", "kube-router"),
     versions,
   };
 }

@@ -19,6 +19,11 @@ export const clientIdentities = {
   kwok: { commonName: "kwok-controller", organizations: ["system:masters"] },
   // The process node's kubelet also provisions volumes and requests tokens for any pod on it.
   processNode: { commonName: "tenantry-process-node", organizations: ["system:masters"] },
+  // Bound by name: kube-proxy to the built-in system:node-proxier, the others to the read-only
+  // roles the harness creates for them (cluster-network.ts).
+  kubeProxy: { commonName: "system:kube-proxy", organizations: [] },
+  coredns: { commonName: "system:coredns", organizations: [] },
+  kubeRouter: { commonName: "system:kube-router", organizations: [] },
 } as const;
 
 export type ClientIdentity = keyof typeof clientIdentities;

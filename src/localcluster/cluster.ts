@@ -1,9 +1,16 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { request } from "node:https";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoordinationV1Api, CoreV1Api, KubeConfig, type V1Node } from "@kubernetes/client-node";
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  KubeConfig,
+  KubernetesObjectApi,
+  PatchStrategy,
+  type V1Node,
+} from "@kubernetes/client-node";
 import { nodeProgram } from "../common/index.js";
 import {
   type AccessWebhooks,
@@ -12,12 +19,22 @@ import {
   type WebhookClient,
 } from "./access-webhooks.js";
 import type { ComponentBinaries } from "./build.js";
+import { clusterNetworkObjects, NETWORK_MANAGER, writeNetworkConfigs } from "./cluster-network.js";
 import { type ClientIdentity, type ClusterPki, ensureClusterPki } from "./cluster-pki.js";
 import { renderKubeconfig, writeKubeconfig } from "./kubeconfig.js";
 import { unmountBelow } from "./mounts.js";
 import { assertPortFree, freePort, isPortFree, releasePort } from "./ports.js";
 import { PROCESS_NODE_NAME } from "./process-node/constants.js";
-import { claimPodCidr, releasePodCidr } from "./process-node/pod-network.js";
+import {
+  claimNetwork,
+  extraHostPortsFile,
+  type NetworkPlan,
+  plansTakenByRoutes,
+  readRecordedNetwork,
+  releaseNetwork,
+  removeNetwork,
+  run,
+} from "./process-node/network/index.js";
 import { stopRecordedProcesses } from "./process-node/records.js";
 import { isRunning, logTail, type RunningProcess, startProcess, stopProcess } from "./processes.js";
 import { type ClusterSpec, KWOK_NODE_ANNOTATION, validateClusterSpec, ZONE_LABEL } from "./spec.js";
@@ -31,6 +48,9 @@ export interface ClusterPorts {
   kubelet: number;
   /** Where tenantry's authentication and authorization webhooks listen, when the spec asks for them. */
   accessWebhooks?: number;
+  /** CoreDNS (on 127.0.0.1; pods reach it through the kube-dns Service) and its readiness endpoint. */
+  dns?: number;
+  dnsReady?: number;
 }
 
 /** Written to `<dir>/state.json` as soon as the first process starts, so a crash can be cleaned up. */
@@ -71,7 +91,10 @@ export const COMPONENT_ORDER = [
   "kube-controller-manager",
   "kube-scheduler",
   "kwok",
+  "coredns",
   "process-node",
+  "kube-proxy",
+  "kube-router",
 ] as const;
 
 type Component = (typeof COMPONENT_ORDER)[number];
@@ -87,6 +110,8 @@ const PROCESS_NODE_PROGRAM = nodeProgram("./process-node/main.ts", import.meta.u
 const PROCESS_NODE_CAPACITY = { cpu: "32", memory: "128Gi", pods: "250", "ephemeral-storage": "200Gi" };
 
 /** One local cluster: its folder holds pki/, etcd/, logs/, kubeconfig and state.json. */
+type Launch = (component: Component, binary: string, args: string[]) => Promise<RunningProcess>;
+
 export class LocalCluster {
   readonly dir: string;
   readonly kubeconfigPath: string;
@@ -190,6 +215,8 @@ export class LocalCluster {
       etcdPeer: await reuse(previous?.etcdPeer),
       apiserver: this.spec.apiserverPort ?? (await reuse(previous?.apiserver)),
       kwok: await reuse(previous?.kwok),
+      dns: await reuse(previous?.dns),
+      dnsReady: await reuse(previous?.dnsReady),
       kubelet: await reuse(previous?.kubelet),
       ...(this.spec.accessWebhooks ? { accessWebhooks: await reuse(previous?.accessWebhooks) } : {}),
     };
@@ -229,61 +256,20 @@ export class LocalCluster {
         caPem: pki.caPem,
         client: pki.clients.admin,
       });
-      for (const identity of ["controllerManager", "scheduler", "kwok", "processNode"] as const)
+      for (const identity of [
+        "controllerManager",
+        "scheduler",
+        "kwok",
+        "processNode",
+        "kubeProxy",
+        "coredns",
+        "kubeRouter",
+      ] as const)
         await this.writeComponentKubeconfig(pki, server, identity);
 
-      const etcd = await launch("etcd", binaries.etcd, [
-        `--name=${this.name}`,
-        `--data-dir=${join(this.dir, "etcd")}`,
-        `--listen-client-urls=http://127.0.0.1:${ports.etcdClient}`,
-        `--advertise-client-urls=http://127.0.0.1:${ports.etcdClient}`,
-        `--listen-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
-        `--initial-cluster=${this.name}=http://127.0.0.1:${ports.etcdPeer}`,
-        // Local clusters trade durability for speed: a crash may lose the last writes.
-        "--unsafe-no-fsync=true",
-        "--quota-backend-bytes=4294967296",
-        "--log-level=warn",
-      ]);
-      await this.waitFor("etcd to answer", [etcd], 30_000, () =>
-        httpOk(`http://127.0.0.1:${ports.etcdClient}/health`),
-      );
+      const etcd = await this.startEtcd(launch, binaries, ports);
       mark("etcd");
-
-      const admission = await configureAdmissionWebhooks(pki, join(this.dir, "admission"));
-      state.webhookClient = admission.client;
-      let authorizationFlags = ["--authorization-mode=Node,RBAC"];
-      if (ports.accessWebhooks !== undefined) {
-        const access = await configureAccessWebhooks(pki, join(this.dir, "access"), ports.accessWebhooks);
-        state.accessWebhooks = access.webhooks;
-        authorizationFlags = access.flags;
-      }
-
-      const apiserver = await launch("kube-apiserver", binaries.kubeApiserver, [
-        `--etcd-servers=http://127.0.0.1:${ports.etcdClient}`,
-        `--secure-port=${ports.apiserver}`,
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
-        `--tls-cert-file=${pki.servingCert}`,
-        `--tls-private-key-file=${pki.servingKey}`,
-        `--client-ca-file=${pki.caCert}`,
-        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-        `--service-account-key-file=${pki.serviceAccountPub}`,
-        `--service-account-signing-key-file=${pki.serviceAccountKey}`,
-        "--service-cluster-ip-range=10.96.0.0/16",
-        ...authorizationFlags,
-        ...admission.flags,
-        "--allow-privileged=true",
-        // Worker nodes join the way kubeadm's do: a bootstrap token, then a kubelet client CSR.
-        "--enable-bootstrap-token-auth=true",
-        // No kubelets or kube-proxy run here, so the kubernetes Service keeps no endpoints.
-        "--endpoint-reconciler-type=none",
-        "--profiling=false",
-        ...(this.spec.extraApiserverFlags ?? []),
-      ]);
-      await this.waitFor("kube-apiserver to become ready", [etcd, apiserver], 60_000, () =>
-        this.apiserverReady(state, pki),
-      );
+      const apiserver = await this.startApiserver(state, pki, launch, binaries, [etcd]);
       mark("kube-apiserver");
 
       const components = [etcd, apiserver];
@@ -323,7 +309,19 @@ export class LocalCluster {
           "--v=WARN",
         ]),
       );
-      components.push(await this.launchProcessNode(state, binaries));
+      const plan = await this.claimNetwork();
+      const configs = await writeNetworkConfigs(this.dir, {
+        plan,
+        nodeName: PROCESS_NODE_NAME,
+        dnsPort: ports.dns!,
+        dnsReadyPort: ports.dnsReady!,
+      });
+      // Pods reach CoreDNS's port of the machine through the kube-dns Service.
+      await writeFile(extraHostPortsFile(this.dir), JSON.stringify([ports.dns]));
+      await this.applyNetworkObjects(state, plan);
+      components.push(await launch("coredns", binaries.coredns, ["-conf", configs.corefile]));
+      const agentLaunched = Date.now();
+      components.push(await this.launchProcessNode(state, binaries, plan));
 
       const kc = new KubeConfig();
       kc.loadFromString(
@@ -336,10 +334,19 @@ export class LocalCluster {
         return nodes.items.length >= (this.spec.nodes ?? 3) && nodes.items.every(isNodeReady);
       });
       mark("nodes");
-      await this.waitFor("the process node to become Ready", components, 120_000, async () =>
-        isNodeReady(await core.readNode({ name: PROCESS_NODE_NAME })),
+      // Ready, and by this agent: a Node kept from an earlier start may still look Ready.
+      await this.waitFor(
+        "the process node to become Ready",
+        components,
+        120_000,
+        async () =>
+          isNodeReady(await core.readNode({ name: PROCESS_NODE_NAME })) &&
+          existsSync(`/run/netns/${plan.nodeNamespace}`) &&
+          (await this.leaseRenewedSince(agentLaunched)),
       );
       mark("process-node");
+      components.push(...(await this.startNetworkAgents(state, binaries, plan, configs)));
+      mark("network");
       // The service-account controller runs in kube-controller-manager: once "default" exists, it is working.
       await this.waitFor(
         "kube-controller-manager to create the default service account",
@@ -367,27 +374,181 @@ export class LocalCluster {
     }
   }
 
-  private async launch(state: ClusterState, component: Component, binary: string, args: string[]) {
+  private async startEtcd(launch: Launch, binaries: ComponentBinaries, ports: ClusterPorts) {
+    const etcd = await launch("etcd", binaries.etcd, [
+      `--name=${this.name}`,
+      `--data-dir=${join(this.dir, "etcd")}`,
+      `--listen-client-urls=http://127.0.0.1:${ports.etcdClient}`,
+      `--advertise-client-urls=http://127.0.0.1:${ports.etcdClient}`,
+      `--listen-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${ports.etcdPeer}`,
+      `--initial-cluster=${this.name}=http://127.0.0.1:${ports.etcdPeer}`,
+      // Local clusters trade durability for speed: a crash may lose the last writes.
+      "--unsafe-no-fsync=true",
+      "--quota-backend-bytes=4294967296",
+      "--log-level=warn",
+    ]);
+    await this.waitFor("etcd to answer", [etcd], 30_000, () =>
+      httpOk(`http://127.0.0.1:${ports.etcdClient}/health`),
+    );
+    return etcd;
+  }
+
+  /** kube-apiserver with the admission and (when asked for) access webhooks' configuration. */
+  private async startApiserver(
+    state: ClusterState,
+    pki: ClusterPki,
+    launch: Launch,
+    binaries: ComponentBinaries,
+    running: RunningProcess[],
+  ) {
+    const ports = state.ports;
+
+    const admission = await configureAdmissionWebhooks(pki, join(this.dir, "admission"));
+    state.webhookClient = admission.client;
+    let authorizationFlags = ["--authorization-mode=Node,RBAC"];
+    if (ports.accessWebhooks !== undefined) {
+      const access = await configureAccessWebhooks(pki, join(this.dir, "access"), ports.accessWebhooks);
+      state.accessWebhooks = access.webhooks;
+      authorizationFlags = access.flags;
+    }
+
+    const apiserver = await launch("kube-apiserver", binaries.kubeApiserver, [
+      `--etcd-servers=http://127.0.0.1:${ports.etcdClient}`,
+      `--secure-port=${ports.apiserver}`,
+      "--bind-address=127.0.0.1",
+      "--advertise-address=127.0.0.1",
+      `--tls-cert-file=${pki.servingCert}`,
+      `--tls-private-key-file=${pki.servingKey}`,
+      `--client-ca-file=${pki.caCert}`,
+      "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+      `--service-account-key-file=${pki.serviceAccountPub}`,
+      `--service-account-signing-key-file=${pki.serviceAccountKey}`,
+      "--service-cluster-ip-range=10.96.0.0/16",
+      ...authorizationFlags,
+      ...admission.flags,
+      "--allow-privileged=true",
+      // Worker nodes join the way kubeadm's do: a bootstrap token, then a kubelet client CSR.
+      "--enable-bootstrap-token-auth=true",
+      // Its own endpoint would be 127.0.0.1, which pods cannot reach: the harness writes the
+      // kubernetes Service's EndpointSlice with the node link's address (cluster-network.ts).
+      "--endpoint-reconciler-type=none",
+      "--profiling=false",
+      ...(this.spec.extraApiserverFlags ?? []),
+    ]);
+    await this.waitFor("kube-apiserver to become ready", [...running, apiserver], 60_000, () =>
+      this.apiserverReady(state, pki),
+    );
+    return apiserver;
+  }
+
+  /** Starts a component, `via` a command that execs it (nsenter into a namespace); records it in the state. */
+  private async launch(
+    state: ClusterState,
+    component: Component,
+    binary: string,
+    args: string[],
+    via: string[] = [],
+  ) {
     const logFile = join(this.dir, "logs", `${component}.log`);
-    await writeFile(logFile, `--- ${new Date().toISOString()} ${binary} ${args.join(" ")}\n`, {
+    await writeFile(logFile, `--- ${new Date().toISOString()} ${[...via, binary, ...args].join(" ")}\n`, {
       flag: "a",
     });
-    const proc = startProcess(component, binary, args, logFile, this.dir);
+    const started = via.length
+      ? startProcess(component, via[0]!, [...via.slice(1), binary, ...args], logFile, this.dir)
+      : startProcess(component, binary, args, logFile, this.dir);
+    // What runs under that pid once `via` has exec'd it; until then it is `via` (nsenter), which a
+    // check of the component's liveness would take for another program.
+    const proc = { ...started, binary };
+    if (via.length) await execed(proc.pid, binary);
     state.processes.push(proc);
     await this.writeState(state);
     return proc;
   }
 
   /** The process node's agent (see process-node/main.ts), on the cluster's own pod network. */
-  private async launchProcessNode(state: ClusterState, binaries: ComponentBinaries): Promise<RunningProcess> {
-    const podCidr = await claimPodCidr(this.dir, clusterRunning);
+  /** The cluster's pod network on this machine: the one it had, or a free one (process-node/network). */
+  private async claimNetwork(): Promise<NetworkPlan> {
+    return claimNetwork(this.dir, {
+      isClusterRunning: clusterRunning,
+      taken: await plansTakenByRoutes(),
+      removeAbandoned: removeNetwork,
+      ...(this.spec.podCidr ? { podCidr: this.spec.podCidr } : {}),
+    });
+  }
+
+  /** What CoreDNS, kube-proxy and kube-router need in the API (their roles, kube-dns), before they start. */
+  private async applyNetworkObjects(state: ClusterState, plan: NetworkPlan): Promise<void> {
+    const kc = new KubeConfig();
+    kc.loadFromFile(this.kubeconfigPath);
+    const objects = KubernetesObjectApi.makeApiClient(kc);
+    for (const object of clusterNetworkObjects({
+      plan,
+      dnsPort: state.ports.dns!,
+      apiserverPort: state.ports.apiserver,
+    }))
+      await objects.patch(object, undefined, undefined, NETWORK_MANAGER, true, PatchStrategy.ServerSideApply);
+  }
+
+  /**
+   * kube-proxy and kube-router in the node's network namespace (made by the process node's agent);
+   * waits until kube-proxy has written its rules and CoreDNS answers (see cluster-network.ts).
+   */
+  private async startNetworkAgents(
+    state: ClusterState,
+    binaries: ComponentBinaries,
+    plan: NetworkPlan,
+    configs: { kubeProxyConfig: string },
+  ): Promise<RunningProcess[]> {
+    const inNode = ["nsenter", `--net=/run/netns/${plan.nodeNamespace}`, "--"];
+    const agents = [
+      await this.launch(
+        state,
+        "kube-proxy",
+        binaries.kubeProxy,
+        [`--config=${configs.kubeProxyConfig}`],
+        inNode,
+      ),
+      await this.launch(
+        state,
+        "kube-router",
+        binaries.kubeRouter,
+        [
+          `--kubeconfig=${this.componentKubeconfig("kubeRouter")}`,
+          `--hostname-override=${PROCESS_NODE_NAME}`,
+          "--run-router=false",
+          "--run-service-proxy=false",
+          "--run-firewall=true",
+          "--metrics-port=0",
+          "--v=1",
+        ],
+        inNode,
+      ),
+    ];
+    await this.waitFor("kube-proxy to write its rules", agents, 60_000, async () =>
+      (
+        await run("nsenter", [`--net=/run/netns/${plan.nodeNamespace}`, "--", "nft", "list", "tables"])
+      ).includes("kube-proxy"),
+    );
+    await this.waitFor("CoreDNS to be ready", agents, 60_000, () =>
+      httpOk(`http://127.0.0.1:${state.ports.dnsReady}/ready`),
+    );
+    return agents;
+  }
+
+  private async launchProcessNode(
+    state: ClusterState,
+    binaries: ComponentBinaries,
+    plan: NetworkPlan,
+  ): Promise<RunningProcess> {
     return this.launch(state, "process-node", process.execPath, [
       ...PROCESS_NODE_PROGRAM,
       `--cluster=${this.name}`,
       `--cluster-dir=${this.dir}`,
       `--kubeconfig=${this.componentKubeconfig("processNode")}`,
       `--node=${PROCESS_NODE_NAME}`,
-      `--pod-cidr=${podCidr}`,
+      `--network=${plan.index}`,
+      `--pod-cidr=${plan.podCidr}`,
       `--kubelet-port=${state.ports.kubelet}`,
       `--kubelet-version=${binaries.versions.kubernetes}`,
       `--capacity=${JSON.stringify(PROCESS_NODE_CAPACITY)}`,
@@ -406,20 +567,24 @@ export class LocalCluster {
   ) {
     log(`${this.name}: the process node's agent had stopped; starting it again`);
     state.processes = state.processes.filter((p) => p.component !== "process-node");
-    const agent = await this.launchProcessNode(state, binaries);
+    const agent = await this.launchProcessNode(state, binaries, await this.claimNetwork());
     const since = Date.now();
-    const kc = new KubeConfig();
-    kc.loadFromFile(this.kubeconfigPath);
-    const coordination = kc.makeApiClient(CoordinationV1Api);
-    await this.waitFor("the process node's agent to renew its lease", [agent], 60_000, async () => {
-      const lease = await coordination.readNamespacedLease({
-        name: PROCESS_NODE_NAME,
-        namespace: "kube-node-lease",
-      });
-      return new Date(lease.spec?.renewTime ?? 0).getTime() >= since - 1000;
-    });
+    await this.waitFor("the process node's agent to renew its lease", [agent], 120_000, () =>
+      this.leaseRenewedSince(since),
+    );
     await this.writeState(state);
     return state;
+  }
+
+  /** Whether the process node's agent renewed its Lease since `since` (its own, not an earlier agent's). */
+  private async leaseRenewedSince(since: number): Promise<boolean> {
+    const kc = new KubeConfig();
+    kc.loadFromFile(this.kubeconfigPath);
+    const lease = await kc.makeApiClient(CoordinationV1Api).readNamespacedLease({
+      name: PROCESS_NODE_NAME,
+      namespace: "kube-node-lease",
+    });
+    return new Date(lease.spec?.renewTime ?? 0).getTime() >= since - 1000;
   }
 
   private componentKubeconfig(identity: ClientIdentity): string {
@@ -517,8 +682,11 @@ export class LocalCluster {
     // Clients first, then the API server, then etcd, so nothing logs errors about a vanished server.
     const clients = byOrder.filter((p) => !["kube-apiserver", "etcd"].includes(p.component));
     await Promise.all(clients.map((p) => stopProcess(p)));
-    // The process node's agent stops its pods; after a crash of the agent they are stopped here.
+    // The process node's agent stops its pods and removes its network; after a crash of the agent
+    // they are stopped and removed here.
     await stopRecordedProcesses(this.dir);
+    const network = await readRecordedNetwork(this.dir);
+    if (network) await removeNetwork(network.index);
     for (const p of byOrder.filter((p) => ["kube-apiserver", "etcd"].includes(p.component)))
       await stopProcess(p);
   }
@@ -538,7 +706,7 @@ export class LocalCluster {
   async reset(): Promise<void> {
     await this.stop();
     await unmountBelow(this.dir);
-    await releasePodCidr(this.dir);
+    await releaseNetwork(this.dir);
     await rm(this.dir, { recursive: true, force: true });
   }
 }
@@ -566,6 +734,21 @@ async function clusterRunning(dir: string): Promise<boolean> {
     return agent !== undefined && isRunning(agent.pid, agent.binary);
   } catch {
     return false;
+  }
+}
+
+/** Waits (up to 30 s) until `pid` runs `binary` or has ended. */
+async function execed(pid: number, binary: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    let argv0: string;
+    try {
+      argv0 = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0] ?? "";
+    } catch {
+      return;
+    }
+    if (argv0 === binary || argv0 === "") return;
+    await sleep(20);
   }
 }
 

@@ -6,7 +6,14 @@ import { fileURLToPath } from "node:url";
  * The Kubernetes components tenantry builds from their Go modules. Each has a small wrapper
  * module in `modules/<name>` whose go.mod pins the release and whose go.sum pins every byte.
  */
-export type ComponentName = "kubernetes" | "etcd" | "kwok" | "helm";
+export type ComponentName =
+  | "kubernetes"
+  | "kube-proxy"
+  | "coredns"
+  | "kube-router"
+  | "etcd"
+  | "kwok"
+  | "helm";
 
 export interface ComponentSpec<Name extends string = ComponentName> {
   name: Name;
@@ -60,6 +67,29 @@ export const components: readonly ComponentSpec[] = [
     ],
     binaries: ["kube-apiserver", "kube-controller-manager", "kube-scheduler"],
     ldflags: kubernetesVersionFlags,
+  },
+  {
+    // Its own wrapper module (same pins as "kubernetes"), so adding it rebuilt nothing else.
+    name: "kube-proxy",
+    module: "k8s.io/kubernetes",
+    packages: ["k8s.io/kubernetes/cmd/kube-proxy"],
+    binaries: ["kube-proxy"],
+    ldflags: kubernetesVersionFlags,
+  },
+  {
+    // The wrapper's main.go: CoreDNS's coremain with the plugins the clusters' DNS uses.
+    name: "coredns",
+    module: "github.com/coredns/coredns",
+    packages: ["tenantry.dev/localcluster/coredns"],
+    binaries: ["coredns"],
+    ldflags: () => [],
+  },
+  {
+    name: "kube-router",
+    module: "github.com/cloudnativelabs/kube-router/v2",
+    packages: ["github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"],
+    binaries: ["kube-router"],
+    ldflags: (version) => [`-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=${version}`],
   },
   {
     name: "etcd",

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { defaultClustersDir, UserError } from "../common/index.js";
 import { type BuildOptions, type ComponentBinaries, ensureComponents } from "./build.js";
 import { type ClusterState, type ClusterStatus, LocalCluster } from "./cluster.js";
+import { ensureHostTools, ensureInotifyInstances } from "./host-tools.js";
 import { acquireLock } from "./lock.js";
 import { type LocalObjectStoreState, startLocalObjectStore, stopLocalObjectStore } from "./object-store.js";
 import { type ClusterSpec, specFor } from "./spec.js";
@@ -88,6 +89,8 @@ export class ClusterHarness {
     const duplicate = names.find((n, i) => names.indexOf(n) !== i);
     if (duplicate) throw new UserError(`cluster "${duplicate}" is named twice`);
     const clusters = specs.map((spec) => new LocalCluster(spec, this.dir));
+    await ensureHostTools(this.log);
+    await ensureInotifyInstances(this.log);
     const binaries = await this.components();
     return this.locked(`starting ${names.join(", ")}`, async () => {
       const wasRunning = new Set<string>();

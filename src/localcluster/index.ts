@@ -34,6 +34,7 @@ export {
   PROCESS_NODE_TAINT,
 } from "./process-node/constants.js";
 export { ensureJupyterServer, type JupyterServerInstall } from "./process-node/jupyter-venv.js";
+export { letPodsReachHostPorts } from "./process-node/network/index.js";
 export { hurryStopping, logTail } from "./processes.js";
 export {
   type ClusterSpec,

@@ -1,5 +1,5 @@
 import { writeFile } from "node:fs/promises";
-import { stringify } from "yaml";
+import { kubeconfigYaml } from "../kube/index.js";
 import type { KeyPairPem } from "../pki/index.js";
 
 const b64 = (text: string) => Buffer.from(text).toString("base64");
@@ -17,36 +17,18 @@ export function renderKubeconfig(options: {
   namespace?: string;
 }): string {
   const context = `tenantry-${options.cluster}`;
-  return stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [
-      {
-        name: context,
-        cluster: { server: options.server, "certificate-authority-data": b64(options.caPem) },
-      },
-    ],
-    users: [
-      {
+  return kubeconfigYaml([
+    {
+      name: context,
+      cluster: { name: context, server: options.server, caData: b64(options.caPem) },
+      user: {
         name: `${context}-admin`,
-        user: {
-          "client-certificate-data": b64(options.client.certPem),
-          "client-key-data": b64(options.client.keyPem),
-        },
+        certData: b64(options.client.certPem),
+        keyData: b64(options.client.keyPem),
       },
-    ],
-    contexts: [
-      {
-        name: context,
-        context: {
-          cluster: context,
-          user: `${context}-admin`,
-          ...(options.namespace ? { namespace: options.namespace } : {}),
-        },
-      },
-    ],
-    "current-context": context,
-  });
+      ...(options.namespace ? { namespace: options.namespace } : {}),
+    },
+  ]);
 }
 
 export async function writeKubeconfig(

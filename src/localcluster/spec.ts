@@ -22,6 +22,11 @@ export interface ClusterSpec {
    * tenantry is down, tenant users there are denied.
    */
   accessWebhooks?: boolean;
+  /**
+   * The process node's spec.podCIDR (a /24); default 10.200.<k>.0/24, k the cluster's network on
+   * this machine. Two clusters may be given the same one, as real clusters often are.
+   */
+  podCidr?: string;
 }
 
 export const REGION_LABEL = "topology.kubernetes.io/region";
@@ -67,6 +72,11 @@ export function validateClusterSpec(spec: ClusterSpec): void {
   if (!Number.isInteger(nodes) || nodes < 1 || nodes > 500) {
     throw new UserError(
       `cluster "${spec.name}": nodes must be a whole number from 1 to 500, got ${spec.nodes}`,
+    );
+  }
+  if (spec.podCidr !== undefined && !/^10\.\d{1,3}\.\d{1,3}\.0\/24$/.test(spec.podCidr)) {
+    throw new UserError(
+      `cluster "${spec.name}": podCidr "${spec.podCidr}" must be a /24 in 10.0.0.0/8 such as 10.200.7.0/24`,
     );
   }
   for (const [component, flags] of [

@@ -1,5 +1,5 @@
 /**
- * The runtimes monitor (document 000 §3.4): evaluates every MonitorRule against the pods, claims
+ * The runtimes monitor (Vasilenko & Kurapati §3.4): evaluates every MonitorRule against the pods, claims
  * and nodes in the informers' caches. Informer events and scheduled re-checks (a cut-off being
  * reached, a probe period passing) say which object to evaluate; each (rule, object) pair fires
  * one alert while its condition holds and resolves it when it ends. Firing alerts are kept in
@@ -23,6 +23,7 @@ import {
   formatKubeTime,
   type Informer,
   type InformerCache,
+  ignoreNotFound,
   isNotFound,
   objectKey,
   type ReconcileResult,
@@ -459,16 +460,14 @@ export class Monitor {
       ),
     };
     if (JSON.stringify(status) === JSON.stringify(rule.status)) return reconcileDone();
-    try {
-      await applyStatus(this.client, {
+    await ignoreNotFound(
+      applyStatus(this.client, {
         apiVersion: TENANTS_API_VERSION,
         kind: "MonitorRule",
         metadata: { name: ruleName },
         status,
-      });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+      }),
+    );
     return reconcileDone();
   }
 

@@ -8,7 +8,7 @@ import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import pLimit, { type LimitFunction } from "p-limit";
 import type { Logger } from "pino";
-import { describeError, silentLogger } from "../kube/index.js";
+import { describeError, exponentialDelay, silentLogger } from "../kube/index.js";
 
 export const SIGNATURE_HEADER = "x-tenantry-signature-256";
 export const DELIVERY_HEADER = "x-tenantry-delivery";
@@ -47,7 +47,7 @@ export function verifySignature(secret: string | Buffer, body: string | Buffer, 
 
 /** Delay before attempt `attempt` (1 = the first retry): base × 2^(attempt-1), at most `maxMs`. */
 export function backoffDelay(attempt: number, baseMs: number, maxMs: number): number {
-  return Math.min(maxMs, baseMs * 2 ** (attempt - 1));
+  return exponentialDelay(attempt - 1, baseMs, maxMs);
 }
 
 export type DeliveryOutcome = "delivered" | "failed" | "dropped";

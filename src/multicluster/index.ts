@@ -126,7 +126,6 @@ export { type PeerClient, PeerClients } from "./peer-clients.js";
 export {
   type ClusterLabelSource,
   capacitySummary,
-  KUBECONFIG_KEY,
   PeeringController,
   type PeeringControllerOptions,
 } from "./peering-controller.js";
@@ -152,7 +151,7 @@ export {
   ReflectionController,
   type ReflectionControllerOptions,
 } from "./reflection/reflection-controller.js";
-export { type ProbeResult, probeReadyz } from "./remote.js";
+export { KUBECONFIG_KEY, type ProbeResult, probeReadyz } from "./remote.js";
 export {
   ReplicatedDeploymentController,
   type ReplicationControllerOptions,

@@ -12,12 +12,12 @@ import type {
   V1Secret,
 } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { KUBE_APISERVER_CLIENT_SIGNER } from "../identity/index.js";
 import {
   type ClusterClient,
   Controller,
   defaultControllerRateLimiter,
   Informer,
+  KUBE_APISERVER_CLIENT_SIGNER,
   type ReconcileContext,
   type ReconcileResult,
   startInformers,
@@ -36,7 +36,7 @@ export class MulticlusterInformers {
   readonly virtualNodes: Informer<V1Node>;
   readonly peerings: Informer<Peering>;
   readonly peerSecrets: Informer<V1Secret>;
-  /** Namespaces carrying the offloading label (the shortcut of document 004, 4.3). */
+  /** Namespaces carrying the offloading label (the shortcut of Liqo thesis, 4.3). */
   readonly labelledNamespaces: Informer<V1Namespace>;
   /** Namespaces tenantry marked as offloaded (the pod webhook's scope). */
   readonly offloadedNamespaces: Informer<V1Namespace>;

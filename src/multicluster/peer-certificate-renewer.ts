@@ -7,16 +7,17 @@
  * the Secret follow it without a restart.
  */
 import { createPrivateKey, randomBytes, X509Certificate } from "node:crypto";
-import { CertificatesV1Api, type V1CertificateSigningRequest, type V1Secret } from "@kubernetes/client-node";
+import { CertificatesV1Api, type V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { Gauge, Registry } from "prom-client";
 import { parse, stringify } from "yaml";
-import { CLIENT_USAGES, KUBE_APISERVER_CLIENT_SIGNER, waitForIssuedCertificate } from "../identity/index.js";
 import {
   type ClusterClient,
   Controller,
   certificateExpiryGauge,
+  clientCertificateRequest,
   describeError,
+  exponentialDelay,
   type Informer,
   isConflict,
   objectKey,
@@ -25,14 +26,14 @@ import {
   reconcileDone,
   recordCertificateEvent,
   requeueAfter,
+  waitForIssuedCertificate,
 } from "../kube/index.js";
 import { createCertificateRequest } from "../pki/index.js";
 import { TENANTS_API_VERSION } from "../tenants/index.js";
 import type { Peering } from "./api/peering.js";
 import { PEER_CERTIFICATE_SECONDS } from "./peer.js";
 import { certificateSecondsOf, renewalSchedule, renewFractionOf } from "./peer-certificates.js";
-import { KUBECONFIG_KEY } from "./peering-controller.js";
-import { loadPeerCredentials } from "./remote.js";
+import { KUBECONFIG_KEY, loadPeerCredentials } from "./remote.js";
 
 /** The longest wait before a certificate is looked at again (timers beyond ~24 days overflow). */
 const MAX_WAIT_MS = 12 * 3600_000;
@@ -196,7 +197,7 @@ export class PeerCertificateRenewer {
       return reconcileDone();
     } catch (err) {
       state.failures++;
-      const delay = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** (state.failures - 1));
+      const delay = exponentialDelay(state.failures - 1, FIRST_RETRY_MS, MAX_RETRY_MS);
       state.retryAt = now + delay;
       const reason = describeError(err);
       ctx.logger.warn({ peering: name, error: reason, retryInMs: delay }, "peer certificate renewal failed");
@@ -225,15 +226,12 @@ export class PeerCertificateRenewer {
     const { csrPem, keyPem } = await createCertificateRequest(username);
     const api = credentials.kubeConfig.makeApiClient(CertificatesV1Api);
     const name = `tenantry-peer-renewal-${randomBytes(6).toString("hex")}`;
-    const body: V1CertificateSigningRequest = {
-      metadata: { name, labels: { "app.kubernetes.io/managed-by": "tenantry" } },
-      spec: {
-        request: Buffer.from(csrPem).toString("base64"),
-        signerName: KUBE_APISERVER_CLIENT_SIGNER,
-        usages: [...CLIENT_USAGES],
-        expirationSeconds,
-      },
-    };
+    const body = clientCertificateRequest({
+      name,
+      csrPem,
+      expirationSeconds,
+      labels: { "app.kubernetes.io/managed-by": "tenantry" },
+    });
     try {
       await api.createCertificateSigningRequest({ body });
     } catch (err) {

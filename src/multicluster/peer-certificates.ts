@@ -4,11 +4,8 @@
  * it asks for exactly what peering gave. These are the rules, kept apart from the controllers.
  */
 import type { V1CertificateSigningRequest } from "@kubernetes/client-node";
-import {
-  type CertificateRequestSummary,
-  checkCertificatePolicy,
-  KUBE_APISERVER_CLIENT_SIGNER,
-} from "../identity/index.js";
+import { type CertificateRequestSummary, checkCertificatePolicy } from "../identity/index.js";
+import { KUBE_APISERVER_CLIENT_SIGNER } from "../kube/index.js";
 import type { Tenant } from "../tenants/index.js";
 
 /** The username prefix of peer users (see peerUsername). */

@@ -6,8 +6,7 @@
 import type { V1Secret } from "@kubernetes/client-node";
 import { ClusterClient, type Informer } from "../kube/index.js";
 import type { Peering } from "./api/peering.js";
-import { KUBECONFIG_KEY } from "./peering-controller.js";
-import { loadPeerCredentials } from "./remote.js";
+import { KUBECONFIG_KEY, loadPeerCredentials } from "./remote.js";
 
 export interface PeerClient {
   /** The Peering's name: the provider's cluster name. */

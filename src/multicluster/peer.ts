@@ -6,7 +6,6 @@
  * cluster more than that tenant in its peer.
  */
 import { readFileSync } from "node:fs";
-import { setTimeout as sleep } from "node:timers/promises";
 import type {
   KubernetesObject,
   V1ClusterRole,
@@ -16,7 +15,7 @@ import type {
   V1RoleBinding,
   V1Secret,
 } from "@kubernetes/client-node";
-import { errorMessage, UserError } from "../common/index.js";
+import { errorMessage, pollUntil, UserError } from "../common/index.js";
 import { MIN_EXPIRATION_SECONDS, requestUserCertificate, type UserCredentials } from "../identity/index.js";
 import {
   type ClusterClient,
@@ -31,7 +30,7 @@ import { TENANTS_API_VERSION, type Tenant } from "../tenants/index.js";
 import type { Peering } from "./api/peering.js";
 import { CLUSTER_IDENTITY_CONFIGMAP, type ClusterIdentity, readClusterIdentity } from "./identity.js";
 import { PEER_CERTIFICATE_SECONDS_ANNOTATION } from "./peer-certificates.js";
-import { KUBECONFIG_KEY } from "./peering-controller.js";
+import { KUBECONFIG_KEY } from "./remote.js";
 import { PEERING_LABEL, virtualNodeName } from "./virtual-node.js";
 
 export const DEFAULT_NAMESPACE = "tenantry-system";
@@ -303,12 +302,15 @@ async function waitFor<T>(
   what: () => Promise<{ done: boolean; value: T; detail: string }>,
   timeoutMs: number,
 ): Promise<{ done: boolean; value: T; detail: string }> {
-  const deadline = Date.now() + timeoutMs;
-  for (let interval = 100; ; interval = Math.min(interval * 2, 1000)) {
-    const result = await what();
-    if (result.done || Date.now() > deadline) return result;
-    await sleep(interval);
-  }
+  let last: { done: boolean; value: T; detail: string } | undefined;
+  const done = await pollUntil(
+    async () => {
+      last = await what();
+      return last.done ? last : undefined;
+    },
+    { timeoutMs, intervalMs: 100, maxIntervalMs: 1000 },
+  );
+  return done ?? last!;
 }
 
 function readyOf(object: { metadata?: { generation?: number }; status?: { conditions?: unknown[] } }): {

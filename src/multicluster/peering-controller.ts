@@ -26,6 +26,7 @@ import type { MulticlusterInformers } from "./informers.js";
 import {
   checkRemoteIdentity,
   type IdentityCheck,
+  KUBECONFIG_KEY,
   loadPeerCredentials,
   type PeerCredentials,
   type ProbeResult,
@@ -44,9 +45,6 @@ import {
   virtualNodeName,
   virtualNodeStatus,
 } from "./virtual-node.js";
-
-/** Key of the kubeconfig in a peering's credentials Secret. */
-export const KUBECONFIG_KEY = "kubeconfig";
 
 export interface PeeringControllerOptions {
   client: ClusterClient;

@@ -4,6 +4,9 @@ import { KubeConfig, type V1ConfigMap } from "@kubernetes/client-node";
 import { describeError } from "../kube/index.js";
 import { CLUSTER_IDENTITY_CONFIGMAP, parseClusterIdentity } from "./identity.js";
 
+/** Key of the kubeconfig in a peering's credentials Secret. */
+export const KUBECONFIG_KEY = "kubeconfig";
+
 /** Credentials for a provider, read from the peering's Secret. */
 export interface PeerCredentials {
   kubeConfig: KubeConfig;

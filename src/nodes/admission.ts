@@ -1,5 +1,5 @@
 /**
- * The nodes capability's admission webhooks (document 001, steps 2 and 11):
+ * The nodes capability's admission webhooks (CloudVeneto CaaS, steps 2 and 11):
  * - a new WorkerNode gets its owner (the requester) and tenant stamped, is checked against its
  *   provider's flavors and its tenant's spec.workerNodes, and gets its bootstrap token Secret;
  * - only its owner, its tenant's owners and cluster administrators may change or delete it;
@@ -8,7 +8,7 @@
  * Decisions read the informers' caches only (the tenant of a just-created namespace excepted).
  */
 import { CustomObjectsApi, type V1CertificateSigningRequest } from "@kubernetes/client-node";
-import { type ClusterClient, isAlreadyExists, isNotFound } from "../kube/index.js";
+import { type ClusterClient, Expectations, isAlreadyExists, isNotFound } from "../kube/index.js";
 import { certificateRequestSubject } from "../pki/index.js";
 import {
   isClusterAdmin,
@@ -93,10 +93,16 @@ export function joinTimeoutSeconds(provider: NodeProvider | undefined): number {
  * are decided one at a time, each counting the ones before it.
  */
 class QuotaReservations {
-  private readonly pending = new Map<string, Map<string, { name: string; until: number }>>();
+  /** By the admitted WorkerNode's uid. */
+  private readonly pending: Expectations<{ tenant: string; name: string }>;
   private readonly mutex = new KeyedMutex();
 
-  constructor(private readonly informers: NodeInformers) {}
+  constructor(private readonly informers: NodeInformers) {
+    this.pending = new Expectations({
+      ttlMs: RESERVATION_MS,
+      seen: (uid, { name }) => this.informers.workerNodes.get(undefined, name)?.metadata?.uid === uid,
+    });
+  }
 
   run<T>(tenant: string, fn: () => Promise<T>): Promise<T> {
     return this.mutex.run(tenant, fn);
@@ -104,26 +110,16 @@ class QuotaReservations {
 
   /** The tenant's WorkerNodes, cached or just admitted. */
   count(tenant: string): number {
-    const cached = this.informers.nodesOfTenant(tenant);
-    const pending = this.pending.get(tenant);
-    if (!pending) return cached.length;
-    const now = Date.now();
-    for (const [uid, entry] of pending) {
-      const seen = this.informers.workerNodes.get(undefined, entry.name)?.metadata?.uid === uid;
-      if (seen || entry.until < now) pending.delete(uid);
-    }
-    if (pending.size === 0) this.pending.delete(tenant);
-    return cached.length + pending.size;
+    const admitted = this.pending.pending().filter(([, entry]) => entry.tenant === tenant);
+    return this.informers.nodesOfTenant(tenant).length + admitted.length;
   }
 
-  release(tenant: string, uid: string): void {
-    this.pending.get(tenant)?.delete(uid);
+  release(uid: string): void {
+    this.pending.forget(uid);
   }
 
   reserve(tenant: string, name: string, uid: string): void {
-    const pending = this.pending.get(tenant) ?? new Map();
-    pending.set(uid, { name, until: Date.now() + RESERVATION_MS });
-    this.pending.set(tenant, pending);
+    this.pending.expect(uid, { tenant, name });
   }
 }
 
@@ -447,13 +443,13 @@ export class NodeAdmission {
     try {
       await this.createToken(name, uid, joinTimeoutSeconds(provider));
     } catch (err) {
-      this.reservations.release(tenantName, uid);
+      this.reservations.release(uid);
       throw err;
     }
     return allow();
   }
 
-  /** The node's bootstrap token (document 001, step 2), expiring when the node must be Running. */
+  /** The node's bootstrap token (CloudVeneto CaaS, step 2), expiring when the node must be Running. */
   private async createToken(name: string, uid: string, timeoutSeconds: number): Promise<void> {
     const expiration = new Date(Date.now() + timeoutSeconds * 1000);
     for (let attempt = 1; ; attempt++) {

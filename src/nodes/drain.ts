@@ -4,7 +4,7 @@
  * is tried again later). DaemonSet pods and mirror pods are left: they go with the node.
  */
 import type { V1Node, V1Pod } from "@kubernetes/client-node";
-import { type ClusterClient, isNotFound, statusCode, statusOf } from "../kube/index.js";
+import { type ClusterClient, ignoreNotFound, isNotFound, statusCode, statusOf } from "../kube/index.js";
 
 export interface DrainProgress {
   /** Pods still on the node (terminating ones included). */
@@ -27,11 +27,9 @@ export function evictable(pod: V1Pod): boolean {
 /** Marks the node unschedulable (kubectl cordon). */
 export async function cordon(client: ClusterClient, node: V1Node): Promise<void> {
   if (node.spec?.unschedulable) return;
-  try {
-    await client.objects.jsonPatch(node, [{ op: "add", path: "/spec/unschedulable", value: true }]);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
+  await ignoreNotFound(
+    client.objects.jsonPatch(node, [{ op: "add", path: "/spec/unschedulable", value: true }]),
+  );
 }
 
 /** One pass of evictions over the node's pods; call again until nothing remains. */

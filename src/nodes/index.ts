@@ -1,4 +1,4 @@
-/** Worker nodes on demand (document 001's OpenStackNode; capability C6): its only public entry. */
+/** Worker nodes on demand (CloudVeneto CaaS's OpenStackNode; capability C6): its only public entry. */
 
 export { joinTimeoutSeconds, NodeAdmission, type NodeAdmissionOptions } from "./admission.js";
 export {

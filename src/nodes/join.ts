@@ -9,6 +9,7 @@
 import { randomInt } from "node:crypto";
 import type { V1Secret } from "@kubernetes/client-node";
 import { stringify } from "yaml";
+import { kubeconfigYaml } from "../kube/index.js";
 import {
   BOOTSTRAP_GROUP,
   BOOTSTRAP_NAMESPACE,
@@ -111,22 +112,17 @@ export const JOIN_PATHS = {
 
 /** The kubelet's bootstrap kubeconfig: the cluster, its CA, and the token as the user. */
 export function bootstrapKubeconfig(config: Pick<JoinConfiguration, "server" | "caPem" | "token">): string {
-  return stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [
-      {
+  return kubeconfigYaml([
+    {
+      name: "tls-bootstrap",
+      cluster: {
         name: "cluster",
-        cluster: {
-          server: config.server,
-          "certificate-authority-data": Buffer.from(config.caPem).toString("base64"),
-        },
+        server: config.server,
+        caData: Buffer.from(config.caPem).toString("base64"),
       },
-    ],
-    users: [{ name: "tls-bootstrap", user: { token: `${config.token.id}.${config.token.secret}` } }],
-    contexts: [{ name: "tls-bootstrap", context: { cluster: "cluster", user: "tls-bootstrap" } }],
-    "current-context": "tls-bootstrap",
-  });
+      user: { name: "tls-bootstrap", token: `${config.token.id}.${config.token.secret}` },
+    },
+  ]);
 }
 
 /** The kubelet's flags for joining: where its kubeconfigs are, its name, its labels and taints. */

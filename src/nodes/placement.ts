@@ -1,5 +1,5 @@
 /**
- * Where pods may run once some nodes are private (document 001, step 11). A private node carries
+ * Where pods may run once some nodes are private (CloudVeneto CaaS, step 11). A private node carries
  * its owner in a label (NODE_OWNER_LABEL, which its kubelet cannot change) and a NoSchedule taint
  * (NODE_OWNER_TAINT); its owner's pods get the matching toleration and a preference for it. A pod that would tolerate someone else's private node
  * (`operator: Exists` without a key, say) gets required node affinity keeping it to nodes with no

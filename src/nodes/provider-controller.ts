@@ -5,7 +5,7 @@ import {
   type Condition,
   Controller,
   describeError,
-  isNotFound,
+  ignoreNotFound,
   objectKey,
   type ReconcileContext,
   type ReconcileResult,
@@ -112,16 +112,14 @@ export class NodeProviderController {
       );
     }
     if (!sameStoredJson(object.status ?? {}, status)) {
-      try {
-        await applyStatus(this.options.client, {
+      await ignoreNotFound(
+        applyStatus(this.options.client, {
           apiVersion: TENANTS_API_VERSION,
           kind: "NodeProvider",
           metadata: { name },
           status,
-        });
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+        }),
+      );
     }
     // A provider that does not answer is asked again in a while, not hammered by retries.
     if (failed) return requeueAfter(15_000);

@@ -1,5 +1,5 @@
 /**
- * The WorkerNode controller (document 001, steps 3–5): asks the provider for the machine with the
+ * The WorkerNode controller (CloudVeneto CaaS, steps 3–5): asks the provider for the machine with the
  * join configuration in its user data, follows the machine and the join (CSR, Node, Ready) through
  * the phases Building → Available → Joining → Running, keeps a private node labelled and tainted
  * for its owner, deletes the bootstrap token once Running, and on deletion cordons, drains,
@@ -9,6 +9,7 @@
 import { PatchStrategy, setHeaderOptions, type V1Node, type V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
+  addFinalizer,
   applyStatus,
   type ClusterClient,
   type Condition,
@@ -21,6 +22,7 @@ import {
   type ReconcileContext,
   type ReconcileResult,
   reconcileDone,
+  removeFinalizer,
   requeueAfter,
   sameStoredJson,
   setCondition,
@@ -257,7 +259,7 @@ export class WorkerNodeController {
   private async advance(draft: Draft, ctx: ReconcileContext): Promise<ReconcileResult> {
     const { node, status } = draft;
     const name = node.metadata!.name!;
-    await this.ensureFinalizer(node);
+    await addFinalizer(this.options.client.objects, node, WORKER_NODE_FINALIZER);
     if (status.phase === "Failed") return this.cleanUpFailed(draft);
     if (!status.phase) setPhase(draft, "Building", "MachineRequested", "asking the provider for a machine");
     const created = Date.parse(node.metadata?.creationTimestamp as unknown as string) || draft.now.getTime();
@@ -592,16 +594,6 @@ export class WorkerNodeController {
     );
   }
 
-  private async ensureFinalizer(node: WorkerNode): Promise<void> {
-    if (node.metadata?.finalizers?.includes(WORKER_NODE_FINALIZER)) return;
-    await this.options.client.objects.jsonPatch(node as never, [
-      { op: "test", path: "/metadata/resourceVersion", value: node.metadata!.resourceVersion },
-      node.metadata?.finalizers
-        ? { op: "add", path: "/metadata/finalizers/-", value: WORKER_NODE_FINALIZER }
-        : { op: "add", path: "/metadata/finalizers", value: [WORKER_NODE_FINALIZER] },
-    ]);
-  }
-
   // --- failure ----------------------------------------------------------------------------------
 
   private failSync(draft: Draft, reason: string, message: string): ReconcileResult {
@@ -737,15 +729,7 @@ export class WorkerNodeController {
     }
     const gone = await this.removeEverything(draft);
     if (!gone) return requeueAfter(this.pollMs);
-    const index = node.metadata.finalizers.indexOf(WORKER_NODE_FINALIZER);
-    await this.options.client.objects
-      .jsonPatch(node as never, [
-        { op: "test", path: `/metadata/finalizers/${index}`, value: WORKER_NODE_FINALIZER },
-        { op: "remove", path: `/metadata/finalizers/${index}` },
-      ])
-      .catch((err: unknown) => {
-        if (!isNotFound(err)) throw err;
-      });
+    await removeFinalizer(this.options.client.objects, node, WORKER_NODE_FINALIZER);
     ctx.logger.info({ node: name }, "worker node deleted");
     return reconcileDone();
   }

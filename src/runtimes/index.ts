@@ -1,4 +1,4 @@
-/** The runtimes capability (document 000): its only public entry. */
+/** The runtimes capability (Vasilenko & Kurapati): its only public entry. */
 
 export {
   AdminCallers,

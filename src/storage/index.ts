@@ -1,4 +1,4 @@
-/** tenantry's storage (document 000 §4: Advisor, Supplier, Provisioner, Driver): its only public entry. */
+/** tenantry's storage (Vasilenko & Kurapati §4: Advisor, Supplier, Provisioner, Driver): its only public entry. */
 
 export { STORAGE_API_VERSION, STORAGE_CRDS, VOLUME_POOL_CRD } from "./api/crds.js";
 export {

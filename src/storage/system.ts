@@ -62,7 +62,7 @@ export function validateStorageOptions(options: StorageOptions): void {
 }
 
 /**
- * tenantry's storage on one cluster (document 000 §4): the advisor, the supplier and the
+ * tenantry's storage on one cluster (Vasilenko & Kurapati §4): the advisor, the supplier and the
  * provisioner, plus the node agent when this process also runs on the nodes' machine. Built afresh
  * by the leader each time it starts leading.
  */

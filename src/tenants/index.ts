@@ -11,7 +11,7 @@ export {
   tenantsOf,
   userLabelValue,
 } from "./admission/identity.js";
-export { tenantWebhooks } from "./admission/index.js";
+export { RUNTIMES_NODE_TAINT_KEY, tenantWebhooks } from "./admission/index.js";
 export { KeyedMutex } from "./admission/keyed-mutex.js";
 export { tenantNameOfNamespace } from "./admission/lookup.js";
 export * from "./api/index.js";

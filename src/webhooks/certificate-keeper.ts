@@ -26,6 +26,13 @@ export interface WebhookCertificateKeeperOptions {
   initial: WebhookTls;
   /** Called with a certificate other than the one served: renewed here, by another replica, or by cert-manager. */
   onChange: (next: WebhookTls, previous: WebhookTls) => Promise<void> | void;
+  /**
+   * Which certificate this is, in metric labels (`<certificate>-serving`, `<certificate>-ca`) and
+   * messages; default "webhook". The gateway keeps its own with this keeper too.
+   */
+  certificate?: string;
+  /** Also run at every check, after the certificate's: other TLS material a server reloads on the same schedule (the gateway's client CA). */
+  onCheck?: () => Promise<void>;
   /** How often the Secret is looked at; default 10 minutes. */
   checkIntervalMs?: number;
   registry?: Registry;
@@ -46,7 +53,8 @@ export class WebhookCertificateKeeper {
   private checking?: Promise<void>;
   private readonly warned = new Set<string>();
   private readonly expiry?: Gauge<"certificate">;
-  private readonly renewals?: Counter<"result">;
+  private readonly renewals?: Counter<"certificate" | "result">;
+  private readonly certificate: string;
   private readonly now: () => number;
   private readonly core: CoreV1Api;
 
@@ -54,14 +62,10 @@ export class WebhookCertificateKeeper {
     this.current = options.initial;
     this.now = options.now ?? Date.now;
     this.core = options.kubeConfig.makeApiClient(CoreV1Api);
+    this.certificate = options.certificate ?? "webhook";
     if (options.registry) {
       this.expiry = certificateExpiryGauge(options.registry);
-      this.renewals = new Counter({
-        name: "tenantry_certificate_renewals_total",
-        help: "Renewals of the webhook serving certificate this replica attempted, by result.",
-        labelNames: ["result"],
-        registers: [options.registry],
-      });
+      this.renewals = renewalsCounter(options.registry);
     }
     this.record(this.current);
   }
@@ -97,11 +101,11 @@ export class WebhookCertificateKeeper {
       if (issuer === "self") {
         const result = await renewWebhookTls(kubeConfig, tls);
         if (result.renewed) {
-          this.renewals?.inc({ result: "renewed" });
+          this.renewals?.inc({ certificate: this.certificate, result: "renewed" });
           this.event(
             "Normal",
             "CertificateRenewed",
-            `renewed the webhook serving certificate: valid until ${notAfterOf(result.serving.certPem).toISOString()}`,
+            `renewed the ${this.certificate} serving certificate: valid until ${notAfterOf(result.serving.certPem).toISOString()}`,
           );
         }
         next = { caPem: result.caPem, serving: result.serving };
@@ -112,12 +116,12 @@ export class WebhookCertificateKeeper {
       // A conflict is another replica renewing at the same moment: its certificate is read next time.
       const conflict = (err as { code?: number }).code === 409;
       if (!conflict) {
-        this.renewals?.inc({ result: "failed" });
-        logger.warn({ err }, "checking the webhook certificate failed");
+        this.renewals?.inc({ certificate: this.certificate, result: "failed" });
+        logger.warn({ err }, `checking the ${this.certificate} certificate failed`);
         this.warnOnce(
           `failed:${notAfterOf(this.current.serving.certPem).getTime()}`,
           "CertificateRenewalFailed",
-          `could not ${issuer === "self" ? "renew" : "read"} the webhook serving certificate: ${(err as Error).message}`,
+          `could not ${issuer === "self" ? "renew" : "read"} the ${this.certificate} serving certificate: ${(err as Error).message}`,
         );
       }
     }
@@ -133,20 +137,26 @@ export class WebhookCertificateKeeper {
           notAfter: notAfterOf(next.serving.certPem).toISOString(),
           caChanged: next.caPem !== previous.caPem,
         },
-        "serving a new webhook certificate",
+        `serving a new ${this.certificate} certificate`,
       );
       try {
         await this.options.onChange(next, previous);
       } catch (err) {
-        logger.error({ err }, "switching to the new webhook certificate failed");
+        logger.error({ err }, `switching to the new ${this.certificate} certificate failed`);
       }
     }
     this.warnIfDue();
+    await this.options
+      .onCheck?.()
+      .catch((err: unknown) => logger.warn({ err }, "checking TLS material failed"));
   }
 
   private record(tls: WebhookTls): void {
-    this.expiry?.set({ certificate: "webhook-serving" }, notAfterOf(tls.serving.certPem).getTime() / 1000);
-    this.expiry?.set({ certificate: "webhook-ca" }, notAfterOf(tls.caPem).getTime() / 1000);
+    this.expiry?.set(
+      { certificate: `${this.certificate}-serving` },
+      notAfterOf(tls.serving.certPem).getTime() / 1000,
+    );
+    this.expiry?.set({ certificate: `${this.certificate}-ca` }, notAfterOf(tls.caPem).getTime() / 1000);
   }
 
   /**
@@ -167,8 +177,8 @@ export class WebhookCertificateKeeper {
       `expiring:${notAfter}`,
       remainingMs <= 0 ? "CertificateExpired" : "CertificateExpiring",
       remainingMs <= 0
-        ? `the webhook serving certificate expired at ${when}: the API server cannot call tenantry's webhooks`
-        : `the webhook serving certificate expires at ${when} and has not been renewed${this.options.issuer === "self" ? "" : " by its issuer (check cert-manager's Certificate)"}`,
+        ? `the ${this.certificate} serving certificate expired at ${when}${this.certificate === "webhook" ? ": the API server cannot call tenantry's webhooks" : ""}`
+        : `the ${this.certificate} serving certificate expires at ${when} and has not been renewed${this.options.issuer === "self" ? "" : " by its issuer (check cert-manager's Certificate)"}`,
     );
   }
 
@@ -188,4 +198,17 @@ export class WebhookCertificateKeeper {
       this.options.logger,
     );
   }
+}
+
+/** One counter per registry, shared by every keeper registering into it. */
+function renewalsCounter(registry: Registry): Counter<"certificate" | "result"> {
+  const name = "tenantry_certificate_renewals_total";
+  const existing = registry.getSingleMetric(name);
+  if (existing) return existing as Counter<"certificate" | "result">;
+  return new Counter({
+    name,
+    help: "Renewals of serving certificates this replica attempted, by certificate and result.",
+    labelNames: ["certificate", "result"],
+    registers: [registry],
+  });
 }

@@ -1,23 +1,10 @@
-import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
 import swagger from "@fastify/swagger";
 import type { V1LabelSelector, V1RuleWithOperations } from "@kubernetes/client-node";
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { Counter, type Registry } from "prom-client";
-import {
-  API_SERVER_KEEP_ALIVE_MS,
-  drainingServerOptions,
-  echoRequestId,
-  type GracefulClose,
-  gracefulClose,
-  ProblemError,
-  problemServerOptions,
-  replaceServingCertificate,
-  replyProblem,
-  requestIdOptions,
-  serveProblems,
-} from "../common/index.js";
+import { API_SERVER_KEEP_ALIVE_MS, HttpServer, ProblemError, replyProblem } from "../common/index.js";
 import { type AdmissionDecision, type AdmissionRequest, toReviewResponse } from "./review.js";
 import {
   type AdmissionReviewRequest,
@@ -115,34 +102,27 @@ export interface WebhookServerOptions {
 
 /** Serves admission webhooks over TLS; the serving certificate can be swapped without a restart. */
 export class WebhookServer {
-  private readonly app: FastifyInstance;
+  private readonly shell: HttpServer & { app: FastifyInstance };
   private readonly webhooks = new Map<string, AdmissionWebhook>();
-  private address?: AddressInfo;
-  private readonly closing: GracefulClose;
   private readonly refused?: Counter<"reason">;
 
   constructor(private readonly options: WebhookServerOptions) {
     const clientCaPem = this.clientCaPem;
-    this.app = Fastify({
-      ...problemServerOptions({ bodyLimit: BODY_LIMIT }),
-      https: {
-        cert: options.tls.serving.certPem,
-        key: options.tls.serving.keyPem,
-        // Asked of every client, never required by the handshake: a caller without one gets a 401
-        // saying why (and /healthz stays open to probes).
-        ...(clientCaPem ? { requestCert: true, rejectUnauthorized: false, ca: clientCaPem } : {}),
-      },
+    this.shell = HttpServer.fastify({
+      what: "admission webhooks",
+      host: options.host ?? "127.0.0.1",
+      port: options.port ?? 0,
+      // A caller without a client certificate gets a 401 saying why (and /healthz stays open to probes).
+      tls: { ...options.tls.serving, ...(clientCaPem ? { clientCaPem } : {}) },
+      bodyLimit: BODY_LIMIT,
+      ...(options.logger ? { logger: options.logger.child({ component: "webhooks" }) } : {}),
       // One log line per admission request would drown everything else; keep warnings and errors.
-      ...(options.logger
-        ? { loggerInstance: options.logger.child({ component: "webhooks" }, { level: "warn" }) }
-        : {}),
-      // Stopping answers the requests in flight (see gracefulClose).
-      ...drainingServerOptions,
-      keepAliveTimeout: API_SERVER_KEEP_ALIVE_MS,
-      ...requestIdOptions(),
-    }) as unknown as FastifyInstance;
-    echoRequestId(this.app);
-    this.closing = gracefulClose(this.app, "admission requests", options.logger);
+      logLevel: "warn",
+      // kube-apiserver denies a request whose review is cut: stopping answers those in flight.
+      inFlight: "answer",
+      keepAliveTimeoutMs: API_SERVER_KEEP_ALIVE_MS,
+    });
+    const { app } = this.shell;
     if (options.registry) {
       this.refused = new Counter({
         name: "tenantry_admission_refused_callers_total",
@@ -155,7 +135,7 @@ export class WebhookServer {
       options.logger?.warn(
         "admission webhooks answer any caller: nothing but the network keeps forged AdmissionReviews out (give the CA of kube-apiserver's webhook client certificate)",
       );
-    this.app.register(swagger, {
+    app.register(swagger, {
       openapi: {
         info: {
           title: "tenantry admission webhooks",
@@ -165,16 +145,15 @@ export class WebhookServer {
         },
       },
     });
-    serveProblems(this.app, { bodyLimit: BODY_LIMIT, what: "webhook request" });
-    this.app.get("/healthz", { schema: { hide: true } }, async () => "ok");
-    this.app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => this.app.swagger());
+    app.get("/healthz", { schema: { hide: true } }, async () => "ok");
+    app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
   }
 
   register(webhook: AdmissionWebhook): void {
     if (this.webhooks.has(webhook.path)) throw new Error(`webhook path ${webhook.path} is registered twice`);
     this.webhooks.set(webhook.path, webhook);
     // Inside a plugin, so that the OpenAPI document (registered first) sees the route.
-    this.app.register(async (scope) => {
+    this.shell.app.register(async (scope) => {
       scope.post(
         webhook.path,
         {
@@ -240,35 +219,31 @@ export class WebhookServer {
     return [...this.webhooks.values()];
   }
 
-  async start(): Promise<string> {
-    await this.app.listen({ host: this.options.host ?? "127.0.0.1", port: this.options.port ?? 0 });
-    this.address = this.app.server.address() as AddressInfo;
-    return this.url;
+  start(): Promise<string> {
+    return this.shell.listen();
   }
 
   get url(): string {
-    if (!this.address) throw new Error("webhook server is not started");
-    const host = this.address.family === "IPv6" ? `[${this.address.address}]` : this.address.address;
-    return `https://${host}:${this.address.port}`;
+    return this.shell.url;
   }
 
   /** New connections use the new certificate; connections already open finish with the old one. */
   rotate(tls: WebhookTls): void {
-    replaceServingCertificate(this.app.server, tls.serving, this.clientCaPem);
+    this.shell.replaceCertificate(tls.serving);
   }
 
   /** Admission requests being answered now. */
   get pending(): number {
-    return this.closing.pending;
+    return this.shell.pending;
   }
 
-  /** About to stop: see {@link GracefulClose.drain}. */
+  /** About to stop: see {@link HttpServer.drain}. */
   drain(): void {
-    this.closing.drain();
+    this.shell.drain();
   }
 
-  /** Answers the admission requests already received, then stops (see {@link GracefulClose.close}). */
+  /** Answers the admission requests already received, then stops (see {@link HttpServer.close}). */
   stop(drainTimeoutMs?: number): Promise<void> {
-    return this.closing.close(drainTimeoutMs);
+    return this.shell.close(drainTimeoutMs);
   }
 }

@@ -28,9 +28,9 @@ import {
 import { loadClusterClient } from "../../src/kube/index.js";
 import { ClusterHarness, type ClusterState, webhookClientCaFile } from "../../src/localcluster/index.js";
 import type { Tenant, TenantResourceQuota } from "../../src/tenants/index.js";
+import { standbyTenantryProcess, type TenantryProcessOptions } from "../../testing/index.js";
 import { eventually } from "../support/eventually.js";
 import { seeded } from "../support/seeded.js";
-import { standbyTenantryProcess, type TenantryProcessOptions } from "../support/tenantry-process.js";
 
 /** 100 tenants and 50 kills; smaller runs (TENANTRY_CHAOS_TENANTS, TENANTRY_CHAOS_KILLS) for a quick look. */
 const TENANTS = Number(process.env.TENANTRY_CHAOS_TENANTS ?? 100);

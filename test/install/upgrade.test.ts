@@ -206,6 +206,15 @@ describe("upgrading from the previous chart and tenantry with tenants in place",
           "acme-prod",
           "globex-web",
         ]);
+        // The snapshot taken before the upgrade must be settled: each tenant's status lists its namespaces.
+        for (const [name, tenant] of Object.entries(state.tenants)) {
+          const labelled = Object.keys(state.namespaces).filter((ns) => state.namespaces[ns] === name);
+          assert.deepEqual(
+            [...tenant.namespaces].sort(),
+            labelled.sort(),
+            `tenant ${name}: status lists its namespaces`,
+          );
+        }
       },
       { timeoutMs: 120_000, intervalMs: 1000 },
     );

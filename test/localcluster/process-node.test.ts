@@ -13,6 +13,7 @@ import {
   LOCAL_STORAGE_CLASS,
   PROCESS_NODE_LABEL,
   PROCESS_NODE_NAME,
+  PROCESS_NODE_TAINT,
 } from "../../src/localcluster/index.js";
 import { testEnvironment, testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
@@ -54,16 +55,16 @@ describe("process node", () => {
     await api.deleteNamespace({ name: namespace }).catch(() => {});
   });
 
-  test("the node is Ready, labelled, tainted, on a loopback pod network, and not KWOK's", async () => {
+  test("the node is Ready, labelled, tainted for runtimes, with a pod network of its own, and not KWOK's", async () => {
     const node = await api.readNode({ name: PROCESS_NODE_NAME });
     assert.equal(node.metadata?.labels?.[PROCESS_NODE_LABEL], "true");
     assert.equal(node.metadata?.labels?.["topology.kubernetes.io/region"], "eu-west");
     assert.equal(node.metadata?.annotations?.["kwok.x-k8s.io/node"], undefined);
     assert.deepEqual(
       node.spec?.taints?.map((t) => `${t.key}=${t.value}:${t.effect}`),
-      [`${PROCESS_NODE_LABEL}=true:NoSchedule`],
+      [`${PROCESS_NODE_TAINT.key}=true:NoSchedule`],
     );
-    assert.match(node.spec?.podCIDR ?? "", /^127\.\d+\.0\.0\/16$/);
+    assert.match(node.spec?.podCIDR ?? "", /^10\.200\.\d+\.0\/24$/);
     assert.ok(
       node.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
       "the node is Ready",
@@ -110,13 +111,14 @@ describe("process node", () => {
     const pod = await ready("echo");
     const ip = pod.status?.podIP ?? "";
     const node = await api.readNode({ name: PROCESS_NODE_NAME });
-    const octets = (node.spec?.podCIDR ?? "").split(".").slice(0, 2).join(".");
+    const octets = (node.spec?.podCIDR ?? "").split(".").slice(0, 3).join(".");
     assert.ok(ip.startsWith(`${octets}.`), `pod IP ${ip} is in ${node.spec?.podCIDR}`);
     assert.deepEqual(
       pod.status?.podIPs?.map((p) => p.ip),
       [ip],
     );
-    assert.equal(pod.status?.hostIP, "127.0.0.1");
+    const internalIP = node.status?.addresses?.find((a) => a.type === "InternalIP")?.address;
+    assert.equal(pod.status?.hostIP, internalIP, "the node's address, where its pods reach it");
     assert.deepEqual(
       pod.status?.initContainerStatuses?.map((s) => [
         s.name,
@@ -222,7 +224,7 @@ describe("process node", () => {
     const reasons = (await events("alive")).map((e) => `${e.reason}: ${e.message}`);
     assert.ok(
       reasons.some((r) =>
-        /^Unhealthy: Liveness probe failed: dial tcp 127\.\d+\.\d+\.\d+:9999: connect: connection refused$/.test(
+        /^Unhealthy: Liveness probe failed: dial tcp 10\.200\.\d+\.\d+:9999: connect: connection refused$/.test(
           r,
         ),
       ),

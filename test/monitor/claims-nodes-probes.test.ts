@@ -170,7 +170,8 @@ describe("runtimes monitor: claims, nodes, probes", () => {
     assert.deepEqual(await firedBy(namespace, name, probeRule), []);
 
     const pid = containerPid(running)!;
-    process.kill(pid, "SIGSTOP");
+    // The container's process is its sandbox's first; the server is further down its process group.
+    process.kill(-pid, "SIGSTOP");
     try {
       await eventually(async () => {
         const [event] = await eventsOf(namespace, name, ALERT_FIRING_REASON);
@@ -182,7 +183,7 @@ describe("runtimes monitor: claims, nodes, probes", () => {
       });
       assert.equal(await firingGauge("endpoint-probe", tenant), 1);
     } finally {
-      process.kill(pid, "SIGCONT");
+      process.kill(-pid, "SIGCONT");
     }
     await eventually(async () => {
       assert.equal((await eventsOf(namespace, name, ALERT_RESOLVED_REASON)).length, 1);

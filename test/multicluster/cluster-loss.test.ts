@@ -1,5 +1,5 @@
 /**
- * Document 004, 7.2, end to end: a namespace offloaded to three providers, two ReplicatedDeployments
+ * Liqo thesis, 7.2, end to end: a namespace offloaded to three providers, two ReplicatedDeployments
  * (by region and by provider) and a Service in it; then one provider is lost and comes back.
  *
  * The topology is this file's own, so the shared peerings stay as they are: a new consumer
@@ -62,7 +62,7 @@ const SERVICE = "shop";
 
 const seconds = (since: number) => ((Date.now() - since) / 1000).toFixed(1);
 
-describe("document 004, 7.2: an application over three providers survives losing one", () => {
+describe("Liqo thesis, 7.2: an application over three providers survives losing one", () => {
   const dir = tempDir("cluster-loss");
   const harness = new ClusterHarness({ dir: join(dir, "clusters"), log: () => {} });
   const running: RunningTenantry[] = [];

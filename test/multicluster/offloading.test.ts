@@ -83,7 +83,7 @@ after(async () => {
 });
 
 describe("namespace offloading on the shared topology", () => {
-  test("document 004, 4.3: Remote, EnforceSameName, only strict clusters → one replica, in edge-1, and pods only there", async () => {
+  test("Liqo thesis, 4.3: Remote, EnforceSameName, only strict clusters → one replica, in edge-1, and pods only there", async () => {
     const ns = uniqueName("strict");
     created.push(ns);
     await offload(ns, {
@@ -391,7 +391,7 @@ describe("namespace offloading on the shared topology", () => {
     );
   });
 
-  test("document 004, 6.1.3: deleting the offloading shows Terminating, removes the replicas and only then the offloading", async () => {
+  test("Liqo thesis, 6.1.3: deleting the offloading shows Terminating, removes the replicas and only then the offloading", async () => {
     const ns = uniqueName("delete");
     created.push(ns);
     await offload(ns, {});

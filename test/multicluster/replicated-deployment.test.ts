@@ -20,10 +20,10 @@ import {
   VIRTUAL_NODE_TAINT,
 } from "../../src/multicluster/index.js";
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
+import { FAKE_NODE_RUN_LABEL, fakeVirtualNodes } from "../../testing/index.js";
 import { uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { kubectl } from "../support/kubectl.js";
-import { FAKE_NODE_RUN_LABEL, fakeVirtualNodes } from "../support/virtual-nodes.js";
 import { adminClient, kubeconfigPath } from "./support.js";
 
 const REGION = "topology.kubernetes.io/region";

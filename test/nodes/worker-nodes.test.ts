@@ -1,6 +1,6 @@
 /**
  * Worker nodes on demand against the home cluster and the tenantry of the test run: a user asks for
- * a private node and sees it go Building → Available → Joining → Running with document 001's
+ * a private node and sees it go Building → Available → Joining → Running with CloudVeneto CaaS's
  * columns; it joins with its bootstrap token through a kubelet client CSR; their pods land on it
  * and nobody else's do; every refusal names its field; a used or expired token is refused by the
  * API server; deletion drains and removes the Node, the machine and the token.
@@ -109,7 +109,7 @@ after(async () => {
 });
 
 describe("a private worker node", () => {
-  it("is asked for by its owner and goes Building → Available → Joining → Running, shown with document 001's columns", async () => {
+  it("is asked for by its owner and goes Building → Available → Joining → Running, shown with CloudVeneto CaaS's columns", async () => {
     succeeded(
       await as(
         alice,
@@ -223,9 +223,14 @@ describe("a private worker node", () => {
       /untolerated taint \{tenantry\.dev\/node-owner: /,
     );
 
-    // Tolerating every taint: tenantry's node affinity keeps the pod off other users' private nodes.
+    // Tolerating every owner's taint: tenantry's node affinity keeps the pod off other users' private
+    // nodes. (A toleration of every taint is refused outright: it would tolerate the nodes reserved
+    // for runtimes, test/tenants/admission/reserved-nodes.test.ts.)
     const everything = JSON.stringify({
-      spec: { tolerations: [{ operator: "Exists" }], nodeSelector: { "kubernetes.io/hostname": nodeName } },
+      spec: {
+        tolerations: [{ key: "tenantry.dev/node-owner", operator: "Exists" }],
+        nodeSelector: { "kubernetes.io/hostname": nodeName },
+      },
     });
     succeeded(
       await as(carol, [

@@ -19,6 +19,7 @@ import {
 import { uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
+import { reachable, serverPod } from "../support/netpol.js";
 import { RUNTIMES_API as API, adminCall as call, clusterClient, removeObject } from "../support/runtimes.js";
 
 const jupyterPlugin = join(
@@ -139,7 +140,7 @@ describe("runtimes on the process node", () => {
       namespace: placed(echo, "one").namespace,
     });
     assert.equal(pod.spec?.nodeName, PROCESS_NODE_NAME);
-    assert.match(endpoint!.url, /^http:\/\/127\.\d+\.\d+\.\d+:8080$/);
+    assert.match(endpoint!.url, /^http:\/\/10\.200\.\d+\.\d+:8080$/);
     const answer = await fetch(`${endpoint!.url}/hello?from=tenantry`);
     assert.equal(answer.status, 200);
     assert.match(await answer.text(), /GET \/hello\?from=tenantry/);
@@ -177,7 +178,8 @@ describe("runtimes on the process node", () => {
     const { namespace, name } = placed(jupyter, "lab");
     const running = await start(jupyter, "lab", 600_000);
     const { endpoint, route } = running.status!;
-    assert.match(endpoint!.url, new RegExp(`^http://127\\.\\d+\\.\\d+\\.\\d+:8888/r/${route!.token}$`));
+    // The pod's address on the process node's pod network (no longer a loopback address).
+    assert.match(endpoint!.url, new RegExp(`^http://10\\.\\d+\\.\\d+\\.\\d+:8888/r/${route!.token}$`));
     const secretToken = async () =>
       Buffer.from(
         (await home.core.readNamespacedSecret({ name: `${name}-token`, namespace })).data!.token!,
@@ -212,5 +214,45 @@ describe("runtimes on the process node", () => {
         assert.rejects(home.core.readNamespacedPersistentVolumeClaim({ name: `${name}-home`, namespace })),
       { timeoutMs: 60_000 },
     );
+  });
+
+  test("a runtime is reached from the machine, where the runtimes proxy runs, and from no other namespace of its tenant or outside it", async () => {
+    const running = await start(echo, "fenced", 120_000);
+    const runtime = new URL(running.status!.endpoint!.url).host;
+    assert.equal((await fetch(`http://${runtime}/`)).status, 200, "the machine reaches the runtime");
+    // The tenant's own namespace (made at the user's first login) and a namespace of no tenant;
+    // the pods are placed on the process node by the cluster admin, so their packets cross the pod network.
+    const tenantNamespace = `${tenant}-default`;
+    const stranger = uniqueName("rtp-stranger");
+    await home.core.createNamespace({ body: { metadata: { name: stranger } } });
+    try {
+      const neighbour = await serverPod(
+        home.core,
+        tenantNamespace,
+        "neighbour",
+        { app: "neighbour" },
+        [8080],
+      );
+      const member = await serverPod(home.core, tenantNamespace, "member", { app: "member" }, [8080]);
+      const outsider = await serverPod(home.core, stranger, "outsider", { app: "outsider" }, [8080]);
+      await eventually(
+        async () => {
+          const [fromMember, fromOutsider] = await Promise.all([
+            reachable(member, [runtime, `${neighbour.ip}:8080`]),
+            reachable(outsider, [runtime]),
+          ]);
+          assert.deepEqual(
+            { runtime: fromMember[0], neighbour: fromMember[1], outsider: fromOutsider[0] },
+            // The neighbour in the member's own namespace answers: the member's packets do flow.
+            { runtime: false, neighbour: true, outsider: false },
+          );
+        },
+        { timeoutMs: 60_000, intervalMs: 1000 },
+      );
+    } finally {
+      await home.core.deleteNamespace({ name: stranger }).catch(() => {});
+      for (const name of ["neighbour", "member"])
+        await home.core.deleteNamespacedPod({ name, namespace: tenantNamespace }).catch(() => {});
+    }
   });
 });

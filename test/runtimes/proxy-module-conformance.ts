@@ -10,7 +10,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { after, before, describe, it } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { ModuleSettings } from "../../src/runtimes/index.js";
-import { type Backend, startBackend } from "../support/backend.js";
+import { type Backend, startBackend } from "../../testing/index.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { createRuntime, homeClient, removeObject } from "./cluster-support.js";

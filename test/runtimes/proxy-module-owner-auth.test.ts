@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { BuiltinIdentity } from "../../src/identity/index.js";
 import { DEFAULT_SESSION_COOKIE, OWNER_AUTH_MODULE } from "../../src/runtimes/index.js";
-import { type Backend, startBackend } from "../support/backend.js";
+import { type Backend, startBackend } from "../../testing/index.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";

@@ -17,7 +17,7 @@ import {
   runtimePlacement,
   startRuntimesProxy,
 } from "../../src/runtimes/index.js";
-import { type Backend, startBackend } from "../support/backend.js";
+import { type Backend, startBackend } from "../../testing/index.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";

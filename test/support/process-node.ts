@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
-import type { V1Container, V1Pod } from "@kubernetes/client-node";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { CoreV1Api, V1Container, V1Pod, V1PodSpec } from "@kubernetes/client-node";
 import WebSocket from "ws";
-import { PROCESS_NODE_PLACEMENT } from "../../src/localcluster/index.js";
+import { LOCAL_IMAGES, PROCESS_NODE_PLACEMENT } from "../../src/localcluster/index.js";
 
 /** A pod for the process node of a local cluster (its node selector and toleration set). */
 export function processNodePod(
@@ -84,4 +85,38 @@ export function webSocketExchange(
       reject(err);
     });
   });
+}
+
+/**
+ * Runs `script` with sh in a pod of the process node (busybox: this machine's shell and tools,
+ * curl among them) until it ends; resolves with its log and phase. The pod is deleted afterwards.
+ */
+export async function runInPod(
+  api: CoreV1Api,
+  namespace: string,
+  name: string,
+  script: string,
+  options: { labels?: Record<string, string>; timeoutMs?: number; spec?: Partial<V1PodSpec> } = {},
+): Promise<{ log: string; phase: string }> {
+  await api.createNamespacedPod({
+    namespace,
+    body: processNodePod(
+      name,
+      [{ name: "sh", image: LOCAL_IMAGES.busybox, command: ["sh", "-c", script] }],
+      { restartPolicy: "Never", terminationGracePeriodSeconds: 1, ...options.spec },
+      options.labels ?? {},
+    ),
+  });
+  const deadline = Date.now() + (options.timeoutMs ?? 120_000);
+  for (;;) {
+    const pod = await api.readNamespacedPod({ namespace, name });
+    const phase = pod.status?.phase ?? "";
+    if (phase === "Succeeded" || phase === "Failed") {
+      const log = await api.readNamespacedPodLog({ namespace, name });
+      await api.deleteNamespacedPod({ namespace, name }).catch(() => {});
+      return { log, phase };
+    }
+    if (Date.now() > deadline) throw new Error(`pod ${namespace}/${name} still ${phase}`);
+    await sleep(300);
+  }
 }

@@ -5,8 +5,8 @@
  * reviews as the tenant owner, dry-run creations that must fail), and a refusal must be for the
  * reason checked: the compliant pod each pod check starts from is admitted first. Where tenantry
  * works differently the check is adapted and says how: the quota is tenant-wide (one
- * TenantResourceQuota, not a ResourceQuota per namespace), and the local clusters have no pod
- * network, so network isolation is checked on the policy that enforces it.
+ * TenantResourceQuota, not a ResourceQuota per namespace). Network isolation is checked with
+ * connections between pods of the home cluster's process node.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -20,6 +20,7 @@ import {
 import { testEnvironment, testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { kubectl, tenantryCli } from "../support/kubectl.js";
+import { reachable, serverPod } from "../support/netpol.js";
 import { type TestUser, testUser } from "../support/users.js";
 
 const env = testEnvironment();
@@ -502,28 +503,57 @@ describe("Multi-Tenancy Benchmarks, profile levels 1 and 2, against tenants crea
       assert.equal((await allowed(ownerA.kubeConfig, nsA, policies, verbs)).length, verbs.length);
     });
 
-    it("MTB-PL1-BC-NI-1 (level 2) default deny network connections across tenants (on the policy: no pod network here)", async () => {
-      const read = await kubectl(adminKubeconfig, [
-        "-n",
-        nsA,
-        "get",
-        "networkpolicy",
-        "tenantry-isolation",
-        "-o",
-        "json",
-      ]);
-      assert.equal(read.code, 0, read.stderr);
-      // Plain JSON (the wire's field names), not client-node's models.
-      const policy = JSON.parse(read.stdout) as {
-        spec: { podSelector: object; policyTypes: string[]; ingress: { from?: unknown[] }[] };
-      };
-      assert.deepEqual(policy.spec?.podSelector, {}, "every pod of the namespace");
-      assert.deepEqual(policy.spec?.policyTypes, ["Ingress"]);
-      assert.deepEqual(
-        policy.spec.ingress.flatMap((rule) => rule.from ?? []),
-        [{ namespaceSelector: { matchLabels: { "tenantry.dev/tenant": tenantA } } }],
-        "only the tenant's own namespaces may connect",
-      );
+    it("MTB-PL1-BC-NI-1 (level 2) default deny network connections across tenants: checked with connections", async () => {
+      const core = admin.makeApiClient(CoreV1Api);
+      // The pods run on the process node (placed there by the cluster admin: a tenant may not tolerate
+      // its taint), so their packets really cross the pod network and its policies.
+      const server = await serverPod(core, nsA, "server", { app: "server" }, [8080]);
+      const allowedNs = uniqueName("mtb-monitoring");
+      const strangerNs = uniqueName("mtb-stranger");
+      for (const name of [allowedNs, strangerNs])
+        await core.createNamespace({ body: { metadata: { name, labels: { purpose: name } } } });
+      try {
+        const patched = await kubectl(adminKubeconfig, [
+          "patch",
+          "tenant",
+          tenantA,
+          "--type=merge",
+          "-p",
+          JSON.stringify({
+            spec: {
+              networkIsolation: { allowFromNamespaces: [{ matchLabels: { purpose: allowedNs } }] },
+            },
+          }),
+        ]);
+        assert.equal(patched.code, 0, patched.stderr);
+        const clients = {
+          sameTenant: await serverPod(core, nsA, "neighbour", { app: "neighbour" }, [8080]),
+          otherTenant: await serverPod(core, nsB, "intruder", { app: "intruder" }, [8080]),
+          allowedSystem: await serverPod(core, allowedNs, "scraper", { app: "scraper" }, [8080]),
+          stranger: await serverPod(core, strangerNs, "stranger", { app: "stranger" }, [8080]),
+        };
+        const target = [`${server.ip}:8080`];
+        await eventually(
+          async () => {
+            const [same, other, system, stranger] = await Promise.all([
+              reachable(clients.sameTenant, target),
+              reachable(clients.otherTenant, target),
+              reachable(clients.allowedSystem, target),
+              reachable(clients.stranger, target),
+            ]);
+            assert.deepEqual(
+              { same, other, system, stranger },
+              { same: [true], other: [false], system: [true], stranger: [false] },
+              "who connects to tenant A's pod",
+            );
+          },
+          { timeoutMs: 60_000, intervalMs: 1000 },
+        );
+        // The machine (where the runtimes proxy runs) reaches the pod at its address, as a node reaches its pods.
+        assert.equal((await fetch(`http://${server.ip}:8080/`)).status, 200);
+      } finally {
+        for (const name of [allowedNs, strangerNs]) await core.deleteNamespace({ name }).catch(() => {});
+      }
     });
   });
 });

@@ -6,7 +6,7 @@
  *   node --import tsx plugin.ts [--image IMAGE] <callout>     # as an executable: JSON in, JSON out
  *   node --import tsx plugin.ts [--image IMAGE] serve [--host H] [--port N]   # over HTTP
  *
- * It needs nothing of tenantry's code: the callouts are plain JSON (document 000, Table 3).
+ * It needs nothing of tenantry's code: the callouts are plain JSON (Vasilenko & Kurapati, Table 3).
  */
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";

@@ -1,5 +1,5 @@
 /**
- * The backup server (document 000, §3.3): RuntimeBackup and RuntimeRestore controllers. A backup
+ * The backup server (Vasilenko & Kurapati, §3.3): RuntimeBackup and RuntimeRestore controllers. A backup
  * writes the runtime's metadata to the store itself and spawns one agent Job per claim in the
  * runtime's namespace that streams the claim's data to the store (encrypted with the tenant's key,
  * verified by reading it back). A restore re-creates missing metadata (the Runtime stays Stopped)
@@ -17,6 +17,7 @@ import {
   describeError,
   type Informer,
   type InformerCache,
+  ignoreNotFound,
   isAlreadyExists,
   isNotFound,
   type ReconcileContext,
@@ -314,8 +315,8 @@ export class BackupControllers {
     for (const job of this.jobs.inNamespace(owner.metadata!.namespace!)) {
       if (!job.metadata?.ownerReferences?.some((ref) => ref.kind === kind && ref.uid === owner.metadata?.uid))
         continue;
-      try {
-        await this.client.objects.delete(
+      await ignoreNotFound(
+        this.client.objects.delete(
           {
             apiVersion: "batch/v1",
             kind: "Job",
@@ -326,19 +327,15 @@ export class BackupControllers {
           undefined,
           undefined,
           "Background",
-        );
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+        ),
+      );
     }
-    try {
-      await this.client.core.deleteNamespacedSecret({
+    await ignoreNotFound(
+      this.client.core.deleteNamespacedSecret({
         name: agentSecretName(owner.metadata!.name!),
         namespace: owner.metadata!.namespace!,
-      });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+      }),
+    );
   }
 
   private async ensureJob(job: V1Job): Promise<V1Job> {

@@ -1,6 +1,6 @@
 /** Writes the backup controllers share: objects made once, Runtimes patched, watches by label. */
 import { type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
-import { type ClusterClient, isAlreadyExists, isNotFound } from "../../kube/index.js";
+import { type ClusterClient, ignoreNotFound, isAlreadyExists } from "../../kube/index.js";
 import type { Runtime } from "../../runtimes/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
 import { BACKUP_RUNTIME_LABEL, type BackupPolicy, type RuntimeBackup } from "../api/backup.js";
@@ -41,8 +41,8 @@ export async function patchRuntime(
   runtime: Runtime,
   patch: { annotations?: Record<string, string | null>; spec?: Partial<Runtime["spec"]> },
 ): Promise<void> {
-  try {
-    await client.objects.patch(
+  await ignoreNotFound(
+    client.objects.patch(
       {
         apiVersion: TENANTS_API_VERSION,
         kind: "Runtime",
@@ -58,10 +58,8 @@ export async function patchRuntime(
       undefined,
       undefined,
       PatchStrategy.MergePatch,
-    );
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
+    ),
+  );
 }
 
 /** For Controller.watch: the key of the object (in the same namespace) an object's `label` names. */

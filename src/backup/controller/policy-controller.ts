@@ -25,7 +25,7 @@ import {
   describeError,
   findCondition,
   type Informer,
-  isNotFound,
+  ignoreNotFound,
   setCondition,
 } from "../../kube/index.js";
 import {
@@ -323,15 +323,13 @@ export class PolicyController {
     for (const old of beyondRetention(backups, retention, keep)) {
       const location = old.status?.location;
       if (location) await this.store.delete((await this.store.list(`${location}/`)).map((o) => o.key));
-      try {
-        await this.options.client.objects.delete({
+      await ignoreNotFound(
+        this.options.client.objects.delete({
           apiVersion: TENANTS_API_VERSION,
           kind: "RuntimeBackup",
           metadata: { name: old.metadata!.name!, namespace: old.metadata!.namespace! },
-        });
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+        }),
+      );
     }
   }
 }

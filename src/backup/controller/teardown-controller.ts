@@ -21,7 +21,7 @@ import {
   type ClusterClient,
   Controller,
   type Informer,
-  isNotFound,
+  ignoreNotFound,
   type ReconcileContext,
   type ReconcileResult,
   reconcileDone,
@@ -164,15 +164,13 @@ export class TeardownController {
       const found = await this.client.core[list]({ namespace, labelSelector });
       for (const item of found.items as KubernetesObject[]) {
         if (item.metadata?.deletionTimestamp) continue;
-        try {
-          await this.client.objects.delete({
+        await ignoreNotFound(
+          this.client.objects.delete({
             apiVersion: "v1",
             kind,
             metadata: { name: item.metadata!.name!, namespace },
-          });
-        } catch (err) {
-          if (!isNotFound(err)) throw err;
-        }
+          }),
+        );
       }
     }
     return reconcileDone();

@@ -6,24 +6,12 @@
  */
 
 import { randomBytes } from "node:crypto";
-import type { AddressInfo } from "node:net";
-import { setTimeout as sleep } from "node:timers/promises";
 import type { TLSSocket } from "node:tls";
 import swagger from "@fastify/swagger";
-import Fastify, {
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-  type InjectOptions,
-} from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest, InjectOptions } from "fastify";
 import type { Logger } from "pino";
 import { type ClusterRegistry, ClusterUnavailable } from "../../clusters/index.js";
-import {
-  ProblemError,
-  problemServerOptions,
-  replaceServingCertificate,
-  serveProblems,
-} from "../../common/index.js";
+import { HttpServer, ProblemError, pollUntil } from "../../common/index.js";
 import type { Caller } from "../../gateway/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
@@ -132,6 +120,16 @@ const stillGoing = (project: string, why: string) =>
 /** How long deleting a project waits for it to be gone (its namespace removed) before answering. */
 const PROJECT_DELETE_WAIT_MS = 20_000;
 
+/** The problems every route may answer, for the OpenAPI document. */
+const problems: Record<number, unknown> = {
+  400: Problem,
+  401: Problem,
+  403: Problem,
+  404: Problem,
+  409: Problem,
+  422: Problem,
+};
+
 /** A sub-resource kept as a list in the LogicalCloud's spec (DCM keeps each as its own object). */
 interface SubResource<T extends { name: string }> {
   path: string;
@@ -168,57 +166,60 @@ function withAction(
 }
 
 export class LogicalCloudsApi {
-  private readonly app: FastifyInstance;
+  private readonly shell: HttpServer & { app: FastifyInstance };
   private readonly callers: CloudCallers;
   private readonly logger: Logger;
-  private address?: AddressInfo;
 
   constructor(private readonly options: LogicalCloudsApiOptions) {
     this.logger = (options.logger ?? silentLogger).child({ component: "logical-clouds-api" });
     this.callers = new CloudCallers(options.client, options.authenticator, options.onAuthenticated);
-    this.app = this.build();
+    this.shell = this.build();
   }
 
   get url(): string {
-    if (!this.address) throw new Error("the logical-clouds API is not listening");
-    const host = this.address.family === "IPv6" ? `[${this.address.address}]` : this.address.address;
-    return `https://${host}:${this.address.port}`;
+    return this.shell.url;
   }
 
-  async start(): Promise<string> {
-    await this.app.listen({ host: this.options.host ?? "127.0.0.1", port: this.options.port ?? 0 });
-    this.address = this.app.server.address() as AddressInfo;
-    this.logger.info({ url: this.url }, "logical-clouds API serving");
-    return this.url;
+  start(): Promise<string> {
+    return this.shell.listen();
   }
 
   async stop(): Promise<void> {
-    await this.app.close();
+    await this.shell.close();
+  }
+
+  drain(): void {
+    this.shell.drain();
   }
 
   /** A renewed serving certificate: new connections get it, without a restart. */
   rotate(pair: { certPem: string; keyPem: string }): void {
-    replaceServingCertificate(this.app.server, pair, this.options.clientCaPem);
+    this.shell.replaceCertificate(pair);
   }
 
   inject(request: InjectOptions) {
-    return this.app.inject(request);
+    return this.shell.app.inject(request);
   }
 
-  private build(): FastifyInstance {
-    const { tls } = this.options;
-    const app = Fastify({
-      ...problemServerOptions({ bodyLimit: MAX_BODY_BYTES }),
-      https: {
-        cert: tls.certPem,
-        key: tls.keyPem,
-        ...(this.options.clientCaPem
-          ? { ca: this.options.clientCaPem, requestCert: true, rejectUnauthorized: false }
-          : {}),
+  private build(): HttpServer & { app: FastifyInstance } {
+    const { tls, clientCaPem } = this.options;
+    const shell = HttpServer.fastify({
+      what: "logical-clouds API",
+      host: this.options.host ?? "127.0.0.1",
+      port: this.options.port ?? 0,
+      tls: { certPem: tls.certPem, keyPem: tls.keyPem, ...(clientCaPem ? { clientCaPem } : {}) },
+      bodyLimit: MAX_BODY_BYTES,
+      logger: this.logger,
+      logLevel: "warn",
+      problems: {
+        // DCM answers a body that is not what the route takes 422.
+        bodyValidationStatus: 422,
+        translate: (err) => cloudsProblem(err),
+        describeInternal: describeError,
       },
-      forceCloseConnections: true,
-      ajv: { customOptions: { allErrors: false, coerceTypes: false, removeAdditional: false } },
-    }) as unknown as FastifyInstance;
+      fastify: { ajv: { customOptions: { allErrors: false, coerceTypes: false, removeAdditional: false } } },
+    });
+    const { app } = shell;
     // DCM's own examples post with `curl -d @file.json`, which says form-urlencoded: every body is JSON.
     const parseJson = (
       _request: FastifyRequest,
@@ -250,518 +251,512 @@ export class LogicalCloudsApi {
         security: [{ bearer: [] }],
       },
     });
-    serveProblems(app, {
-      bodyLimit: MAX_BODY_BYTES,
-      // DCM answers a body that is not what the route takes 422.
-      bodyValidationStatus: 422,
-      translate: (err) => cloudsProblem(err),
-      describeInternal: describeError,
-      logger: this.logger,
-      what: "logical-clouds API request",
-    });
-    const problems: Record<number, unknown> = {
-      400: Problem,
-      401: Problem,
-      403: Problem,
-      404: Problem,
-      409: Problem,
-      422: Problem,
-    };
 
     app.register(async (api) => {
       api.get(CLOUDS_OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
 
-      // Projects -----------------------------------------------------------------------------
-      api.post(
-        PROJECTS,
-        { schema: { summary: "Create a project.", body: ProjectBody, response: problems } },
-        async (request, reply) => {
-          const caller = await this.authorized(request, { verb: "create", resource: "projects" });
-          const { name, spec } = projectFromBody(request.body as Record<string, unknown> | undefined);
-          // A project deleted a moment ago may still be going: refused before anything is made.
-          const leftover = await leftoverProjectNamespace(this.options.client, name);
-          if (leftover) throw stillGoing(name, leftover);
-          let project: Project;
-          try {
-            project = (await this.options.client.objects.create({
-              apiVersion: TENANTS_API_VERSION,
-              kind: "Project",
-              metadata: { name, annotations: { "tenantry.dev/created-by": caller.username.slice(0, 256) } },
-              spec,
-            })) as Project;
-          } catch (err) {
-            if (!isAlreadyExists(err)) throw err;
-            const existing = await this.liveProject(name);
-            if (existing?.metadata?.deletionTimestamp) {
-              throw stillGoing(name, "its namespace and logical clouds are still being removed");
-            }
-            throw conflict(`project "${name}" already exists`, "metadata.name");
+      this.projectRoutes(api);
+      this.cloudRoutes(api);
+      this.cloudChangeRoutes(api);
+      this.lifecycleRoutes(api);
+      this.statusRoutes(api);
+      this.subResourceRoutes(api);
+    });
+    return shell;
+  }
+
+  /** Projects: create, list, read, update, delete. */
+  private projectRoutes(api: FastifyInstance): void {
+    api.post(
+      PROJECTS,
+      { schema: { summary: "Create a project.", body: ProjectBody, response: problems } },
+      async (request, reply) => {
+        const caller = await this.authorized(request, { verb: "create", resource: "projects" });
+        const { name, spec } = projectFromBody(request.body as Record<string, unknown> | undefined);
+        // A project deleted a moment ago may still be going: refused before anything is made.
+        const leftover = await leftoverProjectNamespace(this.options.client, name);
+        if (leftover) throw stillGoing(name, leftover);
+        let project: Project;
+        try {
+          project = (await this.options.client.objects.create({
+            apiVersion: TENANTS_API_VERSION,
+            kind: "Project",
+            metadata: { name, annotations: { "tenantry.dev/created-by": caller.username.slice(0, 256) } },
+            spec,
+          })) as Project;
+        } catch (err) {
+          if (!isAlreadyExists(err)) throw err;
+          const existing = await this.liveProject(name);
+          if (existing?.metadata?.deletionTimestamp) {
+            throw stillGoing(name, "its namespace and logical clouds are still being removed");
           }
-          await ensureProjectNamespace(this.options.client, project);
-          return reply.code(201).send(projectToBody(project));
-        },
-      );
+          throw conflict(`project "${name}" already exists`, "metadata.name");
+        }
+        await ensureProjectNamespace(this.options.client, project);
+        return reply.code(201).send(projectToBody(project));
+      },
+    );
 
-      api.get(
-        PROJECTS,
-        { schema: { summary: "List the projects the caller may see.", response: problems } },
-        async (request) => {
-          const caller = await this.caller(request);
-          const all = (await this.callers.allowed(caller, { verb: "list", resource: "projects" })).allowed;
-          const projects = this.options.informers.projects
-            .list()
-            .filter((p) => all || this.isAdmin(caller, p))
-            .sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
-          return projects.map(projectToBody);
-        },
-      );
+    api.get(
+      PROJECTS,
+      { schema: { summary: "List the projects the caller may see.", response: problems } },
+      async (request) => {
+        const caller = await this.caller(request);
+        const all = (await this.callers.allowed(caller, { verb: "list", resource: "projects" })).allowed;
+        const projects = this.options.informers.projects
+          .list()
+          .filter((p) => all || this.isAdmin(caller, p))
+          .sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!));
+        return projects.map(projectToBody);
+      },
+    );
 
-      api.get(
-        `${PROJECTS}/:project`,
-        { schema: { summary: "A project.", params: ProjectParams, response: problems } },
-        async (request) => {
-          const { project } = request.params as { project: string };
-          const found = await this.readableProject(request, project);
-          return projectToBody(found);
-        },
-      );
+    api.get(
+      `${PROJECTS}/:project`,
+      { schema: { summary: "A project.", params: ProjectParams, response: problems } },
+      async (request) => {
+        const { project } = request.params as { project: string };
+        const found = await this.readableProject(request, project);
+        return projectToBody(found);
+      },
+    );
 
-      api.put(
-        `${PROJECTS}/:project`,
-        {
-          schema: {
-            summary: "Replace a project's description and admins.",
-            params: ProjectParams,
-            body: ProjectBody,
-            response: problems,
-          },
+    api.put(
+      `${PROJECTS}/:project`,
+      {
+        schema: {
+          summary: "Replace a project's description and admins.",
+          params: ProjectParams,
+          body: ProjectBody,
+          response: problems,
         },
-        async (request) => {
-          const { project } = request.params as { project: string };
-          await this.authorized(request, { verb: "update", resource: "projects", name: project });
-          const { name, spec } = projectFromBody(request.body as Record<string, unknown> | undefined);
-          if (name !== project)
-            throw badRequest(
-              `metadata.name "${name}" is not the project "${project}" of the path`,
-              "metadata.name",
-            );
-          const updated = await this.casProject(project, (p) => ({ ...p, spec }));
-          return projectToBody(updated);
-        },
-      );
-
-      api.delete(
-        `${PROJECTS}/:project`,
-        {
-          schema: {
-            summary: "Delete a project (it must hold no logical clouds).",
-            params: ProjectParams,
-            response: problems,
-          },
-        },
-        async (request, reply) => {
-          const { project } = request.params as { project: string };
-          await this.authorized(request, { verb: "delete", resource: "projects", name: project });
-          const found = await this.projectOr404(project);
-          const clouds = await this.options.client.objects.list(
-            TENANTS_API_VERSION,
-            "LogicalCloud",
-            projectNamespace(project),
+      },
+      async (request) => {
+        const { project } = request.params as { project: string };
+        await this.authorized(request, { verb: "update", resource: "projects", name: project });
+        const { name, spec } = projectFromBody(request.body as Record<string, unknown> | undefined);
+        if (name !== project)
+          throw badRequest(
+            `metadata.name "${name}" is not the project "${project}" of the path`,
+            "metadata.name",
           );
-          if (clouds.items.length) {
-            throw conflict(
-              `project "${project}" still has logical clouds: ${clouds.items.map((c) => c.metadata!.name).join(", ")}; delete them first`,
-            );
-          }
-          // In the foreground: the project goes once its namespace has, so its name is then free.
-          await this.options.client.objects
-            .delete(found, undefined, undefined, undefined, undefined, "Foreground")
-            .catch((err: unknown) => {
-              if (!isNotFound(err)) throw err;
-            });
-          await this.projectGone(project, PROJECT_DELETE_WAIT_MS);
-          return reply.code(204).send();
-        },
-      );
+        const updated = await this.casProject(project, (p) => ({ ...p, spec }));
+        return projectToBody(updated);
+      },
+    );
 
-      // Logical clouds -----------------------------------------------------------------------
-      api.post(
-        CLOUDS,
-        {
-          schema: {
-            summary: "Create a logical cloud.",
-            params: ProjectParams,
-            body: LogicalCloudBody,
-            response: problems,
-          },
+    api.delete(
+      `${PROJECTS}/:project`,
+      {
+        schema: {
+          summary: "Delete a project (it must hold no logical clouds).",
+          params: ProjectParams,
+          response: problems,
         },
-        async (request, reply) => {
-          const { project } = request.params as { project: string };
-          const found = await this.projectOr404(project);
-          await this.authorized(request, {
-            verb: "create",
-            resource: "logicalclouds",
-            namespace: projectNamespace(project),
-          });
-          const { name, spec } = await cloudFromBody(request.body as Record<string, unknown> | undefined);
-          await ensureProjectNamespace(this.options.client, found);
-          let cloud: LogicalCloud;
-          try {
-            cloud = (await this.options.client.objects.create({
-              apiVersion: TENANTS_API_VERSION,
-              kind: "LogicalCloud",
-              metadata: { name, namespace: projectNamespace(project) },
-              spec,
-            })) as LogicalCloud;
-          } catch (err) {
-            if (isAlreadyExists(err))
-              throw conflict(
-                `logical cloud "${name}" already exists in project "${project}"`,
-                "metadata.name",
-              );
-            throw err;
-          }
-          return reply.code(201).send(cloudToBody(cloud));
-        },
-      );
-
-      api.get(
-        CLOUDS,
-        {
-          schema: { summary: "List a project's logical clouds.", params: ProjectParams, response: problems },
-        },
-        async (request) => {
-          const { project } = request.params as { project: string };
-          await this.projectOr404(project);
-          await this.authorized(request, {
-            verb: "list",
-            resource: "logicalclouds",
-            namespace: projectNamespace(project),
-          });
-          return this.options.informers.clouds
-            .list()
-            .filter((c) => c.metadata?.namespace === projectNamespace(project))
-            .sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!))
-            .map(cloudToBody);
-        },
-      );
-
-      api.get(
-        CLOUD,
-        { schema: { summary: "A logical cloud.", params: CloudParams, response: problems } },
-        async (request) => {
-          const cloud = await this.cloudFor(request, "get");
-          return cloudToBody(cloud);
-        },
-      );
-
-      api.put(
-        CLOUD,
-        {
-          schema: {
-            summary: "Replace a logical cloud's description, namespace, labels and users.",
-            params: CloudParams,
-            body: LogicalCloudBody,
-            response: problems,
-          },
-        },
-        async (request, reply) => {
-          const { lc } = request.params as { project: string; lc: string };
-          await this.cloudFor(request, "update");
-          const { name, spec } = await cloudFromBody(request.body as Record<string, unknown> | undefined);
-          if (name !== lc)
-            throw badRequest(
-              `metadata.name "${name}" is not the logical cloud "${lc}" of the path`,
-              "metadata.name",
-            );
-          const updated = await this.casCloud(request, (cloud) => {
-            const up = cloud.spec.lifecycle && cloud.status?.deployedStatus !== "Terminated";
-            if (up && (spec.namespace !== cloud.spec.namespace || (spec.level ?? "1") !== levelOf(cloud))) {
-              throw conflict(
-                "the namespace and level of an instantiated logical cloud cannot change: terminate it first",
-                spec.namespace !== cloud.spec.namespace ? "spec.namespace" : "spec.level",
-              );
-            }
-            const {
-              description: _d,
-              userData1: _u1,
-              userData2: _u2,
-              level: _l,
-              namespace: _n,
-              labels: _lb,
-              user: _us,
-              users: _uss,
-              ...kept
-            } = cloud.spec;
-            return { ...cloud, spec: { ...kept, ...spec } as LogicalCloudSpec };
-          });
-          return reply.code(201).send(cloudToBody(updated));
-        },
-      );
-
-      api.delete(
-        CLOUD,
-        {
-          schema: {
-            summary: "Delete a logical cloud (terminated or never instantiated).",
-            params: CloudParams,
-            response: problems,
-          },
-        },
-        async (request, reply) => {
-          const cloud = await this.cloudFor(request, "delete");
-          const refusal = deleteRefusal(cloud);
-          if (refusal) {
-            // While clusters are being cleaned up, asking again shortly will do.
-            throw conflict(
-              refusal.detail,
-              "status.deployedStatus",
-              refusal.soon ? { "retry-after": "2" } : {},
-            );
-          }
-          await this.options.client.objects.delete(cloud).catch((err: unknown) => {
+      },
+      async (request, reply) => {
+        const { project } = request.params as { project: string };
+        await this.authorized(request, { verb: "delete", resource: "projects", name: project });
+        const found = await this.projectOr404(project);
+        const clouds = await this.options.client.objects.list(
+          TENANTS_API_VERSION,
+          "LogicalCloud",
+          projectNamespace(project),
+        );
+        if (clouds.items.length) {
+          throw conflict(
+            `project "${project}" still has logical clouds: ${clouds.items.map((c) => c.metadata!.name).join(", ")}; delete them first`,
+          );
+        }
+        // In the foreground: the project goes once its namespace has, so its name is then free.
+        await this.options.client.objects
+          .delete(found, undefined, undefined, undefined, undefined, "Foreground")
+          .catch((err: unknown) => {
             if (!isNotFound(err)) throw err;
           });
-          return reply.code(204).send();
-        },
-      );
+        await this.projectGone(project, PROJECT_DELETE_WAIT_MS);
+        return reply.code(204).send();
+      },
+    );
+  }
 
-      // Lifecycle ----------------------------------------------------------------------------
-      api.post(
-        `${CLOUD}/instantiate`,
-        {
-          schema: {
-            summary: "Instantiate on every selected cluster (asynchronous: see status).",
-            params: CloudParams,
-            body: InstantiateBody,
-            response: problems,
-          },
+  /** Logical clouds: create, list, read. */
+  private cloudRoutes(api: FastifyInstance): void {
+    api.post(
+      CLOUDS,
+      {
+        schema: {
+          summary: "Create a logical cloud.",
+          params: ProjectParams,
+          body: LogicalCloudBody,
+          response: problems,
         },
-        async (request, reply) => {
-          const caller = await this.caller(request);
-          await this.cloudFor(request, "update");
-          const body = (request.body ?? {}) as { onFailure?: unknown };
-          const policy = body.onFailure === undefined ? "Rollback" : String(body.onFailure).toLowerCase();
-          if (policy !== "rollback" && policy !== "keep" && policy !== "Rollback") {
-            throw badRequest(
-              `onFailure "${String(body.onFailure)}" must be "rollback" or "keep"`,
-              "onFailure",
+      },
+      async (request, reply) => {
+        const { project } = request.params as { project: string };
+        const found = await this.projectOr404(project);
+        await this.authorized(request, {
+          verb: "create",
+          resource: "logicalclouds",
+          namespace: projectNamespace(project),
+        });
+        const { name, spec } = await cloudFromBody(request.body as Record<string, unknown> | undefined);
+        await ensureProjectNamespace(this.options.client, found);
+        let cloud: LogicalCloud;
+        try {
+          cloud = (await this.options.client.objects.create({
+            apiVersion: TENANTS_API_VERSION,
+            kind: "LogicalCloud",
+            metadata: { name, namespace: projectNamespace(project) },
+            spec,
+          })) as LogicalCloud;
+        } catch (err) {
+          if (isAlreadyExists(err))
+            throw conflict(`logical cloud "${name}" already exists in project "${project}"`, "metadata.name");
+          throw err;
+        }
+        return reply.code(201).send(cloudToBody(cloud));
+      },
+    );
+
+    api.get(
+      CLOUDS,
+      {
+        schema: { summary: "List a project's logical clouds.", params: ProjectParams, response: problems },
+      },
+      async (request) => {
+        const { project } = request.params as { project: string };
+        await this.projectOr404(project);
+        await this.authorized(request, {
+          verb: "list",
+          resource: "logicalclouds",
+          namespace: projectNamespace(project),
+        });
+        return this.options.informers.clouds
+          .list()
+          .filter((c) => c.metadata?.namespace === projectNamespace(project))
+          .sort((a, b) => a.metadata!.name!.localeCompare(b.metadata!.name!))
+          .map(cloudToBody);
+      },
+    );
+
+    api.get(
+      CLOUD,
+      { schema: { summary: "A logical cloud.", params: CloudParams, response: problems } },
+      async (request) => {
+        const cloud = await this.cloudFor(request, "get");
+        return cloudToBody(cloud);
+      },
+    );
+  }
+
+  /** Logical clouds: update, delete. */
+  private cloudChangeRoutes(api: FastifyInstance): void {
+    api.put(
+      CLOUD,
+      {
+        schema: {
+          summary: "Replace a logical cloud's description, namespace, labels and users.",
+          params: CloudParams,
+          body: LogicalCloudBody,
+          response: problems,
+        },
+      },
+      async (request, reply) => {
+        const { lc } = request.params as { project: string; lc: string };
+        await this.cloudFor(request, "update");
+        const { name, spec } = await cloudFromBody(request.body as Record<string, unknown> | undefined);
+        if (name !== lc)
+          throw badRequest(
+            `metadata.name "${name}" is not the logical cloud "${lc}" of the path`,
+            "metadata.name",
+          );
+        const updated = await this.casCloud(request, (cloud) => {
+          const up = cloud.spec.lifecycle && cloud.status?.deployedStatus !== "Terminated";
+          if (up && (spec.namespace !== cloud.spec.namespace || (spec.level ?? "1") !== levelOf(cloud))) {
+            throw conflict(
+              "the namespace and level of an instantiated logical cloud cannot change: terminate it first",
+              spec.namespace !== cloud.spec.namespace ? "spec.namespace" : "spec.level",
             );
           }
-          const onFailure = policy === "keep" ? "Keep" : "Rollback";
-          const instance = newInstance();
-          const updated = await this.casCloud(request, (cloud) => {
-            this.checkInstantiable(cloud);
-            return withAction(cloud, "Instantiate", instance, caller, onFailure);
-          });
-          return reply.code(202).send({
-            name: updated.metadata!.name,
-            instance,
-            onFailure: onFailure.toLowerCase(),
-            message: "instantiating: see its status",
-          });
-        },
-      );
+          const {
+            description: _d,
+            userData1: _u1,
+            userData2: _u2,
+            level: _l,
+            namespace: _n,
+            labels: _lb,
+            user: _us,
+            users: _uss,
+            ...kept
+          } = cloud.spec;
+          return { ...cloud, spec: { ...kept, ...spec } as LogicalCloudSpec };
+        });
+        return reply.code(201).send(cloudToBody(updated));
+      },
+    );
 
-      api.post(
-        `${CLOUD}/terminate`,
-        {
-          schema: {
-            summary: "Remove it from every cluster (asynchronous: see status).",
-            params: CloudParams,
-            response: problems,
-          },
+    api.delete(
+      CLOUD,
+      {
+        schema: {
+          summary: "Delete a logical cloud (terminated or never instantiated).",
+          params: CloudParams,
+          response: problems,
         },
-        async (request, reply) => {
-          const caller = await this.caller(request);
-          await this.cloudFor(request, "update");
-          const instance = newInstance();
-          const updated = await this.casCloud(request, (cloud) => {
-            const lifecycle = cloud.spec.lifecycle;
-            if (!lifecycle) throw conflict(`logical cloud "${cloud.metadata!.name}" was never instantiated`);
-            if (lifecycle.action === "Terminate") {
-              throw conflict(
-                `logical cloud "${cloud.metadata!.name}" is already ${cloud.status?.instance === lifecycle.instance ? (cloud.status?.deployedStatus ?? "Terminating") : "Terminating"}`,
-              );
-            }
-            return withAction(cloud, "Terminate", instance, caller, lifecycle.onFailure);
-          });
-          return reply
-            .code(202)
-            .send({ name: updated.metadata!.name, instance, message: "terminating: see its status" });
-        },
-      );
+      },
+      async (request, reply) => {
+        const cloud = await this.cloudFor(request, "delete");
+        const refusal = deleteRefusal(cloud);
+        if (refusal) {
+          // While clusters are being cleaned up, asking again shortly will do.
+          throw conflict(refusal.detail, "status.deployedStatus", refusal.soon ? { "retry-after": "2" } : {});
+        }
+        await this.options.client.objects.delete(cloud).catch((err: unknown) => {
+          if (!isNotFound(err)) throw err;
+        });
+        return reply.code(204).send();
+      },
+    );
+  }
 
-      api.post(
-        `${CLOUD}/update`,
-        {
-          schema: {
-            summary:
-              "Apply changed references, quotas and permissions now (they are also applied as they change).",
-            params: CloudParams,
-            response: problems,
-          },
+  /** Lifecycle: instantiate, update, terminate, stop. */
+  private lifecycleRoutes(api: FastifyInstance): void {
+    api.post(
+      `${CLOUD}/instantiate`,
+      {
+        schema: {
+          summary: "Instantiate on every selected cluster (asynchronous: see status).",
+          params: CloudParams,
+          body: InstantiateBody,
+          response: problems,
         },
-        async (request, reply) => {
-          const caller = await this.caller(request);
-          await this.cloudFor(request, "update");
-          const instance = newInstance();
-          await this.casCloud(request, (cloud) => {
-            const lifecycle = cloud.spec.lifecycle;
-            if (!lifecycle || lifecycle.action === "Terminate" || !cloud.status?.settledInstance) {
-              throw conflict(
-                `logical cloud "${cloud.metadata!.name}" is not instantiated (${cloud.status?.deployedStatus ?? "Created"}): instantiate it first`,
-              );
-            }
-            return withAction(cloud, "Update", instance, caller, lifecycle.onFailure);
-          });
-          return reply.code(202).send({
-            name: (request.params as { lc: string }).lc,
-            instance,
-            message: "updating: see its status",
-          });
-        },
-      );
+      },
+      async (request, reply) => {
+        const caller = await this.caller(request);
+        await this.cloudFor(request, "update");
+        const body = (request.body ?? {}) as { onFailure?: unknown };
+        const policy = body.onFailure === undefined ? "Rollback" : String(body.onFailure).toLowerCase();
+        if (policy !== "rollback" && policy !== "keep" && policy !== "Rollback") {
+          throw badRequest(`onFailure "${String(body.onFailure)}" must be "rollback" or "keep"`, "onFailure");
+        }
+        const onFailure = policy === "keep" ? "Keep" : "Rollback";
+        const instance = newInstance();
+        const updated = await this.casCloud(request, (cloud) => {
+          this.checkInstantiable(cloud);
+          return withAction(cloud, "Instantiate", instance, caller, onFailure);
+        });
+        return reply.code(202).send({
+          name: updated.metadata!.name,
+          instance,
+          onFailure: onFailure.toLowerCase(),
+          message: "instantiating: see its status",
+        });
+      },
+    );
 
-      api.post(
-        `${CLOUD}/stop`,
-        {
-          schema: {
-            summary: "Stop retrying clusters that failed (instantiate or terminate).",
-            params: CloudParams,
-            response: problems,
-          },
+    api.post(
+      `${CLOUD}/terminate`,
+      {
+        schema: {
+          summary: "Remove it from every cluster (asynchronous: see status).",
+          params: CloudParams,
+          response: problems,
         },
-        async (request, reply) => {
-          await this.cloudFor(request, "update");
-          const updated = await this.casCloud(request, (cloud) =>
-            cloud.spec.lifecycle && !cloud.spec.lifecycle.retriesStopped
-              ? {
-                  ...cloud,
-                  spec: { ...cloud.spec, lifecycle: { ...cloud.spec.lifecycle, retriesStopped: true } },
-                }
-              : undefined,
-          );
-          return reply.code(200).send({
-            name: updated.metadata!.name,
-            message: updated.spec.lifecycle ? "retries stopped" : "nothing to stop",
-          });
-        },
-      );
-
-      api.get(
-        `${CLOUD}/status`,
-        {
-          schema: {
-            summary: "Status, as a summary and per cluster (DCM's query).",
-            params: CloudParams,
-            querystring: StatusQuery,
-            response: problems,
-          },
-        },
-        async (request) => {
-          const cloud = await this.cloudFor(request, "get");
-          const query = request.query as StatusQuery;
-          const list = (v: string | string[] | undefined) =>
-            v === undefined ? [] : Array.isArray(v) ? v : [v];
-          const view = query.status ?? "ready";
-          if (view !== "ready" && view !== "deployed")
-            throw badRequest(`status "${view}" must be "ready" or "deployed"`, "status");
-          const output = query.output ?? "all";
-          if (output !== "summary" && output !== "all" && output !== "detail")
-            throw badRequest(`output "${output}" must be "summary", "all" or "detail"`, "output");
-          const flag = (v: string | undefined) => v !== undefined && v !== "false";
-          return statusAnswer((request.params as { project: string }).project, cloud, {
-            view,
-            output,
-            clusters: list(query.cluster),
-            resources: list(query.resource),
-            listClusters: flag(query.clusters),
-            listResources: flag(query.resources),
-          });
-        },
-      );
-
-      api.get(
-        `${CLOUD}/kubeconfig`,
-        {
-          schema: {
-            summary: "One kubeconfig with a context per cluster (tenantry's addition).",
-            params: CloudParams,
-            querystring: KubeconfigQuery,
-            response: problems,
-          },
-        },
-        async (request, reply) => {
-          const cloud = await this.cloudFor(request, "get", "kubeconfig");
-          const clusters = (cloud.status?.clusters ?? [])
-            .filter((e) => e.state === "Ready")
-            .map((e) => e.cluster);
-          return this.sendKubeconfig(request, reply, cloud, clusters);
-        },
-      );
-
-      // Sub-resources ------------------------------------------------------------------------
-      this.subResource<ClusterReference>(api, problems, {
-        path: "cluster-references",
-        title: "cluster reference",
-        field: "clusterReferences",
-        body: ClusterReferenceBody,
-        fromBody: referenceFromBody,
-        toBody: referenceToBody,
-      });
-      this.subResource<UserPermission>(api, problems, {
-        path: "user-permissions",
-        title: "user permission",
-        field: "userPermissions",
-        body: UserPermissionBody,
-        fromBody: permissionFromBody,
-        toBody: permissionToBody,
-      });
-      this.subResource<ClusterQuota>(api, problems, {
-        path: "cluster-quotas",
-        title: "cluster quota",
-        field: "clusterQuotas",
-        body: ClusterQuotaBody,
-        fromBody: quotaFromBody,
-        toBody: quotaToBody,
-      });
-      this.subResource<KvPair>(api, problems, {
-        path: "kv-pairs",
-        title: "kv pair",
-        field: "kvPairs",
-        body: KvPairBody,
-        fromBody: kvFromBody,
-        toBody: kvToBody,
-      });
-
-      api.get(
-        `${CLOUD}/cluster-references/:name/kubeconfig`,
-        {
-          schema: {
-            summary: "The kubeconfig of the clusters one reference selects.",
-            params: ItemParams,
-            querystring: KubeconfigQuery,
-            response: problems,
-          },
-        },
-        async (request, reply) => {
-          const cloud = await this.cloudFor(request, "get", "kubeconfig");
-          const { name } = request.params as { name: string };
-          const reference = (cloud.spec.clusterReferences ?? []).find((r) => r.name === name);
-          if (!reference)
-            throw notFound(
-              `logical cloud "${cloud.metadata!.name}" has no cluster reference "${name}"`,
-              "name",
+      },
+      async (request, reply) => {
+        const caller = await this.caller(request);
+        await this.cloudFor(request, "update");
+        const instance = newInstance();
+        const updated = await this.casCloud(request, (cloud) => {
+          const lifecycle = cloud.spec.lifecycle;
+          if (!lifecycle) throw conflict(`logical cloud "${cloud.metadata!.name}" was never instantiated`);
+          if (lifecycle.action === "Terminate") {
+            throw conflict(
+              `logical cloud "${cloud.metadata!.name}" is already ${cloud.status?.instance === lifecycle.instance ? (cloud.status?.deployedStatus ?? "Terminating") : "Terminating"}`,
             );
-          const clusters = (cloud.status?.clusters ?? [])
-            .filter((e) => e.state === "Ready" && (e.references ?? []).includes(name))
-            .map((e) => e.cluster);
-          return this.sendKubeconfig(request, reply, cloud, clusters, `cluster reference "${name}"`);
+          }
+          return withAction(cloud, "Terminate", instance, caller, lifecycle.onFailure);
+        });
+        return reply
+          .code(202)
+          .send({ name: updated.metadata!.name, instance, message: "terminating: see its status" });
+      },
+    );
+
+    api.post(
+      `${CLOUD}/update`,
+      {
+        schema: {
+          summary:
+            "Apply changed references, quotas and permissions now (they are also applied as they change).",
+          params: CloudParams,
+          response: problems,
         },
-      );
+      },
+      async (request, reply) => {
+        const caller = await this.caller(request);
+        await this.cloudFor(request, "update");
+        const instance = newInstance();
+        await this.casCloud(request, (cloud) => {
+          const lifecycle = cloud.spec.lifecycle;
+          if (!lifecycle || lifecycle.action === "Terminate" || !cloud.status?.settledInstance) {
+            throw conflict(
+              `logical cloud "${cloud.metadata!.name}" is not instantiated (${cloud.status?.deployedStatus ?? "Created"}): instantiate it first`,
+            );
+          }
+          return withAction(cloud, "Update", instance, caller, lifecycle.onFailure);
+        });
+        return reply.code(202).send({
+          name: (request.params as { lc: string }).lc,
+          instance,
+          message: "updating: see its status",
+        });
+      },
+    );
+
+    api.post(
+      `${CLOUD}/stop`,
+      {
+        schema: {
+          summary: "Stop retrying clusters that failed (instantiate or terminate).",
+          params: CloudParams,
+          response: problems,
+        },
+      },
+      async (request, reply) => {
+        await this.cloudFor(request, "update");
+        const updated = await this.casCloud(request, (cloud) =>
+          cloud.spec.lifecycle && !cloud.spec.lifecycle.retriesStopped
+            ? {
+                ...cloud,
+                spec: { ...cloud.spec, lifecycle: { ...cloud.spec.lifecycle, retriesStopped: true } },
+              }
+            : undefined,
+        );
+        return reply.code(200).send({
+          name: updated.metadata!.name,
+          message: updated.spec.lifecycle ? "retries stopped" : "nothing to stop",
+        });
+      },
+    );
+  }
+
+  /** Status and kubeconfigs. */
+  private statusRoutes(api: FastifyInstance): void {
+    api.get(
+      `${CLOUD}/status`,
+      {
+        schema: {
+          summary: "Status, as a summary and per cluster (DCM's query).",
+          params: CloudParams,
+          querystring: StatusQuery,
+          response: problems,
+        },
+      },
+      async (request) => {
+        const cloud = await this.cloudFor(request, "get");
+        const query = request.query as StatusQuery;
+        const list = (v: string | string[] | undefined) =>
+          v === undefined ? [] : Array.isArray(v) ? v : [v];
+        const view = query.status ?? "ready";
+        if (view !== "ready" && view !== "deployed")
+          throw badRequest(`status "${view}" must be "ready" or "deployed"`, "status");
+        const output = query.output ?? "all";
+        if (output !== "summary" && output !== "all" && output !== "detail")
+          throw badRequest(`output "${output}" must be "summary", "all" or "detail"`, "output");
+        const flag = (v: string | undefined) => v !== undefined && v !== "false";
+        return statusAnswer((request.params as { project: string }).project, cloud, {
+          view,
+          output,
+          clusters: list(query.cluster),
+          resources: list(query.resource),
+          listClusters: flag(query.clusters),
+          listResources: flag(query.resources),
+        });
+      },
+    );
+
+    api.get(
+      `${CLOUD}/kubeconfig`,
+      {
+        schema: {
+          summary: "One kubeconfig with a context per cluster (tenantry's addition).",
+          params: CloudParams,
+          querystring: KubeconfigQuery,
+          response: problems,
+        },
+      },
+      async (request, reply) => {
+        const cloud = await this.cloudFor(request, "get", "kubeconfig");
+        const clusters = (cloud.status?.clusters ?? [])
+          .filter((e) => e.state === "Ready")
+          .map((e) => e.cluster);
+        return this.sendKubeconfig(request, reply, cloud, clusters);
+      },
+    );
+  }
+
+  /** Sub-resources: cluster references, user permissions, cluster quotas, key-value pairs. */
+  private subResourceRoutes(api: FastifyInstance): void {
+    this.subResource<ClusterReference>(api, problems, {
+      path: "cluster-references",
+      title: "cluster reference",
+      field: "clusterReferences",
+      body: ClusterReferenceBody,
+      fromBody: referenceFromBody,
+      toBody: referenceToBody,
     });
-    return app;
+    this.subResource<UserPermission>(api, problems, {
+      path: "user-permissions",
+      title: "user permission",
+      field: "userPermissions",
+      body: UserPermissionBody,
+      fromBody: permissionFromBody,
+      toBody: permissionToBody,
+    });
+    this.subResource<ClusterQuota>(api, problems, {
+      path: "cluster-quotas",
+      title: "cluster quota",
+      field: "clusterQuotas",
+      body: ClusterQuotaBody,
+      fromBody: quotaFromBody,
+      toBody: quotaToBody,
+    });
+    this.subResource<KvPair>(api, problems, {
+      path: "kv-pairs",
+      title: "kv pair",
+      field: "kvPairs",
+      body: KvPairBody,
+      fromBody: kvFromBody,
+      toBody: kvToBody,
+    });
+
+    api.get(
+      `${CLOUD}/cluster-references/:name/kubeconfig`,
+      {
+        schema: {
+          summary: "The kubeconfig of the clusters one reference selects.",
+          params: ItemParams,
+          querystring: KubeconfigQuery,
+          response: problems,
+        },
+      },
+      async (request, reply) => {
+        const cloud = await this.cloudFor(request, "get", "kubeconfig");
+        const { name } = request.params as { name: string };
+        const reference = (cloud.spec.clusterReferences ?? []).find((r) => r.name === name);
+        if (!reference)
+          throw notFound(
+            `logical cloud "${cloud.metadata!.name}" has no cluster reference "${name}"`,
+            "name",
+          );
+        const clusters = (cloud.status?.clusters ?? [])
+          .filter((e) => e.state === "Ready" && (e.references ?? []).includes(name))
+          .map((e) => e.cluster);
+        return this.sendKubeconfig(request, reply, cloud, clusters, `cluster reference "${name}"`);
+      },
+    );
   }
 
   private subResource<T extends { name: string }>(
@@ -1027,12 +1022,11 @@ export class LogicalCloudsApi {
 
   /** Waits until the project is gone, up to `timeoutMs`; whether it is. */
   private async projectGone(name: string, timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      if (!(await this.liveProject(name))) return true;
-      if (Date.now() >= deadline) return false;
-      await sleep(250);
-    }
+    const gone = await pollUntil(async () => ((await this.liveProject(name)) ? undefined : true), {
+      timeoutMs,
+      intervalMs: 250,
+    });
+    return gone ?? false;
   }
 
   private async projectOr404(name: string): Promise<Project> {

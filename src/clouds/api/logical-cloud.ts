@@ -1,5 +1,5 @@
 /**
- * A logical cloud (DCM's, document 002): one slice — namespace, quota, users' certificates and
+ * A logical cloud (DCM's, ICN logical cloud): one slice — namespace, quota, users' certificates and
  * permissions — on every cluster its references select, created, changed, checked and removed as
  * one thing. Lives in its project's namespace. The spec holds what DCM keeps as separate
  * sub-resources (cluster references, user permissions, cluster quotas, key-value pairs) and the

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { V1Secret } from "@kubernetes/client-node";
 import { exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
-import { type ClusterClient, isAlreadyExists, isConflict, isNotFound } from "../../kube/index.js";
+import { type ClusterClient, ignoreNotFound, isAlreadyExists, isConflict } from "../../kube/index.js";
 
 export const SIGNING_ALGORITHM = "ES256";
 const DATA_KEY = "keys.json";
@@ -108,15 +108,12 @@ export class SigningKeys {
   }
 
   private async read(): Promise<V1Secret | undefined> {
-    try {
-      return await this.options.client.core.readNamespacedSecret({
+    return ignoreNotFound(
+      this.options.client.core.readNamespacedSecret({
         name: this.secretName,
         namespace: this.options.namespace,
-      });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+      }),
+    );
   }
 
   private async write(current: V1Secret | undefined, keys: StoredKey[]): Promise<void> {

@@ -1,4 +1,11 @@
 import {
+  describeFailure,
+  keystoneFetch,
+  keystoneMessage,
+  passwordAuth,
+  subjectTokenOf,
+} from "../../keystone/index.js";
+import {
   type Authentication,
   AuthenticationError,
   type Identity,
@@ -87,29 +94,6 @@ function parseToken(body: unknown): KeystoneToken | undefined {
   return { user, ...(project ? { project } : {}), roles: roles as KeystoneNamed[], expiresAt };
 }
 
-function describeFailure(error: unknown, timeoutMs: number): string {
-  if (error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError")) {
-    return `no answer within ${timeoutMs} ms`;
-  }
-  const cause = error instanceof Error ? error.cause : undefined;
-  if (isRecord(cause) && typeof cause.code === "string") return cause.code;
-  if (cause instanceof Error) return cause.message;
-  return error instanceof Error ? error.message : String(error);
-}
-
-async function keystoneMessage(response: Response): Promise<string> {
-  const text = await response.text().catch(() => "");
-  try {
-    const body: unknown = JSON.parse(text);
-    if (isRecord(body) && isRecord(body.error) && typeof body.error.message === "string") {
-      return body.error.message;
-    }
-  } catch {
-    // Not JSON: a proxy's error page, say.
-  }
-  return text.slice(0, 200) || response.statusText;
-}
-
 /**
  * Users of an OpenStack cloud, through the Keystone Identity v3 API. tenantry validates a user's
  * token by asking Keystone with a token of its own (a service user's), so revoked tokens stop
@@ -186,17 +170,8 @@ export class KeystoneIdentityProvider implements IdentityProvider {
     tenant,
   }: PasswordCredentials): Promise<IssuedToken> {
     // Without a scope Keystone scopes the token to the user's default project, if the user has a role there.
-    const scope = tenant ? { scope: { project: { name: tenant, domain: { name: domain } } } } : {};
     const response = await this.request("POST", "/auth/tokens?nocatalog", {
-      body: {
-        auth: {
-          identity: {
-            methods: ["password"],
-            password: { user: { name: username, domain: { name: domain }, password } },
-          },
-          ...scope,
-        },
-      },
+      body: passwordAuth({ name: username, domain, password }, tenant ? { name: tenant, domain } : undefined),
     });
     if (response.status === 401) {
       await response.body?.cancel();
@@ -275,15 +250,10 @@ export class KeystoneIdentityProvider implements IdentityProvider {
       projectDomain = domain,
     } = this.options.service;
     const response = await this.request("POST", "/auth/tokens?nocatalog", {
-      body: {
-        auth: {
-          identity: {
-            methods: ["password"],
-            password: { user: { name: username, domain: { name: domain }, password } },
-          },
-          ...(project ? { scope: { project: { name: project, domain: { name: projectDomain } } } } : {}),
-        },
-      },
+      body: passwordAuth(
+        { name: username, domain, password },
+        project ? { name: project, domain: projectDomain } : undefined,
+      ),
     });
     if (response.status === 401) {
       await response.body?.cancel();
@@ -305,7 +275,7 @@ export class KeystoneIdentityProvider implements IdentityProvider {
   }
 
   private subjectToken(response: Response): string {
-    const token = response.headers.get("x-subject-token");
+    const token = subjectTokenOf(response);
     if (!token) {
       throw new IdentityProviderUnavailable(`Keystone at ${this.url} issued a token without X-Subject-Token`);
     }
@@ -335,26 +305,12 @@ export class KeystoneIdentityProvider implements IdentityProvider {
     path: string,
     { headers = {}, body }: { headers?: Record<string, string>; body?: unknown },
   ): Promise<Response> {
-    const init: RequestInit = {
-      method,
-      headers: {
-        Accept: "application/json",
-        ...(body === undefined ? {} : { "Content-Type": "application/json" }),
-        ...headers,
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    };
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await fetch(`${this.url}${path}`, { ...init, signal: AbortSignal.timeout(this.timeoutMs) });
-      } catch (error) {
-        const timedOut = error instanceof Error && error.name === "TimeoutError";
-        // A kept-alive connection the server has just closed fails at once: retry once on a new one.
-        if (attempt === 1 && !timedOut) continue;
-        throw new IdentityProviderUnavailable(
-          `Keystone at ${this.url} could not be reached (${method} ${path.replace(/\?.*/, "")}): ${describeFailure(error, this.timeoutMs)}`,
-        );
-      }
+    try {
+      return await keystoneFetch(`${this.url}${path}`, { method, headers, body, timeoutMs: this.timeoutMs });
+    } catch (error) {
+      throw new IdentityProviderUnavailable(
+        `Keystone at ${this.url} could not be reached (${method} ${path.replace(/\?.*/, "")}): ${(error as Error).message}`,
+      );
     }
   }
 

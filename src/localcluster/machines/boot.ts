@@ -12,7 +12,8 @@ import { request } from "node:https";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { V1CertificateSigningRequest, V1Node, V1Taint } from "@kubernetes/client-node";
-import { parse, stringify } from "yaml";
+import { parse } from "yaml";
+import { exponentialDelay, kubeconfigYaml } from "../../kube/index.js";
 import { createCertificateRequest } from "../../pki/index.js";
 import { KWOK_NODE_ANNOTATION } from "../spec.js";
 
@@ -209,7 +210,7 @@ export async function kubeletBootstrap(
     if (refused)
       throw new Error(`CSR ${csrName} ${refused.type}: ${refused.message ?? refused.reason ?? ""}`);
     if (csr.status?.certificate) certificate = Buffer.from(csr.status.certificate, "base64").toString();
-    else await sleep(Math.min(100 * 2 ** Math.min(attempt, 3), 500));
+    else await sleep(exponentialDelay(attempt, 100, 500));
   }
   log(`CSR ${csrName} approved and signed`);
 
@@ -217,22 +218,17 @@ export async function kubeletBootstrap(
   await mkdir(dirname(kubeconfigPath), { recursive: true });
   await writeFile(
     kubeconfigPath,
-    stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{ name: "cluster", cluster: { server, "certificate-authority-data": caData } }],
-      users: [
-        {
+    kubeconfigYaml([
+      {
+        name: "default",
+        cluster: { name: "cluster", server, caData },
+        user: {
           name: `system:node:${nodeName}`,
-          user: {
-            "client-certificate-data": Buffer.from(certificate).toString("base64"),
-            "client-key-data": Buffer.from(keyPem).toString("base64"),
-          },
+          certData: Buffer.from(certificate).toString("base64"),
+          keyData: Buffer.from(keyPem).toString("base64"),
         },
-      ],
-      contexts: [{ name: "default", context: { cluster: "cluster", user: `system:node:${nodeName}` } }],
-      "current-context": "default",
-    }),
+      },
+    ]),
     { mode: 0o600 },
   );
   const asNode: ApiTarget = { server, caPem, credentials: { certPem: certificate, keyPem } };

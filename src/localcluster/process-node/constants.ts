@@ -10,8 +10,18 @@ export const PROCESS_NODE_NAME = "process-node-0";
 /** Label key on the process node, with the value "true". */
 export const PROCESS_NODE_LABEL = "tenantry.dev/process-node";
 
-/** Keeps every pod that does not ask for the process node off it. */
-export const PROCESS_NODE_TAINT = { key: PROCESS_NODE_LABEL, value: "true", effect: "NoSchedule" } as const;
+/**
+ * Keeps every pod that does not ask for the process node off it: the taint tenantry reserves for
+ * runtimes (RUNTIMES_NODE_TAINT_KEY of src/tenants, which constants.test.ts checks this is), which
+ * tenantry admits only on the pods of workloads it applies itself (a tenant's own pod tolerating it
+ * is refused), so only RuntimeServices' pods run here in tenant namespaces. Not imported from the
+ * tenants capability: the agent would load all of it at every start.
+ */
+export const PROCESS_NODE_TAINT = {
+  key: "runtimes.tenantry.dev/reserved",
+  value: "true",
+  effect: "NoSchedule",
+} as const;
 
 /** Node selector and toleration that put a pod on the process node (e.g. a RuntimeService's spec.pods). */
 export const PROCESS_NODE_PLACEMENT = {

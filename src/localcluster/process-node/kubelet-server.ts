@@ -10,10 +10,12 @@ import type { PodRuntime } from "./pod-runtime.js";
 /**
  * The part of the kubelet API that kube-apiserver calls for `kubectl logs` (pods/log):
  * `/containerLogs/{namespace}/{pod}/{container}` with follow, previous, tailLines and limitBytes.
- * Served over TLS on loopback with a certificate of the cluster's CA; kube-apiserver of a local
+ * Served over TLS on the node's address with a certificate of the cluster's CA; kube-apiserver of a local
  * cluster sends no client certificate to kubelets, so nothing else is asked of the caller.
  */
 export async function serveKubeletApi(options: {
+  /** The node's InternalIP, where kube-apiserver dials it. */
+  address: string;
   port: number;
   ca: CertificateAuthority;
   nodeName: string;
@@ -23,7 +25,7 @@ export async function serveKubeletApi(options: {
   const serving = await issueCertificate(options.ca, {
     commonName: `system:node:${options.nodeName}`,
     dnsNames: [options.nodeName, "localhost"],
-    ipAddresses: ["127.0.0.1"],
+    ipAddresses: [...new Set([options.address, "127.0.0.1"])],
     usage: "server",
     validDays: 3650,
   });
@@ -73,7 +75,7 @@ export async function serveKubeletApi(options: {
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(options.port, "127.0.0.1", () => resolve());
+    server.listen(options.port, options.address, () => resolve());
   });
   return server;
 }

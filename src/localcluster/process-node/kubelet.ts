@@ -7,6 +7,7 @@ import {
   Controller,
   describeError,
   Informer,
+  ignoreNotFound,
   isNotFound,
   objectKey,
   type ReconcileResult,
@@ -15,8 +16,8 @@ import {
 import type { EventRecorder } from "./events.js";
 import { stopTree } from "./host-processes.js";
 import { ImagePuller } from "./image-puller.js";
+import { type NodeNetwork, PodAddresses } from "./network/index.js";
 import { PROCESS_NODE_MANAGER } from "./node.js";
-import { PodAddresses, secondOctetOf } from "./pod-network.js";
 import { BACKUP_AGENT, ECHO_SERVER, type NodeContext, PodRuntime } from "./pod-runtime.js";
 import { podStatus } from "./pod-status.js";
 import { type PodRecord, readRecords, removePodDir } from "./records.js";
@@ -27,6 +28,7 @@ export interface KubeletOptions {
   clusterDir: string;
   nodeName: string;
   podCidr: string;
+  network: NodeNetwork;
   hostIP: string;
   allocatable: Record<string, string>;
   apiserver: { host: string; port: number };
@@ -75,6 +77,7 @@ export class ProcessNodeKubelet {
       sources: volumeSources(client),
       events: options.events,
       images: new ImagePuller({ echoServer: ECHO_SERVER, backupAgent: BACKUP_AGENT }),
+      network: options.network,
       logger,
       resync: (key, ms) => (ms ? this.controller.enqueueAfter(key, ms) : this.controller.enqueue(key)),
     };
@@ -100,9 +103,7 @@ export class ProcessNodeKubelet {
     const cursor = Number((await readFile(this.cursorFile, "utf8").catch(() => "0")).trim());
     this.addresses = new PodAddresses(this.options.podCidr, Number.isInteger(cursor) ? cursor : 0);
     for (const record of await readRecords(this.options.clusterDir)) this.records.set(record.uid, record);
-    const octet = secondOctetOf(this.options.podCidr);
-    for (const record of this.records.values())
-      if (record.ip.startsWith(`127.${octet}.`)) this.addresses.reserve(record.ip);
+    for (const record of this.records.values()) this.addresses.reserve(record.ip);
     this.pods.start();
     await this.pods.waitForSync({ timeoutMs: 120_000 });
     for (const pod of this.pods.list()) if (pod.status?.podIP) this.addresses.reserve(pod.status.podIP);
@@ -122,6 +123,7 @@ export class ProcessNodeKubelet {
           "stopping an orphan pod's processes",
         );
       await Promise.all(processes.map((p) => stopTree(p, 2000)));
+      await this.options.network.detach(record.uid);
       await removePodDir(this.options.clusterDir, record.uid);
       this.addresses.release(record.ip);
       this.records.delete(record.uid);
@@ -158,8 +160,7 @@ export class ProcessNodeKubelet {
       runtime.adopt(record, pod);
       this.records.delete(pod.metadata!.uid!);
       this.runtimes.set(key, runtime);
-      const ours = (ip: string) =>
-        ip === this.options.hostIP || ip.startsWith(`127.${secondOctetOf(this.options.podCidr)}.`);
+      const ours = (ip: string) => ip === this.options.hostIP || this.addresses.contains(ip);
       if (runtime.ip && !ours(runtime.ip)) {
         // The node got another pod network (see NodeHeartbeat.register): this pod's address is not ours.
         this.options.events.warning(
@@ -168,8 +169,8 @@ export class ProcessNodeKubelet {
           `the process node's pod network is now ${this.options.podCidr}; the pod is deleted`,
         );
         await runtime.terminate(FORCED_STOP_MS / 1000);
-        await this.deletePod(pod);
         await this.cleanUp(runtime);
+        await this.deletePod(pod);
         return reconcileDone();
       }
     }
@@ -191,8 +192,11 @@ export class ProcessNodeKubelet {
     await this.writeStatus(pod, runtime).catch((err) => {
       if (!isNotFound(err)) throw err;
     });
-    await this.deletePod(pod);
+    // As a kubelet does, the API object goes last: once it is gone, nothing of the pod is left here
+    // (its processes, network namespace, address and folder). A failed delete is retried by the next
+    // sync, which finds nothing left to stop.
     await this.cleanUp(runtime);
+    await this.deletePod(pod);
     return reconcileDone();
   }
 
@@ -211,6 +215,7 @@ export class ProcessNodeKubelet {
 
   private async cleanUp(runtime: PodRuntime): Promise<void> {
     await runtime.close();
+    await this.options.network.detach(runtime.uid);
     this.runtimes.delete(runtime.key);
     if (runtime.ip) this.addresses.release(runtime.ip);
     this.options.events.forget(runtime.uid);
@@ -250,12 +255,7 @@ export class ProcessNodeKubelet {
 
 function volumeSources(client: ClusterClient): VolumeSources {
   const orUndefined = async <T>(read: () => Promise<T>): Promise<T | undefined> => {
-    try {
-      return await read();
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+    return ignoreNotFound(read());
   };
   return {
     configMap: (namespace, name) =>

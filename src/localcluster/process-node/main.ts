@@ -13,6 +13,7 @@ import { loadCertificateAuthority } from "../../pki/index.js";
 import { EventRecorder } from "./events.js";
 import { ProcessNodeKubelet } from "./kubelet.js";
 import { serveKubeletApi } from "./kubelet-server.js";
+import { hostPortsOf, NodeNetwork, networkPlan } from "./network/index.js";
 import { NodeHeartbeat } from "./node.js";
 import { LocalVolumeProvisioner } from "./provisioner.js";
 
@@ -23,6 +24,7 @@ const { values } = parseArgs({
     kubeconfig: { type: "string" },
     node: { type: "string" },
     "pod-cidr": { type: "string" },
+    network: { type: "string" },
     "kubelet-port": { type: "string" },
     "kubelet-version": { type: "string" },
     capacity: { type: "string" },
@@ -44,20 +46,30 @@ async function main(): Promise<void> {
   const client = loadClusterClient(required("cluster"), required("kubeconfig"));
   const server = new URL(client.server);
   const capacity = JSON.parse(required("capacity")) as Record<string, string>;
-  const hostIP = "127.0.0.1";
   const kubeletPort = Number(required("kubelet-port"));
   const events = new EventRecorder(client.core, { component: "kubelet", host: nodeName }, logger);
 
+  const apiserverPort = Number(server.port || 443);
+  const plan = networkPlan(Number(required("network")), required("pod-cidr"));
+  const network = await NodeNetwork.start(plan, () => hostPortsOf(clusterDir, apiserverPort));
+  // The node's address is the machine's end of the link: pods reach the node there, as on any node,
+  // and kube-apiserver reaches its kubelet API there.
+  const hostIP = plan.hostAddress;
+  logger.info(
+    { podCidr: plan.podCidr, mapped: plan.mappedCidr, directRoute: network.directRoute },
+    "pod network ready",
+  );
   const provisioner = new LocalVolumeProvisioner(client, clusterDir, events, logger);
   await provisioner.start();
   const kubelet = new ProcessNodeKubelet({
     client,
     clusterDir,
     nodeName,
-    podCidr: required("pod-cidr"),
+    podCidr: plan.podCidr,
+    network,
     hostIP,
     allocatable: capacity,
-    apiserver: { host: server.hostname, port: Number(server.port || 443) },
+    apiserver: { host: server.hostname, port: apiserverPort },
     events,
     logger,
   });
@@ -67,6 +79,7 @@ async function main(): Promise<void> {
     keyPem: await readFile(join(pki, "ca.key"), "utf8"),
   });
   const api = await serveKubeletApi({
+    address: hostIP,
     port: kubeletPort,
     ca,
     nodeName,
@@ -101,6 +114,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, "stopping: every pod's processes are stopped");
     heartbeat.stop();
     await kubelet.stop({ stopPods: true });
+    await network.stop();
     await provisioner.stop();
     events.stop();
     api.close();

@@ -1,30 +1,50 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, openSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { chown, mkdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { V1Container, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { nodeProgram } from "../../common/index.js";
 import { describeError } from "../../kube/index.js";
+import type { LocalImageKind } from "./constants.js";
 import { ContainerConfigError, containerEnv, expandReferences } from "./env.js";
 import type { EventRecorder } from "./events.js";
 import { identify, isAlive, killGroup, type ProcessIdentity, stopTree } from "./host-processes.js";
 import type { ImagePuller } from "./image-puller.js";
 import {
   backupAgentArgs,
-  type ContainerProgram,
   containerProgram,
-  hostPathOf,
   imageKind,
   jupyterServerArgs,
   pullPolicy,
   shellArgs,
   unknownImageMessage,
 } from "./images.js";
+import type { NodeNetwork } from "./network/index.js";
 import type { ContainerView, PodView, Terminated } from "./pod-status.js";
 import { type ProbeKind, ProbeWorker } from "./probes.js";
 import { type ContainerRecord, type PodRecord, podDir, writeRecord } from "./records.js";
+import {
+  checkMountTarget,
+  launcherArgv,
+  nodeInstallDir,
+  programMounts,
+  type SandboxMount,
+  type SandboxSpec,
+  volumeMount,
+  writeSandbox,
+} from "./sandbox/launcher.js";
+import {
+  claimOwnerOf,
+  openEmptyDir,
+  ownClaim,
+  ownWrittenFiles,
+  type VolumeOwner,
+  volumeOwner,
+} from "./sandbox/ownership.js";
+import { writePodFiles } from "./sandbox/pod-files.js";
+import { containerRunAs, podUser } from "./sandbox/users.js";
 import { containerMounts, prepareVolumes, type VolumeSources } from "./volumes.js";
 
 export const ECHO_SERVER = join(dirname(fileURLToPath(import.meta.url)), "images", "echo-server.mjs");
@@ -34,6 +54,8 @@ export const ECHO_SERVER = join(dirname(fileURLToPath(import.meta.url)), "images
  */
 const BACKUP_AGENT_PROGRAM = nodeProgram("../../backup/agent/main.ts", import.meta.url);
 export const BACKUP_AGENT = BACKUP_AGENT_PROGRAM.at(-1)!;
+/** The checkout the agent runs from: the echo and backup agent images are its sources and node_modules. */
+const CHECKOUT = fileURLToPath(new URL("../../../", import.meta.url)).replace(/\/$/, "");
 
 /** What every pod of the node shares: the API, events, images, addresses and the node's facts. */
 export interface NodeContext {
@@ -45,9 +67,20 @@ export interface NodeContext {
   sources: VolumeSources;
   events: EventRecorder;
   images: ImagePuller;
+  network: NodeNetwork;
   logger: Logger;
   /** Asks for the pod to be synced again (now, or after `ms`). */
   resync(key: string, ms?: number): void;
+}
+
+/** A container ready to launch, or the reason its program does not exist in its image. */
+type PreparedContainer = { sandbox: SandboxSpec } | { notFound: string };
+
+/** The Python installation a virtualenv was made from (its pyvenv.cfg `home`), to mount beside it. */
+async function pythonHome(venv: string): Promise<string[]> {
+  const config = await readFile(join(venv, "pyvenv.cfg"), "utf8").catch(() => "");
+  const home = /^home\s*=\s*(.+)$/m.exec(config)?.[1]?.trim();
+  return home ? [dirname(home)] : [];
 }
 
 const MAX_BACKOFF_MS = 300_000;
@@ -66,8 +99,9 @@ class ContainerSlot {
   containerID?: string;
   imageID = "";
   probes: ProbeWorker[] = [];
-  /** The container is being started (pull or spawn in flight). */
+  /** The container is being started (pull or spawn in flight): no second start, and a stop waits for it. */
   starting = false;
+  startTask?: Promise<void>;
   backoff?: { delayMs: number; updatedAt: number };
   backoffUntil = 0;
   /** The exit waiting for its restart (the state shows CrashLoopBackOff meanwhile). */
@@ -153,6 +187,12 @@ export class PodRuntime {
   startTime?: string;
   private readonly slots = new Map<string, ContainerSlot>();
   private volumes?: Map<string, string>;
+  /** The pod's network namespace (none on the host's network). */
+  private netns?: string;
+  /** The files every container mounts over /etc/hosts, /etc/resolv.conf and /etc/hostname. */
+  private podFiles?: Map<string, string>;
+  /** Who owns the pod's volumes (the first container's user, see sandbox/users.ts). */
+  private owner?: VolumeOwner;
   private renewAt?: number;
   private mountFailure?: string;
   terminalPhase?: "Succeeded" | "Failed";
@@ -199,6 +239,7 @@ export class PodRuntime {
   /** Takes over what a previous kubelet left: address, restart counts, and processes still alive. */
   adopt(record: PodRecord | undefined, pod: V1Pod): void {
     this.ip = record?.ip || pod.status?.podIP || undefined;
+    if (!pod.spec?.hostNetwork) this.netns = this.ctx.network.existing(this.uid);
     this.startTime = pod.status?.startTime ? String(pod.status.startTime) : undefined;
     const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
     for (const slot of this.slots.values()) {
@@ -250,7 +291,7 @@ export class PodRuntime {
       ...(this.ip ? { podIP: this.ip } : {}),
       hostIP: this.ctx.hostIP,
       ...(this.startTime ? { startTime: this.startTime } : {}),
-      sandboxReady: this.volumes !== undefined && this.ip !== undefined,
+      sandboxReady: this.volumes !== undefined && this.podFiles !== undefined,
       initContainers: this.initSlots.map((s) => s.view()),
       containers: this.appSlots.map((s) => s.view()),
       ...(this.terminalPhase ? { terminalPhase: this.terminalPhase } : {}),
@@ -305,6 +346,7 @@ export class PodRuntime {
       await mkdir(this.dir, { recursive: true });
       await this.save();
     }
+    if (!this.podFiles && !(await this.setUpSandbox(pod))) return;
     if (!this.volumes || (this.renewAt !== undefined && Date.now() >= this.renewAt)) {
       try {
         const prepared = await prepareVolumes(
@@ -314,6 +356,7 @@ export class PodRuntime {
           this.addresses(),
           this.ctx.allocatable,
         );
+        await this.ownVolumes(pod, prepared.paths, this.volumes === undefined);
         this.volumes = prepared.paths;
         this.renewAt = prepared.renewAt;
         this.mountFailure = undefined;
@@ -359,6 +402,77 @@ export class PodRuntime {
 
   private addresses() {
     return { podIP: this.ip ?? "", hostIP: this.ctx.hostIP };
+  }
+
+  /** Where the agent reaches the pod's address (probes run from the machine). */
+  private get probeAddress(): string {
+    return this.netns ? this.ctx.network.reach(this.ip!) : this.ip!;
+  }
+
+  private get hasProcesses(): boolean {
+    return [...this.slots.values()].some((s) => s.process !== undefined);
+  }
+
+  /**
+   * The pod's sandbox, as a container runtime makes it: its network namespace with its address
+   * (kept when a restarted agent adopts running containers), and its hosts and resolv.conf files.
+   * Failures are reported (FailedCreatePodSandBox) and tried again.
+   */
+  private async setUpSandbox(pod: V1Pod): Promise<boolean> {
+    if (pod.spec?.hostNetwork) {
+      this.podFiles = new Map();
+      return true;
+    }
+    try {
+      if (!this.netns || !this.hasProcesses) this.netns = await this.ctx.network.attach(this.uid, this.ip!);
+      this.podFiles = await writePodFiles(pod, this.ip!, this.dir);
+      return true;
+    } catch (err) {
+      const message = `Failed to create pod sandbox: ${err instanceof Error ? err.message : String(err)}`;
+      this.ctx.events.warning(this.target, "FailedCreatePodSandBox", message);
+      this.ctx.logger.warn({ pod: this.key, error: describeError(err) }, "pod sandbox failed");
+      this.ctx.resync(this.key, 2000);
+      return false;
+    }
+  }
+
+  /** The owner of claims mounted by the pod, when not root (a helper pod works as that user). */
+  private claimOwner?: { uid: number; gid: number };
+
+  /**
+   * Volumes made usable by the pod's user (sandbox/ownership.ts): on first setup the emptyDirs and
+   * claims, every time the files written for the pod.
+   */
+  private async ownVolumes(pod: V1Pod, paths: Map<string, string>, first: boolean): Promise<void> {
+    const volumes = pod.spec?.volumes ?? [];
+    if (first) {
+      for (const volume of volumes.filter((v) => v.persistentVolumeClaim)) {
+        this.claimOwner ??= await claimOwnerOf(paths.get(volume.name)!);
+      }
+    }
+    this.owner ??= volumeOwner(pod, this.podUser(pod));
+    for (const volume of volumes) {
+      const path = paths.get(volume.name);
+      if (!path) continue;
+      if (volume.emptyDir && first) await openEmptyDir(path, this.owner);
+      else if (volume.persistentVolumeClaim && first) await ownClaim(path, this.owner);
+      else if (volume.secret || volume.configMap || volume.downwardAPI || volume.projected)
+        await ownWrittenFiles(path, this.owner);
+    }
+  }
+
+  /** The user of the pod's first container, who owns its volumes (the machine's ids). */
+  private podUser(pod: V1Pod): { uid: number; gid: number } {
+    const container = pod.spec?.containers?.[0];
+    const kind = imageKind(container?.image ?? "");
+    try {
+      const runAs = containerRunAs(pod, container!, kind ?? "busybox", "spec.containers[0]", this.claimOwner);
+      return { uid: runAs.uid, gid: runAs.gid };
+    } catch {
+      // The container will be refused at its start with the reason; the volumes go to the pod's user.
+      const own = podUser(this.uid);
+      return { uid: own, gid: own };
+    }
   }
 
   /** The pod has ended for good: sidecars are stopped, nothing restarts. */
@@ -457,72 +571,64 @@ export class PodRuntime {
       return;
     }
     if (!present || policy === "Always") {
-      slot.starting = true;
       this.ctx.events.normal(target, "Pulling", `Pulling image "${image}"`);
       slot.state = { waiting: { reason: "ContainerCreating", message: `Pulling image "${image}"` } };
       const started = Date.now();
-      this.ctx.images
-        .pull(kind, (detail) => {
-          slot.state = {
-            waiting: { reason: "ContainerCreating", message: `Pulling image "${image}": ${detail}` },
-          };
-          this.ctx.resync(this.key);
-        })
-        .then(
-          (waitedMs) => {
-            const seconds = ((Date.now() - started) / 1000).toFixed(3);
-            this.ctx.events.normal(
-              target,
-              "Pulled",
-              `Successfully pulled image "${image}" in ${(waitedMs / 1000).toFixed(3)}s (${seconds}s including waiting)`,
-            );
-            slot.pullBackoff = undefined;
-            // Starting until the process runs: a resync during spawn's awaits would start a second
-            // process, which terminate() never stops (it knows only the last one).
-            return this.spawn(slot, pod, kind).finally(() => {
-              slot.starting = false;
-            });
-          },
-          (err) => {
-            slot.starting = false;
-            this.pullFailed(slot, image, err instanceof Error ? err.message : String(err));
-          },
-        )
-        .catch((err) => this.ctx.logger.error({ pod: this.key, error: describeError(err) }, "start failed"))
-        .finally(() => this.ctx.resync(this.key));
+      this.track(
+        slot,
+        this.ctx.images
+          .pull(kind, (detail) => {
+            slot.state = {
+              waiting: { reason: "ContainerCreating", message: `Pulling image "${image}": ${detail}` },
+            };
+            this.ctx.resync(this.key);
+          })
+          .then(
+            (waitedMs) => {
+              const seconds = ((Date.now() - started) / 1000).toFixed(3);
+              this.ctx.events.normal(
+                target,
+                "Pulled",
+                `Successfully pulled image "${image}" in ${(waitedMs / 1000).toFixed(3)}s (${seconds}s including waiting)`,
+              );
+              slot.pullBackoff = undefined;
+              return this.spawn(slot, pod, kind);
+            },
+            (err) => this.pullFailed(slot, image, err instanceof Error ? err.message : String(err)),
+          )
+          .finally(() => this.ctx.resync(this.key)),
+      );
       return;
     }
     this.ctx.events.normal(target, "Pulled", `Container image "${image}" already present on machine`);
-    await this.spawn(slot, pod, kind);
+    await this.track(slot, this.spawn(slot, pod, kind));
   }
 
-  private async spawn(
-    slot: ContainerSlot,
-    pod: V1Pod,
-    kind: ReturnType<typeof imageKind> & string,
-  ): Promise<void> {
+  /**
+   * Marks the slot as starting until `start` settles: no second start meanwhile (a resync during a
+   * pull or a spawn would run a second process that no stop knows of), and a stop waits for it.
+   */
+  private track(slot: ContainerSlot, start: Promise<unknown>): Promise<void> {
+    slot.starting = true;
+    const task = start
+      .then(() => undefined)
+      .catch((err) => this.ctx.logger.error({ pod: this.key, error: describeError(err) }, "start failed"))
+      .finally(() => {
+        slot.starting = false;
+        slot.startTask = undefined;
+      });
+    slot.startTask = task;
+    return task;
+  }
+
+  private async spawn(slot: ContainerSlot, pod: V1Pod, kind: LocalImageKind): Promise<void> {
     if (this.terminating || this.terminalPhase) return;
     const target = this.slotTarget(slot);
     const spec = slot.spec;
     slot.imageID = this.ctx.images.imageID(kind, spec.image!);
-    let env: Map<string, string>;
-    let mounts: Map<string, string>;
-    let program: ContainerProgram;
+    let prepared: PreparedContainer;
     try {
-      env = await containerEnv(
-        pod,
-        spec,
-        this.ctx.sources,
-        this.addresses(),
-        this.ctx.allocatable,
-        this.baseEnv(kind),
-      );
-      program = containerProgram(
-        kind,
-        spec.command?.map((c) => expandReferences(c, env)),
-        spec.args?.map((a) => expandReferences(a, env)),
-      );
-      mounts = await containerMounts(spec, this.volumes ?? new Map(), env);
+      prepared = await this.prepareContainer(slot, pod, kind);
     } catch (err) {
       if (!(err instanceof ContainerConfigError)) throw err;
       this.ctx.events.warning(target, "Failed", `Error: ${err.message}`);
@@ -530,66 +636,23 @@ export class PodRuntime {
       this.ctx.resync(this.key, 5000);
       return;
     }
-    const containerDir = join(this.dir, "containers", spec.name);
-    const logFile = join(this.dir, "logs", spec.name, `${slot.restartCount}.log`);
-    await mkdir(containerDir, { recursive: true });
-    await mkdir(dirname(logFile), { recursive: true });
-    let argv: string[];
-    let cwd = (spec.workingDir && hostPathOf(spec.workingDir, mounts)) || containerDir;
-    switch (program.program) {
-      case "not-found":
-        this.startFailed(slot, program.message);
-        return;
-      case "exit":
-        argv = [program.code === 0 ? "true" : "false"];
-        break;
-      case "sleep":
-        argv = ["sleep", program.seconds === undefined ? "infinity" : String(program.seconds)];
-        break;
-      case "echo":
-        // A small heap: a hundred echo pods start at once on the runtimes benchmark.
-        argv = [
-          process.execPath,
-          "--max-semi-space-size=1",
-          "--v8-pool-size=0",
-          ECHO_SERVER,
-          "--host",
-          this.ip!,
-        ];
-        break;
-      case "backup-agent":
-        argv = [process.execPath, ...BACKUP_AGENT_PROGRAM, ...backupAgentArgs(program.args, mounts)];
-        break;
-      case "shell":
-        argv = ["/bin/sh", ...shellArgs(program.args, mounts)];
-        break;
-      case "jupyter": {
-        const install = await this.ctx.images.jupyter();
-        const home = hostPathOf("/home/jovyan", mounts) ?? join(this.dir, "home", "jovyan");
-        await mkdir(home, { recursive: true });
-        const root = mounts.get("/home/jovyan") ?? mounts.get("/home/jovyan/work") ?? home;
-        argv = [
-          install.program,
-          ...jupyterServerArgs(program.args, {
-            ip: this.ip!,
-            defaultRoot: root,
-            mounts,
-            allowRoot: process.getuid?.() === 0,
-          }),
-        ];
-        env.set("HOME", home);
-        env.set("PATH", `${join(install.dir, "bin")}:${env.get("PATH") ?? ""}`);
-        if (!spec.workingDir) cwd = home;
-        break;
-      }
+    if ("notFound" in prepared) {
+      this.startFailed(slot, prepared.notFound);
+      return;
     }
+    const logFile = join(this.dir, "logs", spec.name, `${slot.restartCount}.log`);
+    await mkdir(dirname(logFile), { recursive: true });
+    const argv = launcherArgv(prepared.sandbox, await writeSandbox(prepared.sandbox));
+    // A stop that began meanwhile waits for this start; past this point it stops what starts here.
+    if (this.terminating || this.terminalPhase) return;
     this.ctx.events.normal(target, "Created", `Created container: ${spec.name}`);
     const fd = openSync(logFile, "a");
     let child: ChildProcess;
     try {
+      // The launcher runs as root: it gets no environment of the container's (that goes in a file).
       child = spawn(argv[0]!, argv.slice(1), {
-        cwd,
-        env: Object.fromEntries(env),
+        cwd: "/",
+        env: { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" },
         detached: true,
         stdio: ["ignore", fd, fd],
       });
@@ -620,12 +683,148 @@ export class PodRuntime {
     this.save();
   }
 
+  /**
+   * What a container runs and sees: its program (paths as the container sees them: its volumes are
+   * mounted at their mount paths), environment, user, and the mounts of its root filesystem.
+   */
+  private async prepareContainer(
+    slot: ContainerSlot,
+    pod: V1Pod,
+    kind: LocalImageKind,
+  ): Promise<PreparedContainer> {
+    const spec = slot.spec;
+    const env = await containerEnv(
+      pod,
+      spec,
+      this.ctx.sources,
+      this.addresses(),
+      this.ctx.allocatable,
+      this.baseEnv(kind),
+    );
+    const program = containerProgram(
+      kind,
+      spec.command?.map((c) => expandReferences(c, env)),
+      spec.args?.map((a) => expandReferences(a, env)),
+    );
+    const volumes = await containerMounts(spec, this.volumes ?? new Map(), env);
+    const runAs = containerRunAs(pod, spec, kind, slot.fieldPath, this.claimOwner);
+    // Inside the container every volume is at its mount path: that is the path programs are given.
+    const visible = new Map([...volumes.keys()].map((path) => [path, path]));
+    const mounts = this.volumeMounts(pod, spec, volumes, slot.fieldPath);
+    let argv: string[];
+    let programDirs: string[] = [];
+    let workdir = spec.workingDir || "/";
+    switch (program.program) {
+      case "not-found":
+        return { notFound: program.message };
+      case "exit":
+        argv = [program.code === 0 ? "true" : "false"];
+        break;
+      case "sleep":
+        argv = ["sleep", program.seconds === undefined ? "infinity" : String(program.seconds)];
+        break;
+      case "echo":
+        // A small heap: a hundred echo pods start at once on the runtimes benchmark.
+        argv = [
+          process.execPath,
+          "--max-semi-space-size=1",
+          "--v8-pool-size=0",
+          ECHO_SERVER,
+          "--host",
+          this.ip!,
+        ];
+        // Its image is the checkout: the server and the `ws` package it imports.
+        programDirs = [nodeInstallDir(), CHECKOUT];
+        break;
+      case "backup-agent":
+        argv = [process.execPath, ...BACKUP_AGENT_PROGRAM, ...backupAgentArgs(program.args, visible)];
+        programDirs = [nodeInstallDir(), CHECKOUT];
+        break;
+      case "shell":
+        argv = ["/bin/sh", ...shellArgs(program.args, visible)];
+        // The runtime agent image is the shell exec'ing this Node.js on the checkout's agent program.
+        if (kind === "runtimeAgent") programDirs = [nodeInstallDir(), CHECKOUT];
+        break;
+      case "jupyter": {
+        const install = await this.ctx.images.jupyter();
+        if (!volumes.has("/home/jovyan")) {
+          const home = join(this.dir, "home", "jovyan");
+          await mkdir(home, { recursive: true });
+          await chown(home, runAs.uid, runAs.gid);
+          mounts.unshift({ kind: "dir-rw", source: home, target: "/home/jovyan" });
+        }
+        const root =
+          volumes.has("/home/jovyan/work") && !volumes.has("/home/jovyan")
+            ? "/home/jovyan/work"
+            : "/home/jovyan";
+        argv = [
+          install.program,
+          ...jupyterServerArgs(program.args, {
+            ip: this.ip!,
+            defaultRoot: root,
+            mounts: visible,
+            allowRoot: runAs.containerUid === 0,
+          }),
+        ];
+        env.set("HOME", "/home/jovyan");
+        env.set("PATH", `${join(install.dir, "bin")}:${env.get("PATH") ?? ""}`);
+        programDirs = [install.dir, ...(await pythonHome(install.dir))];
+        if (!spec.workingDir) workdir = "/home/jovyan";
+        break;
+      }
+    }
+    return {
+      sandbox: {
+        dir: join(this.dir, "containers", spec.name),
+        mounts: [
+          ...programMounts(programDirs),
+          ...[...(this.podFiles ?? new Map())].map(([target, source]) => ({
+            kind: "file-ro" as const,
+            source,
+            target,
+          })),
+          ...mounts,
+        ],
+        env,
+        argv,
+        workdir,
+        runAs,
+        hostname: pod.spec?.hostname ?? this.name,
+        ...(this.netns ? { networkNamespace: this.netns } : {}),
+      },
+    };
+  }
+
+  /** The container's volume mounts, at their mount paths, shallowest first; read-only as the kubelet mounts them. */
+  private volumeMounts(
+    pod: V1Pod,
+    spec: V1Container,
+    volumes: ReadonlyMap<string, string>,
+    field: string,
+  ): SandboxMount[] {
+    const byName = new Map((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
+    return (spec.volumeMounts ?? [])
+      .map((mount, i) => {
+        const target = mount.mountPath.replace(/\/+$/, "") || "/";
+        checkMountTarget(target, `${field}.volumeMounts[${i}].mountPath`);
+        const volume = byName.get(mount.name);
+        const readOnly =
+          mount.readOnly === true ||
+          Boolean(volume?.secret || volume?.configMap || volume?.downwardAPI || volume?.projected);
+        return volumeMount(volumes.get(target)!, target, readOnly);
+      })
+      .sort((a, b) => a.target.split("/").length - b.target.split("/").length);
+  }
+
   /** The container's environment before its own: the image's, the pod's hostname, the API server's address. */
   private baseEnv(kind: string): Map<string, string> {
     const { host, port } = this.ctx.apiserver;
     const env = new Map<string, string>([
       ["PATH", process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin"],
       ["HOSTNAME", this.name],
+      // As containerd sets it for an image that does not: a pod's user has no passwd entry here,
+      // and without HOME, Node.js's os.homedir() (the AWS SDK's config lookup) throws.
+      ["HOME", "/"],
       ["KUBERNETES_SERVICE_HOST", host],
       ["KUBERNETES_SERVICE_PORT", String(port)],
       ["KUBERNETES_SERVICE_PORT_HTTPS", String(port)],
@@ -663,7 +862,7 @@ export class PodRuntime {
       },
       changed: (kind: ProbeKind, success: boolean) => this.probeChanged(slot, pod, kind, success),
     };
-    const ip = this.ip!;
+    const ip = this.probeAddress;
     if (spec.startupProbe) {
       slot.started = readyBefore !== undefined;
       if (!slot.started) {
@@ -683,7 +882,7 @@ export class PodRuntime {
     readyBefore?: boolean,
   ): void {
     const spec = slot.spec;
-    const ip = this.ip!;
+    const ip = this.probeAddress;
     if (spec.readinessProbe) {
       slot.ready = readyBefore ?? false;
       const readiness = new ProbeWorker("Readiness", spec.readinessProbe, ip, spec, report, slot.ready);
@@ -745,11 +944,14 @@ export class PodRuntime {
     killGroup(identity.pid);
     slot.stopProbes();
     const running = "running" in slot.state ? slot.state.running : { startedAt: now() };
+    // The container's init exits as a shell does: 128 + n when its program was killed by signal n.
+    const byInit = code !== null && code > 128 && code < 160 ? code - 128 : undefined;
+    const signalNumber = signal ? signalNumbers[signal] : byInit;
     const exitCode = code ?? (signal ? 128 + (signalNumbers[signal] ?? 0) : 137);
     slot.state = {
       terminated: {
         exitCode,
-        ...(signal && signalNumbers[signal] ? { signal: signalNumbers[signal] } : {}),
+        ...(signalNumber ? { signal: signalNumber } : {}),
         reason: reason ?? (exitCode === 0 ? "Completed" : "Error"),
         ...(reason === "ContainerStatusUnknown"
           ? { message: "The container's process ended while the process node's agent was not its parent" }
@@ -774,6 +976,8 @@ export class PodRuntime {
    */
   terminate(graceSeconds: number): Promise<void> {
     this.terminating ??= (async () => {
+      // A start in flight finishes first (it sees the stop and starts nothing, or is stopped below).
+      await Promise.all([...this.slots.values()].map((s) => s.startTask));
       const stopAll = async (slots: ContainerSlot[]) => {
         await Promise.all(
           slots

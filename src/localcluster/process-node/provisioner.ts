@@ -11,8 +11,8 @@ import {
   type ClusterClient,
   Controller,
   Informer,
+  ignoreNotFound,
   isAlreadyExists,
-  isNotFound,
   objectKey,
   type ReconcileResult,
   reconcileDone,
@@ -162,11 +162,7 @@ export class LocalVolumeProvisioner {
     // Only ever a folder this provisioner made.
     if (path && !relative(this.volumesDir, path).startsWith("..") && path !== this.volumesDir)
       await rm(path, { recursive: true, force: true });
-    try {
-      await this.client.core.deletePersistentVolume({ name });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    await ignoreNotFound(this.client.core.deletePersistentVolume({ name }));
     return reconcileDone();
   }
 }

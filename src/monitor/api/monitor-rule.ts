@@ -1,5 +1,5 @@
 /**
- * MonitorRule (cluster-scoped): one condition of document 000, Table 4, watched on pods, claims or
+ * MonitorRule (cluster-scoped): one condition of Vasilenko & Kurapati, Table 4, watched on pods, claims or
  * nodes — cluster-wide, or only in one tenant's namespaces — with where its alerts go and what may
  * be done about them. The monitor fires one alert per object and rule, and resolves it when the
  * condition ends.

@@ -1,5 +1,5 @@
 /**
- * ReplicatedDeployment (document 004, chapter 7): one Deployment template replicated once per
+ * ReplicatedDeployment (Liqo thesis, chapter 7): one Deployment template replicated once per
  * combination of values that `generationLabels` take over the selected virtual nodes, each replica
  * pinned to the virtual nodes of its combination. The status summarises every replica.
  */

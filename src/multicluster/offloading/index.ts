@@ -1,4 +1,4 @@
-/** Namespace offloading (document 004, chapters 4 and 6): controllers, informers, pod webhook. */
+/** Namespace offloading (Liqo thesis, chapters 4 and 6): controllers, informers, pod webhook. */
 import type { Logger } from "pino";
 import type { ClusterClient } from "../../kube/index.js";
 import type { MulticlusterInformers } from "../informers.js";

@@ -5,7 +5,7 @@ export const OFFLOADING_ENABLED_LABEL = "tenantry.dev/offloading";
 export const OFFLOADING_ENABLED_VALUE = "enabled";
 /** On a NamespaceOffloading made from the namespace label: removing the label removes it. */
 export const CREATED_BY_LABEL_ANNOTATION = "tenantry.dev/created-by-namespace-label";
-/** Keeps a NamespaceOffloading until its remote namespaces are gone (document 004, 6.1.3). */
+/** Keeps a NamespaceOffloading until its remote namespaces are gone (Liqo thesis, 6.1.3). */
 export const OFFLOADING_FINALIZER = "tenantry.dev/offloading";
 
 /**

@@ -1,4 +1,4 @@
-/** The name of a namespace's replicas in the providers (document 004, table 4.1). */
+/** The name of a namespace's replicas in the providers (Liqo thesis, table 4.1). */
 import type { NamespaceOffloadingSpec } from "../api/offloading.js";
 
 /** Namespace names are DNS labels: at most 63 characters. */

@@ -1,5 +1,5 @@
 /**
- * The NamespaceMap controller (document 004, figure 6.2, step 3): one NamespaceMap per Peering;
+ * The NamespaceMap controller (Liqo thesis, figure 6.2, step 3): one NamespaceMap per Peering;
  * creates in the provider, with only the privileges of this cluster's tenant there, every remote
  * namespace the map's desiredMapping asks for, deletes those no longer asked for, probes the
  * existing ones, and records the outcome in the map's currentMapping.
@@ -126,20 +126,7 @@ export class NamespaceMapController {
     const probeDue = now - (this.lastProbe.get(name) ?? 0) >= this.probeIntervalMs;
 
     const cluster = peering.spec.remoteClusterName;
-    let remote: ClusterClient | undefined;
-    let unreachable: string | undefined;
-    const health = peering.status?.conditions?.find((c) => c.type === "Ready");
-    if (health?.status === "False" && health.reason === "PeerUnreachable") {
-      // The peering's own probe (with a deadline) says the provider does not answer: say so for
-      // every replica now, rather than send requests that may hang until it is back.
-      unreachable = `cluster ${cluster} does not answer: ${health.message ?? "unreachable"}`;
-    } else {
-      try {
-        remote = informers.peerClients.clientFor(name).client;
-      } catch (err) {
-        unreachable = describeError(err);
-      }
-    }
+    const { remote, unreachable } = this.remoteOf(peering);
 
     const work: { local: string; act: () => Promise<Outcome> }[] = [];
     for (const [local, remoteName] of Object.entries(desired)) {
@@ -190,24 +177,8 @@ export class NamespaceMapController {
         if (before) changes[local] = null;
         return;
       }
-      const remoteNamespace = desired[local] ?? before!.remoteNamespace;
-      if (
-        before &&
-        before.phase === outcome.phase &&
-        before.remoteNamespace === remoteNamespace &&
-        (before.message ?? "") === (outcome.message ?? "")
-      ) {
-        return;
-      }
-      changes[local] = {
-        remoteNamespace,
-        phase: outcome.phase,
-        ...(outcome.message ? { message: outcome.message.slice(0, 4000) } : {}),
-        lastTransitionTime:
-          before?.phase === outcome.phase && before.lastTransitionTime
-            ? before.lastTransitionTime
-            : formatKubeTime(new Date()),
-      };
+      const changed = mappingChange(before, outcome, desired[local] ?? before!.remoteNamespace);
+      if (changed) changes[local] = changed;
     });
     if (Object.keys(changes).length) await this.patchCurrent(map, changes);
 
@@ -219,6 +190,23 @@ export class NamespaceMapController {
     }
     if (entries.some((e) => e.phase === "CreationLoopBackOff")) return requeueAfter(5_000);
     return Object.keys(desired).length ? requeueAfter(this.probeIntervalMs) : reconcileDone();
+  }
+
+  /** The provider's client as this peering, or why there is none (the peering's probe says it does not answer). */
+  private remoteOf(peering: Peering): { remote?: ClusterClient; unreachable?: string } {
+    const health = peering.status?.conditions?.find((c) => c.type === "Ready");
+    if (health?.status === "False" && health.reason === "PeerUnreachable") {
+      // The peering's own probe (with a deadline) says the provider does not answer: say so for
+      // every replica now, rather than send requests that may hang until it is back.
+      return {
+        unreachable: `cluster ${peering.spec.remoteClusterName} does not answer: ${health.message ?? "unreachable"}`,
+      };
+    }
+    try {
+      return { remote: this.options.informers.peerClients.clientFor(peering.metadata!.name!).client };
+    } catch (err) {
+      return { unreachable: describeError(err) };
+    }
   }
 
   private async createMap(peering: Peering): Promise<void> {
@@ -372,4 +360,29 @@ export class NamespaceMapController {
       return { phase: "Terminating", message: `deleting namespace ${name}: ${describeError(err)}` };
     }
   }
+}
+
+/** A replica's new status entry, or undefined when the outcome changes nothing. */
+function mappingChange(
+  before: CurrentMapping | undefined,
+  outcome: Exclude<Outcome, "gone">,
+  remoteNamespace: string,
+): CurrentMapping | undefined {
+  if (
+    before &&
+    before.phase === outcome.phase &&
+    before.remoteNamespace === remoteNamespace &&
+    (before.message ?? "") === (outcome.message ?? "")
+  ) {
+    return undefined;
+  }
+  return {
+    remoteNamespace,
+    phase: outcome.phase,
+    ...(outcome.message ? { message: outcome.message.slice(0, 4000) } : {}),
+    lastTransitionTime:
+      before?.phase === outcome.phase && before.lastTransitionTime
+        ? before.lastTransitionTime
+        : formatKubeTime(new Date()),
+  };
 }

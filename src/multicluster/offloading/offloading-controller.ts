@@ -1,5 +1,5 @@
 /**
- * The NamespaceOffloading controller (document 004, figure 6.2, steps 1–2): turns each
+ * The NamespaceOffloading controller (Liqo thesis, figure 6.2, steps 1–2): turns each
  * NamespaceOffloading into replication requests in the NamespaceMaps of the peers its
  * clusterSelector selects, again whenever virtual nodes come, go or change labels; on deletion
  * withdraws them and keeps the finalizer until every replica is gone (6.1.3). Also creates the
@@ -8,14 +8,17 @@
 import { PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
+  addFinalizer,
   type ClusterClient,
   type Controller,
+  ignoreNotFound,
   isAlreadyExists,
   isNotFound,
   objectKey,
   type ReconcileContext,
   type ReconcileResult,
   reconcileDone,
+  removeFinalizer,
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
 import { NAMESPACE_OFFLOADING_NAME, type NamespaceMap, type NamespaceOffloading } from "../api/offloading.js";
@@ -96,17 +99,11 @@ export class OffloadingController {
     if (!offloading || offloading.metadata?.deletionTimestamp) {
       await this.markOffloaded(namespace, false);
       await this.setRequests(namespace, new Map());
-      if (offloading && !this.anyReplica(namespace)) await this.removeFinalizer(offloading);
+      if (offloading && !this.anyReplica(namespace))
+        await removeFinalizer(this.options.client.objects, offloading, OFFLOADING_FINALIZER);
       return reconcileDone();
     }
-    if (!offloading.metadata?.finalizers?.includes(OFFLOADING_FINALIZER)) {
-      await this.options.client.objects.jsonPatch(offloading, [
-        { op: "test", path: "/metadata/resourceVersion", value: offloading.metadata!.resourceVersion },
-        offloading.metadata?.finalizers
-          ? { op: "add", path: "/metadata/finalizers/-", value: OFFLOADING_FINALIZER }
-          : { op: "add", path: "/metadata/finalizers", value: [OFFLOADING_FINALIZER] },
-      ]);
-    }
+    await addFinalizer(this.options.client.objects, offloading, OFFLOADING_FINALIZER);
     await this.markOffloaded(namespace, true);
     const remote = remoteNamespaceName(offloading.spec, namespace, this.options.clusterId);
     const requests = new Map<string, string>();
@@ -121,17 +118,15 @@ export class OffloadingController {
   private async markOffloaded(namespace: string, offloaded: boolean): Promise<void> {
     const marked = this.options.informers.offloadedNamespaces.get(undefined, namespace) !== undefined;
     if (marked === offloaded) return;
-    try {
-      await this.options.client.core.patchNamespace(
+    await ignoreNotFound(
+      this.options.client.core.patchNamespace(
         {
           name: namespace,
           body: { metadata: { labels: { [OFFLOADED_NAMESPACE_LABEL]: offloaded ? "true" : null } } },
         },
         setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+      ),
+    );
   }
 
   /** Makes `namespace` requested exactly in the maps of `requests` (peering → remote name). */
@@ -170,20 +165,6 @@ export class OffloadingController {
       .some(
         (m) => m.spec?.desiredMapping?.[namespace] !== undefined || m.status?.currentMapping?.[namespace],
       );
-  }
-
-  private async removeFinalizer(offloading: NamespaceOffloading): Promise<void> {
-    const finalizers = offloading.metadata?.finalizers ?? [];
-    const index = finalizers.indexOf(OFFLOADING_FINALIZER);
-    if (index < 0) return;
-    try {
-      await this.options.client.objects.jsonPatch(offloading, [
-        { op: "test", path: `/metadata/finalizers/${index}`, value: OFFLOADING_FINALIZER },
-        { op: "remove", path: `/metadata/finalizers/${index}` },
-      ]);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
   }
 
   /** The namespace label asks for the default offloading; removing the label withdraws it. */

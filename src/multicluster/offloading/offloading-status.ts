@@ -1,5 +1,5 @@
 /**
- * The NamespaceOffloading status gathered from the NamespaceMaps (document 004, figure 6.2,
+ * The NamespaceOffloading status gathered from the NamespaceMaps (Liqo thesis, figure 6.2,
  * step 4; table 4.3). Pure: the status controller writes what this returns.
  */
 import { type Condition, formatKubeTime, setCondition } from "../../kube/index.js";

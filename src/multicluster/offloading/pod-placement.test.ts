@@ -13,7 +13,7 @@ const toleration = {
   effect: "NoExecute",
 };
 
-describe("pod placement per offloading strategy (document 004, 6.2.1)", () => {
+describe("pod placement per offloading strategy (Liqo thesis, 6.2.1)", () => {
   test("LocalAndRemote: the selector's terms plus one selecting local nodes", () => {
     assert.deepEqual(strategySelector("LocalAndRemote", region), {
       nodeSelectorTerms: [

@@ -1,5 +1,5 @@
 /**
- * Where an offloaded namespace's pods may run (document 004, 6.2.1): the node affinity and
+ * Where an offloaded namespace's pods may run (Liqo thesis, 6.2.1): the node affinity and
  * toleration the pod webhook forces for each pod offloading strategy. Pure functions.
  */
 import type { V1Affinity, V1NodeSelector, V1NodeSelectorTerm, V1Toleration } from "@kubernetes/client-node";

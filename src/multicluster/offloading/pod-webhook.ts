@@ -1,5 +1,5 @@
 /**
- * The pod webhook of offloaded namespaces (document 004, 6.2.1): forces on each new pod the node
+ * The pod webhook of offloaded namespaces (Liqo thesis, 6.2.1): forces on each new pod the node
  * affinity and the virtual-node toleration its namespace's podOffloadingStrategy and
  * clusterSelector call for.
  */

@@ -1,5 +1,5 @@
 /**
- * The OffloadingStatus controller (document 004, figure 6.2, step 4): keeps every
+ * The OffloadingStatus controller (Liqo thesis, figure 6.2, step 4): keeps every
  * NamespaceOffloading's status in line with the NamespaceMaps, the source of truth about the
  * remote namespaces.
  */

@@ -1,5 +1,5 @@
 /**
- * Reflection into the providers (document 004, chapter 3): pods bound to virtual nodes run in
+ * Reflection into the providers (Liqo thesis, chapter 3): pods bound to virtual nodes run in
  * the replica namespaces, and Services, ConfigMaps and Secrets of offloaded namespaces are
  * copied there. Not reflected: EndpointSlices (the provider makes its own from the reflected
  * pods), Ingresses, PersistentVolumeClaims, ServiceAccounts and RBAC, Events.

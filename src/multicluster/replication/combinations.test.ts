@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { V1Node } from "@kubernetes/client-node";
+import {
+  EDGE_1,
+  EDGE_2,
+  EDGE_3,
+  PROVIDER,
+  REGION,
+  SECURITY,
+  virtualNode,
+} from "../../../testing/replication-fixtures.js";
 import { MAX_REPLICATED_DEPLOYMENT_NAME, REPLICA_HASH_LENGTH } from "../api/replicated-deployment.js";
 import {
   combinationHash,
@@ -10,7 +19,6 @@ import {
   selectNodes,
   shortHash,
 } from "./combinations.js";
-import { EDGE_1, EDGE_2, EDGE_3, PROVIDER, REGION, SECURITY, virtualNode } from "./fixtures.js";
 
 const NO_REGION = virtualNode("tenantry-bare", { [PROVIDER]: "aws" });
 

@@ -1,6 +1,6 @@
 /**
  * Which virtual nodes a ReplicatedDeployment may use, and how they group into combinations of
- * generation-label values (document 004, 7.1.1): one replica per combination, named after a stable
+ * generation-label values (Liqo thesis, 7.1.1): one replica per combination, named after a stable
  * hash of it so the same combination always maps to the same Deployment.
  */
 import { createHash } from "node:crypto";

@@ -52,7 +52,7 @@ type Outcome = ReplicaOutcome & { retry?: boolean };
 
 /**
  * Keeps one Deployment per combination of generation-label values over the virtual nodes a
- * ReplicatedDeployment may use (document 004, chapter 7): re-evaluated whenever the
+ * ReplicatedDeployment may use (Liqo thesis, chapter 7): re-evaluated whenever the
  * ReplicatedDeployment, one of its Deployments, a virtual node or the namespace's NamespaceOffloading
  * changes. New replicas are created before obsolete ones are deleted, and those only once the new
  * ones are Available. Deleting the ReplicatedDeployment deletes its replicas (owner references).

@@ -1,2 +1,2 @@
-/** Deployment replication (document 004, chapter 7): the ReplicatedDeployment controller. */
+/** Deployment replication (Liqo thesis, chapter 7): the ReplicatedDeployment controller. */
 export { ReplicatedDeploymentController, type ReplicationControllerOptions } from "./controller.js";

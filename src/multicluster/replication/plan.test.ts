@@ -1,9 +1,17 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { V1PodSpec } from "@kubernetes/client-node";
+import {
+  EDGE_1,
+  EDGE_2,
+  offloading,
+  PROVIDER,
+  REGION,
+  replicatedDeployment,
+  SECURITY,
+} from "../../../testing/replication-fixtures.js";
 import type { NodeSelector } from "../../apis/index.js";
 import { combinationHash } from "./combinations.js";
-import { EDGE_1, EDGE_2, offloading, PROVIDER, REGION, replicatedDeployment, SECURITY } from "./fixtures.js";
 import { deletableObsolete, offloadingBlock, planReplication } from "./plan.js";
 
 const notStrict: NodeSelector = {

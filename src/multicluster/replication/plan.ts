@@ -1,5 +1,5 @@
 /**
- * Steps 1–4 of document 004's figure 7.3 as pure functions: read the filters, keep the matching
+ * Steps 1–4 of the Liqo thesis's figure 7.3 as pure functions: read the filters, keep the matching
  * virtual nodes, group them by generation-label values, build one Deployment per combination; and
  * which obsolete replicas may go without interrupting the service (7.1.1).
  */

@@ -1,10 +1,18 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { V1NodeSelector, V1PodSpec } from "@kubernetes/client-node";
+import {
+  EDGE_1,
+  EDGE_2,
+  EDGE_3,
+  PROVIDER,
+  REGION,
+  replicatedDeployment,
+  SECURITY,
+} from "../../../testing/replication-fixtures.js";
 import { REPLICA_LABEL, REPLICATED_DEPLOYMENT_LABEL } from "../api/replicated-deployment.js";
 import { labelSelectorMatches, selectorMatches } from "../selectors.js";
 import { groupNodes } from "./combinations.js";
-import { EDGE_1, EDGE_2, EDGE_3, PROVIDER, REGION, replicatedDeployment, SECURITY } from "./fixtures.js";
 import {
   COMBINATION_ANNOTATION,
   checkSpec,

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { V1Deployment } from "@kubernetes/client-node";
+import { EDGE_1, EDGE_2, REGION, replicatedDeployment } from "../../../testing/replication-fixtures.js";
 import { groupNodes } from "./combinations.js";
-import { EDGE_1, EDGE_2, REGION, replicatedDeployment } from "./fixtures.js";
 import { replicaDeployment } from "./replica.js";
 import {
   deploymentAvailable,

@@ -61,7 +61,7 @@ function failing(condition: V1DeploymentCondition): boolean {
 
 /**
  * The Deployment's last condition that tells its state: the most recently updated failing one, else
- * Available (document 004 shows Available; Progressing is updated last even when all is well).
+ * Available (the Liqo thesis shows Available; Progressing is updated last even when all is well).
  */
 export function lastCondition(deployment: V1Deployment): DeploymentConditionSummary | undefined {
   const conditions = deployment.status?.conditions ?? [];

@@ -7,7 +7,7 @@ import { type WorkerNode, WorkerNodeSchema } from "./worker-node.js";
 const labelPath = (key: string) => `.metadata.labels.${key.replaceAll(".", "\\.")}`;
 
 /**
- * `kubectl get workernodes -o wide` prints exactly document 001's columns: NAME PHASE OWNER POLICY
+ * `kubectl get workernodes -o wide` prints exactly CloudVeneto CaaS's columns: NAME PHASE OWNER POLICY
  * PROVIDER VM FLAVOR VM STATUS VM IPV4 AGE (the three VM columns only with -o wide).
  */
 export const WORKER_NODE_CRD: CustomResourceDefinition = customResourceDefinition({

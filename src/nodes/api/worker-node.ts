@@ -1,5 +1,5 @@
 /**
- * WorkerNode (cluster-scoped): a worker node a user asks for (document 001's OpenStackNode). A
+ * WorkerNode (cluster-scoped): a worker node a user asks for (CloudVeneto CaaS's OpenStackNode). A
  * provider builds the machine, the machine joins the cluster with a bootstrap token, and from then
  * on only its owner's pods run on it (policy private) or anyone's (shared).
  */

@@ -5,6 +5,12 @@
  * uid), so a restarted controller finds the machines it asked for by name and tag.
  */
 import {
+  applicationCredentialAuth,
+  keystoneFetch,
+  passwordAuth,
+  subjectTokenOf,
+} from "../../keystone/index.js";
+import {
   type Flavor,
   firstIpv4,
   type Machine,
@@ -159,36 +165,22 @@ export class OpenStackProvider implements MachineProvider {
 
   private authBody(): unknown {
     const c = this.options.credentials;
-    if (c.kind === "applicationCredential") {
-      return {
-        auth: {
-          identity: {
-            methods: ["application_credential"],
-            application_credential: { id: c.id, secret: c.secret },
-          },
-        },
-      };
-    }
-    return {
-      auth: {
-        identity: {
-          methods: ["password"],
-          password: { user: { name: c.username, domain: { name: c.userDomainName }, password: c.password } },
-        },
-        scope: { project: { name: c.projectName, domain: { name: c.projectDomainName } } },
-      },
-    };
+    if (c.kind === "applicationCredential") return applicationCredentialAuth(c);
+    return passwordAuth(
+      { name: c.username, domain: c.userDomainName, password: c.password },
+      { name: c.projectName, domain: c.projectDomainName },
+    );
   }
 
   private async authenticate(signal?: AbortSignal): Promise<Session> {
     const url = `${this.options.authUrl.replace(/\/+$/, "")}/auth/tokens`;
     let response: Response;
     try {
-      response = await fetch(url, {
+      response = await keystoneFetch(url, {
         method: "POST",
-        headers: { "Content-Type": "application/json", Accept: "application/json" },
-        body: JSON.stringify(this.authBody()),
-        signal: this.signal(signal),
+        body: this.authBody(),
+        timeoutMs: this.timeoutMs,
+        ...(signal ? { signal } : {}),
       });
     } catch (err) {
       throw new ProviderError(
@@ -207,7 +199,7 @@ export class OpenStackProvider implements MachineProvider {
         response.status,
       );
     }
-    const token = response.headers.get("x-subject-token");
+    const token = subjectTokenOf(response);
     const info = body.token as { expires_at?: string; catalog?: CatalogEntry[] } | undefined;
     if (!token || !info) throw new ProviderError("Keystone issued a token without X-Subject-Token", false);
     return {

@@ -1,5 +1,5 @@
 /**
- * Who calls the Admin API (document 000 §3.2): users with tokens of tenantry's identity providers
+ * Who calls the Admin API (Vasilenko & Kurapati §3.2): users with tokens of tenantry's identity providers
  * (or any token the cluster accepts), the agent inside a runtime pod with its pod's projected
  * service-account token, and admins acting for a user (authority delegation) with an explicit
  * permission.

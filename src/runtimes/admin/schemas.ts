@@ -1,4 +1,4 @@
-/** The Admin REST API's wire shapes (document 000, Table 2), published in its OpenAPI document. */
+/** The Admin REST API's wire shapes (Vasilenko & Kurapati, Table 2), published in its OpenAPI document. */
 import { type Static, Type } from "@sinclair/typebox";
 import { DNS1123_LABEL } from "../../apis/index.js";
 import { ProblemSchema } from "../../common/index.js";
@@ -146,6 +146,12 @@ export const RuntimeStatusBody = Type.Object(
   { description: "A runtime's state." },
 );
 export type RuntimeStatusBody = Static<typeof RuntimeStatusBody>;
+
+/** One progress event from a runtime's state, its progress (percent of steps done) and message. */
+export type ProgressFormat = (
+  status: RuntimeStatusBody,
+  progress: { progress: number; message: string },
+) => Record<string, unknown>;
 
 export const RuntimeListBody = Type.Object({
   items: Type.Array(RuntimeStatusBody),

@@ -1,27 +1,24 @@
 /**
- * The runtimes Admin REST API (document 000 §3.2, Table 2): a façade over Runtime objects. It
+ * The runtimes Admin REST API (Vasilenko & Kurapati §3.2, Table 2): a façade over Runtime objects. It
  * creates, patches and deletes them; the controller does the rest. Reads come from informers
  * (indexed by user and by user/service/instance); nothing lives only in memory.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import swagger from "@fastify/swagger";
 import { PatchStrategy } from "@kubernetes/client-node";
-import Fastify, {
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-  type InjectOptions,
-} from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest, InjectOptions } from "fastify";
 import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
-import { ProblemError, problemServerOptions, serveProblems } from "../../common/index.js";
+import { EventStream, HttpServer, ProblemError } from "../../common/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
   type ClusterClient,
+  cacheHasCaughtUp,
   describeError,
+  Expectations,
   formatKubeTime,
   type Informer,
+  ignoreNotFound,
   isAlreadyExists,
   isNotFound,
   silentLogger,
@@ -55,6 +52,7 @@ import {
   MAX_BODY_BYTES,
   PageQuery,
   Problem,
+  type ProgressFormat,
   RuntimeListBody,
   RuntimeStatusBody,
   StartBody,
@@ -121,12 +119,23 @@ const keyOf = runtimeKeyOf;
 /** How long a start written here may go unseen by the cache before it no longer counts. */
 const UNSEEN_START_TTL_MS = 30_000;
 
+/** The problems every route may answer, for the OpenAPI document. */
+const problems = {
+  400: Problem,
+  401: Problem,
+  403: Problem,
+  404: Problem,
+  409: Problem,
+  429: Problem,
+  503: Problem,
+};
+
 export class RuntimesAdmin {
   readonly runtimes: Informer<Runtime>;
   readonly services: Informer<RuntimeService>;
   private readonly informers: RuntimesInformers;
   private readonly ownInformers: boolean;
-  private readonly app: FastifyInstance;
+  private readonly shell: HttpServer & { app: FastifyInstance };
   private readonly callers: AdminCallers;
   private readonly logger: Logger;
   private readonly retryAfter: number;
@@ -137,12 +146,14 @@ export class RuntimesAdmin {
    * it does, the cache shows no runtime (create) or a stopped one (resume), and a start limit
    * decided from it alone would let one start too many through.
    */
-  private readonly unseenStarts = new Map<string, { resourceVersion?: string; at: number }>();
+  private readonly unseenStarts = new Expectations<string | undefined>({
+    ttlMs: UNSEEN_START_TTL_MS,
+    seen: (key, resourceVersion) => cacheHasCaughtUp(this.runtimes.byIndex(BY_KEY, key)[0], resourceVersion),
+  });
   private removeUnseenHandler?: () => void;
   private readonly knownNamespaces = new Set<string>();
   /** Clients of the runtimes clusters services name. */
   private readonly clusterClients: KubeconfigClients;
-  private address?: AddressInfo;
   /** API tokens of the JupyterHub REST API served beside this one. */
   private readonly hubTokens: HubTokens;
   private readonly activityWriter: KubeActivityWriter;
@@ -167,39 +178,32 @@ export class RuntimesAdmin {
     this.services = this.informers.services;
     const keyOfRuntime = (runtime: Runtime) =>
       keyOf(runtime.spec?.user ?? "", runtime.spec?.service ?? "", runtime.spec?.instance ?? "");
-    const seen = (runtime: Runtime) => {
-      const key = keyOfRuntime(runtime);
-      const unseen = this.unseenStarts.get(key);
-      if (unseen && unseen.resourceVersion === runtime.metadata?.resourceVersion)
-        this.unseenStarts.delete(key);
-    };
     this.removeUnseenHandler = this.runtimes.addHandler({
-      onAdd: seen,
-      onUpdate: (_old, runtime) => seen(runtime),
-      onDelete: (runtime) => this.unseenStarts.delete(keyOfRuntime(runtime)),
+      onAdd: (runtime) => this.unseenStarts.observe(keyOfRuntime(runtime)),
+      onUpdate: (_old, runtime) => this.unseenStarts.observe(keyOfRuntime(runtime)),
+      onDelete: (runtime) => this.unseenStarts.forget(keyOfRuntime(runtime)),
     });
     this.hubTokens = new HubTokens(client, options.namespace ?? SECRETS_NAMESPACE);
     this.activityWriter = new KubeActivityWriter(client);
-    this.app = this.build();
+    this.shell = this.build();
   }
 
   get url(): string {
-    if (!this.address) throw new Error("the runtimes Admin API is not listening");
-    const host = this.address.family === "IPv6" ? `[${this.address.address}]` : this.address.address;
-    return `http://${host}:${this.address.port}`;
+    return this.shell.url;
   }
 
   async start(): Promise<string> {
     if (this.ownInformers) await this.informers.start();
     await this.hubTokens.start();
-    await this.app.listen({ host: this.options.host ?? "127.0.0.1", port: this.options.port ?? 0 });
-    this.address = this.app.server.address() as AddressInfo;
-    this.logger.info({ url: this.url }, "runtimes Admin API serving");
-    return this.url;
+    return this.shell.listen();
+  }
+
+  drain(): void {
+    this.shell.drain();
   }
 
   async stop(): Promise<void> {
-    await this.app.close();
+    await this.shell.close();
     await this.hubTokens.stop();
     this.removeUnseenHandler?.();
     if (this.ownInformers) await this.informers.stop();
@@ -210,20 +214,26 @@ export class RuntimesAdmin {
    * Admin API in process, without a hop over loopback). The API must have started.
    */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
-    this.app.routing(req, res);
+    this.shell.app.routing(req, res);
   };
 
   /** For tests and the composition root: answer a request without a socket. */
   inject(request: InjectOptions) {
-    return this.app.inject(request);
+    return this.shell.app.inject(request);
   }
 
-  private build(): FastifyInstance {
-    const app = Fastify({
-      ...problemServerOptions({ bodyLimit: MAX_BODY_BYTES }),
-      forceCloseConnections: true,
-      ajv: { customOptions: { allErrors: false, coerceTypes: true } },
-    }) as unknown as FastifyInstance;
+  private build(): HttpServer & { app: FastifyInstance } {
+    const shell = HttpServer.fastify({
+      what: "runtimes Admin API",
+      host: this.options.host ?? "127.0.0.1",
+      port: this.options.port ?? 0,
+      bodyLimit: MAX_BODY_BYTES,
+      logger: this.logger,
+      logLevel: "warn",
+      problems: { describeInternal: describeError },
+      fastify: { ajv: { customOptions: { allErrors: false, coerceTypes: true } } },
+    });
+    const { app } = shell;
     app.register(swagger, {
       openapi: {
         info: {
@@ -236,22 +246,7 @@ export class RuntimesAdmin {
         security: [{ bearer: [] }],
       },
     });
-    serveProblems(app, {
-      bodyLimit: MAX_BODY_BYTES,
-      logger: this.logger,
-      what: "runtimes Admin API request",
-      describeInternal: describeError,
-    });
 
-    const problems = {
-      400: Problem,
-      401: Problem,
-      403: Problem,
-      404: Problem,
-      409: Problem,
-      429: Problem,
-      503: Problem,
-    };
     app.register(async (api) => activityRoutes(api, this.activityContext(), problems));
     app.register(
       async (api) => {
@@ -266,179 +261,186 @@ export class RuntimesAdmin {
     app.register(async (api) => {
       api.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
 
-      api.get(
-        "/services",
-        {
-          schema: {
-            summary: "Every user's runtimes (needs the delegation permission), a page at a time.",
-            querystring: PageQuery,
-            response: { 200: RuntimeListBody, ...problems },
-          },
-        },
-        async (request) => {
-          const caller = await this.caller(request);
-          if (caller.kind !== "user" || !(await this.callers.mayDelegate(caller))) {
-            throw forbidden(`listing every user's runtimes needs ${delegateText()} cluster-wide`);
-          }
-          return this.page(this.runtimes.list(), request.query as PageQuery, request);
-        },
-      );
-
-      api.get(
-        "/services/:user",
-        {
-          schema: {
-            summary: "One user's runtimes, a page at a time.",
-            params: UserParams,
-            querystring: PageQuery,
-            response: { 200: RuntimeListBody, ...problems },
-          },
-        },
-        async (request) => {
-          const { user } = request.params as { user: string };
-          const acting = await this.actingFor(request, user);
-          const own = this.runtimes
-            .byIndex(BY_USER, user)
-            .filter((r) => acting.delegated || r.spec.tenant === acting.caller.tenant);
-          return this.page(own, request.query as PageQuery, request);
-        },
-      );
-
-      api.post(
-        "/services/:user/:service/:instance",
-        {
-          schema: {
-            summary: "Start (or resume) a runtime; the same request again answers its current state.",
-            params: InstanceParams,
-            querystring: StartQuery,
-            body: StartBody,
-            response: { 201: RuntimeStatusBody, 202: RuntimeStatusBody, ...problems },
-          },
-        },
-        async (request, reply) => this.send(reply, await this.startRuntime(request)),
-      );
-
-      api.get(
-        "/services/:user/:service/:instance",
-        {
-          schema: {
-            summary: "A runtime's state: 200 when running and answering, 503 otherwise.",
-            params: InstanceParams,
-            response: { 200: RuntimeStatusBody, ...problems },
-          },
-        },
-        async (request, reply) => {
-          const params = request.params as InstanceParams;
-          const acting = await this.actingFor(request, params.user);
-          const runtime = await this.find(params, acting);
-          const status = this.statusOf(runtime, request);
-          if (status.ready) return reply.code(200).send(status);
-          throw new ProblemError(
-            503,
-            "not running",
-            `runtime ${params.service}/${params.instance} of ${params.user} is ${status.phase}${status.reason ? ` (${status.reason})` : ""}${status.message ? `: ${status.message}` : ""}`,
-            { phase: status.phase, ...(status.reason ? { reason: status.reason } : {}), runtime: status },
-            isStarting(runtime)
-              ? { "retry-after": String(this.retryAfter), location: status.progressUrl }
-              : {},
-          );
-        },
-      );
-
-      api.get(
-        "/services/:user/:service/:instance/progress",
-        {
-          schema: {
-            summary:
-              "Server-sent events of the start sequence (namespace, volumes, scheduled, pulling, ready), ending with the runtime's URL.",
-            params: InstanceParams,
-            response: problems,
-          },
-        },
-        async (request, reply) => {
-          const params = request.params as InstanceParams;
-          const acting = await this.actingFor(request, params.user);
-          const runtime = await this.find(params, acting);
-          this.streamProgress(runtime, request, reply);
-          return reply;
-        },
-      );
-
-      api.delete(
-        "/services/:user/:service/:instance/stop",
-        {
-          schema: {
-            summary: "Stop: deployment and service go, volumes and secrets stay; the next POST resumes.",
-            params: InstanceParams,
-            querystring: StopQuery,
-            response: { 202: RuntimeStatusBody, 204: { type: "null" }, ...problems },
-          },
-        },
-        async (request, reply) => {
-          const params = request.params as InstanceParams;
-          const acting = await this.actingFor(request, params.user, { agentMayStop: true });
-          const runtime = await this.find(params, acting);
-          if (acting.agent) this.checkOwnRuntime(acting.agent, runtime, "stop");
-          if (runtime.status?.phase === "Stopped" && runtime.spec.desiredState === "Stopped") {
-            return reply.code(204).send();
-          }
-          const idle = (request.query as StopQuery).idleSeconds;
-          if (acting.agent && idle !== undefined && runtime.spec.desiredState === "Running") {
-            // The agent stops its runtime for idleness: a cull, recorded as one.
-            await cullRuntime(
-              this.options.client,
-              runtime,
-              `idle for ${idle} s, as its agent found (pod ${acting.agent.pod})`,
-              this.logger,
-              "tenantry-runtime-agent",
-            );
-            return reply.code(202).send(this.statusOf(runtime, request));
-          }
-          const stopped = await this.patchSpec(runtime, { desiredState: "Stopped" });
-          await this.recordDelegation(acting, stopped, "stop");
-          return reply.code(202).send(this.statusOf(stopped, request));
-        },
-      );
-
-      const context: AdminRouteContext = {
-        podCaller: async (request, audience) => {
-          const result = await this.callers.authenticatePod(request.headers, audience);
-          if (result.ok) return result.pod;
-          throw new ProblemError(
-            result.status,
-            result.status === 401 ? "unauthorized" : "unavailable",
-            result.detail,
-          );
-        },
-        problem: (status, title, detail, extra) => new ProblemError(status, title, detail, extra),
-      };
-      for (const routes of this.options.routes ?? []) routes(api, context);
-
-      api.delete(
-        "/services/:user/:service/:instance",
-        {
-          schema: {
-            summary:
-              "Delete: deployment, service, claims and secrets go; the plugin's deregister-service runs.",
-            params: InstanceParams,
-            response: { 202: RuntimeStatusBody, ...problems },
-          },
-        },
-        async (request, reply) => {
-          const params = request.params as InstanceParams;
-          const acting = await this.actingFor(request, params.user);
-          const runtime = await this.find(params, acting);
-          await this.recordDelegation(acting, runtime, "delete");
-          try {
-            await this.options.client.objects.delete(runtime as never);
-          } catch (err) {
-            if (!isNotFound(err)) throw err;
-          }
-          return reply.code(202).send({ ...this.statusOf(runtime, request), phase: "Deleting" });
-        },
-      );
+      this.instanceRoutes(api);
+      this.endRoutes(api);
+      this.pluginRoutes(api);
     });
-    return app;
+    return shell;
+  }
+
+  /** List, read and start runtimes, and follow a start. */
+  private instanceRoutes(api: FastifyInstance): void {
+    api.get(
+      "/services",
+      {
+        schema: {
+          summary: "Every user's runtimes (needs the delegation permission), a page at a time.",
+          querystring: PageQuery,
+          response: { 200: RuntimeListBody, ...problems },
+        },
+      },
+      async (request) => {
+        const caller = await this.caller(request);
+        if (caller.kind !== "user" || !(await this.callers.mayDelegate(caller))) {
+          throw forbidden(`listing every user's runtimes needs ${delegateText()} cluster-wide`);
+        }
+        return this.page(this.runtimes.list(), request.query as PageQuery, request);
+      },
+    );
+
+    api.get(
+      "/services/:user",
+      {
+        schema: {
+          summary: "One user's runtimes, a page at a time.",
+          params: UserParams,
+          querystring: PageQuery,
+          response: { 200: RuntimeListBody, ...problems },
+        },
+      },
+      async (request) => {
+        const { user } = request.params as { user: string };
+        const acting = await this.actingFor(request, user);
+        const own = this.runtimes
+          .byIndex(BY_USER, user)
+          .filter((r) => acting.delegated || r.spec.tenant === acting.caller.tenant);
+        return this.page(own, request.query as PageQuery, request);
+      },
+    );
+
+    api.post(
+      "/services/:user/:service/:instance",
+      {
+        schema: {
+          summary: "Start (or resume) a runtime; the same request again answers its current state.",
+          params: InstanceParams,
+          querystring: StartQuery,
+          body: StartBody,
+          response: { 201: RuntimeStatusBody, 202: RuntimeStatusBody, ...problems },
+        },
+      },
+      async (request, reply) => this.send(reply, await this.startRuntime(request)),
+    );
+
+    api.get(
+      "/services/:user/:service/:instance",
+      {
+        schema: {
+          summary: "A runtime's state: 200 when running and answering, 503 otherwise.",
+          params: InstanceParams,
+          response: { 200: RuntimeStatusBody, ...problems },
+        },
+      },
+      async (request, reply) => {
+        const params = request.params as InstanceParams;
+        const acting = await this.actingFor(request, params.user);
+        const runtime = await this.find(params, acting);
+        const status = this.statusOf(runtime, request);
+        if (status.ready) return reply.code(200).send(status);
+        throw new ProblemError(
+          503,
+          "not running",
+          `runtime ${params.service}/${params.instance} of ${params.user} is ${status.phase}${status.reason ? ` (${status.reason})` : ""}${status.message ? `: ${status.message}` : ""}`,
+          { phase: status.phase, ...(status.reason ? { reason: status.reason } : {}), runtime: status },
+          isStarting(runtime) ? { "retry-after": String(this.retryAfter), location: status.progressUrl } : {},
+        );
+      },
+    );
+
+    api.get(
+      "/services/:user/:service/:instance/progress",
+      {
+        schema: {
+          summary:
+            "Server-sent events of the start sequence (namespace, volumes, scheduled, pulling, ready), ending with the runtime's URL.",
+          params: InstanceParams,
+          response: problems,
+        },
+      },
+      async (request, reply) => {
+        const params = request.params as InstanceParams;
+        const acting = await this.actingFor(request, params.user);
+        const runtime = await this.find(params, acting);
+        this.streamProgress(runtime, request, reply);
+        return reply;
+      },
+    );
+  }
+
+  /** Stop and delete a runtime. */
+  private endRoutes(api: FastifyInstance): void {
+    api.delete(
+      "/services/:user/:service/:instance/stop",
+      {
+        schema: {
+          summary: "Stop: deployment and service go, volumes and secrets stay; the next POST resumes.",
+          params: InstanceParams,
+          querystring: StopQuery,
+          response: { 202: RuntimeStatusBody, 204: { type: "null" }, ...problems },
+        },
+      },
+      async (request, reply) => {
+        const params = request.params as InstanceParams;
+        const acting = await this.actingFor(request, params.user, { agentMayStop: true });
+        const runtime = await this.find(params, acting);
+        if (acting.agent) this.checkOwnRuntime(acting.agent, runtime, "stop");
+        if (runtime.status?.phase === "Stopped" && runtime.spec.desiredState === "Stopped") {
+          return reply.code(204).send();
+        }
+        const idle = (request.query as StopQuery).idleSeconds;
+        if (acting.agent && idle !== undefined && runtime.spec.desiredState === "Running") {
+          // The agent stops its runtime for idleness: a cull, recorded as one.
+          await cullRuntime(
+            this.options.client,
+            runtime,
+            `idle for ${idle} s, as its agent found (pod ${acting.agent.pod})`,
+            this.logger,
+            "tenantry-runtime-agent",
+          );
+          return reply.code(202).send(this.statusOf(runtime, request));
+        }
+        const stopped = await this.patchSpec(runtime, { desiredState: "Stopped" });
+        await this.recordDelegation(acting, stopped, "stop");
+        return reply.code(202).send(this.statusOf(stopped, request));
+      },
+    );
+
+    api.delete(
+      "/services/:user/:service/:instance",
+      {
+        schema: {
+          summary:
+            "Delete: deployment, service, claims and secrets go; the plugin's deregister-service runs.",
+          params: InstanceParams,
+          response: { 202: RuntimeStatusBody, ...problems },
+        },
+      },
+      async (request, reply) => {
+        const params = request.params as InstanceParams;
+        const acting = await this.actingFor(request, params.user);
+        const runtime = await this.find(params, acting);
+        await this.recordDelegation(acting, runtime, "delete");
+        await ignoreNotFound(this.options.client.objects.delete(runtime as never));
+        return reply.code(202).send({ ...this.statusOf(runtime, request), phase: "Deleting" });
+      },
+    );
+  }
+
+  /** The routes service plugins add, with what they may ask of the API. */
+  private pluginRoutes(api: FastifyInstance): void {
+    const context: AdminRouteContext = {
+      podCaller: async (request, audience) => {
+        const result = await this.callers.authenticatePod(request.headers, audience);
+        if (result.ok) return result.pod;
+        throw new ProblemError(
+          result.status,
+          result.status === 401 ? "unauthorized" : "unavailable",
+          result.detail,
+        );
+      },
+      problem: (status, title, detail, extra) => new ProblemError(status, title, detail, extra),
+    };
+    for (const routes of this.options.routes ?? []) routes(api, context);
   }
 
   /** Every runtimes cluster a service names (besides this one), from its kubeconfig Secret. */
@@ -577,11 +579,7 @@ export class RuntimesAdmin {
       },
       remove: async (acting, runtime) => {
         await this.recordDelegation(acting, runtime, "delete");
-        try {
-          await this.options.client.objects.delete(runtime as never);
-        } catch (err) {
-          if (!isNotFound(err)) throw err;
-        }
+        await ignoreNotFound(this.options.client.objects.delete(runtime as never));
       },
       writeActivity: async (runtime, time) => {
         if (Math.floor(time.getTime() / 1000) * 1000 <= (lastUsed(runtime) ?? 0)) return;
@@ -763,16 +761,13 @@ export class RuntimesAdmin {
 
   /** Remembers a start written here until the cache delivers that write (or a while has passed). */
   private written(key: string, runtime: Runtime): void {
-    const cached = this.runtimes.byIndex(BY_KEY, key)[0];
     const resourceVersion = runtime.metadata?.resourceVersion;
-    if (cached && cached.metadata?.resourceVersion === resourceVersion) return;
-    this.unseenStarts.set(key, { ...(resourceVersion ? { resourceVersion } : {}), at: Date.now() });
+    if (cacheHasCaughtUp(this.runtimes.byIndex(BY_KEY, key)[0], resourceVersion)) return;
+    this.unseenStarts.expect(key, resourceVersion);
   }
 
   private inFlight(params: InstanceParams): { user: number; all: number } {
     // Starts written (or being written) here that the cache does not show yet; the current key excluded.
-    const expired = Date.now() - UNSEEN_START_TTL_MS;
-    for (const [key, unseen] of this.unseenStarts) if (unseen.at < expired) this.unseenStarts.delete(key);
     let user = 0;
     let all = 0;
     const count = (key: string) => {
@@ -781,7 +776,7 @@ export class RuntimesAdmin {
       all++;
       if (u === params.user) user++;
     };
-    for (const key of this.unseenStarts.keys()) count(key);
+    for (const [key] of this.unseenStarts.pending()) count(key);
     for (const key of this.starting.keys()) {
       if (this.unseenStarts.has(key) || this.runtimes.byIndex(BY_KEY, key).length) continue;
       count(key);
@@ -1014,60 +1009,36 @@ export class RuntimesAdmin {
     const ns = runtime.metadata!.namespace!;
     const name = runtime.metadata!.name!;
     reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, {
-      "content-type": "text/event-stream",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
-      "x-accel-buffering": "no",
-    });
-    let last = "";
-    let done = false;
-    // Both are set below; the handler's replay of a runtime already ready finishes before they are.
-    let removeHandler: (() => void) | undefined;
-    let keepAlive: NodeJS.Timeout | undefined;
-    const finish = () => {
-      if (done) return;
-      done = true;
-      removeHandler?.();
-      clearInterval(keepAlive);
-      res.end();
-    };
+    const events = new EventStream(reply.raw);
     const emit = (current: Runtime | undefined) => {
-      if (done) return;
+      if (events.ended) return;
       if (!current) {
-        res.write(
-          `event: deleted\ndata: ${JSON.stringify({ ready: false, failed: true, message: "the runtime was deleted" })}\n\n`,
-        );
-        return finish();
+        events.send({ ready: false, failed: true, message: "the runtime was deleted" }, "deleted");
+        return events.end();
       }
       const status = this.statusOf(current, request);
       const doneSteps = status.steps.filter((s) => s.state === "Done").length;
-      const event = format(status, {
-        progress: Math.round((doneSteps / START_STEPS.length) * 100),
-        message:
-          status.steps.findLast((s) => s.state !== "Pending")?.message ?? status.message ?? `${status.phase}`,
-      });
-      const text = JSON.stringify(event);
-      if (text !== last) {
-        last = text;
-        res.write(`data: ${text}\n\n`);
-      }
+      events.sendIfChanged(
+        format(status, {
+          progress: Math.round((doneSteps / START_STEPS.length) * 100),
+          message:
+            status.steps.findLast((s) => s.state !== "Pending")?.message ??
+            status.message ??
+            `${status.phase}`,
+        }),
+      );
       // A resumed runtime is still Stopped until the controller acts: only a stop wanted ends the stream.
       const stopped = status.phase === "Stopped" && status.desiredState === "Stopped";
-      if (status.ready || stopped || status.phase === "Failed" || status.phase === "Deleting") finish();
+      if (status.ready || stopped || status.phase === "Failed" || status.phase === "Deleting") events.end();
     };
-    removeHandler = this.runtimes.addHandler({
-      onAdd: (r) => r.metadata?.namespace === ns && r.metadata?.name === name && emit(r),
-      onUpdate: (_o, r) => r.metadata?.namespace === ns && r.metadata?.name === name && emit(r),
-      onDelete: (r) => r.metadata?.namespace === ns && r.metadata?.name === name && emit(undefined),
+    const mine = (r: Runtime) => r.metadata?.namespace === ns && r.metadata?.name === name;
+    // The handler's replay of a runtime already ready may end the stream before this returns.
+    const removeHandler = this.runtimes.addHandler({
+      onAdd: (r) => mine(r) && emit(r),
+      onUpdate: (_o, r) => mine(r) && emit(r),
+      onDelete: (r) => mine(r) && emit(undefined),
     });
-    if (done) {
-      removeHandler();
-      return;
-    }
-    keepAlive = setInterval(() => res.write(": keep-alive\n\n"), 15_000);
-    request.raw.on("close", finish);
+    events.onEnd(removeHandler);
     emit(this.runtimes.get(ns, name) ?? runtime);
   }
 
@@ -1098,12 +1069,6 @@ const notFound = (detail: string, field?: string) =>
   new ProblemError(404, "not found", detail, field ? { field } : {});
 const conflict = (field: string, detail: string) =>
   new ProblemError(409, "incompatible with the running runtime", detail, { field });
-
-/** One progress event from a runtime's state, its progress (percent of steps done) and message. */
-export type ProgressFormat = (
-  status: RuntimeStatusBody,
-  progress: { progress: number; message: string },
-) => Record<string, unknown>;
 
 const adminProgressEvent: ProgressFormat = (status, { progress, message }) => ({
   progress,

@@ -1,6 +1,6 @@
 /**
  * RuntimeService (cluster-scoped): registers a service users may start runtimes of, and the plugin
- * that turns a user's parameters into the service's all-in-one YAML (document 000, Table 3).
+ * that turns a user's parameters into the service's all-in-one YAML (Vasilenko & Kurapati, Table 3).
  * Its name is the service name in `/services/{user}/{service}/{instance}`.
  */
 import { type Static, Type } from "@sinclair/typebox";
@@ -171,7 +171,7 @@ export const RuntimeServiceSpecSchema = Type.Object(
         },
         {
           description:
-            "Where this service's runtimes run. Absent: the cluster tenantry serves the Admin API from (document 000 separates the stateless UI cluster from the runtimes cluster).",
+            "Where this service's runtimes run. Absent: the cluster tenantry serves the Admin API from (Vasilenko & Kurapati separate the stateless UI cluster from the runtimes cluster).",
         },
       ),
     ),

@@ -18,20 +18,22 @@
  * (runtime-status.ts), also when a reconcile fails.
  */
 import type { KubernetesObject, V1OwnerReference, V1Pod } from "@kubernetes/client-node";
-import { PatchStrategy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
+  addFinalizer,
   applyObject,
   type ClusterClient,
   Controller,
   describeError,
+  exponentialDelay,
   findCondition,
   formatKubeTime,
-  isNotFound,
+  ignoreNotFound,
   objectKey,
   type ReconcileContext,
   type ReconcileResult,
   reconcileDone,
+  removeFinalizer,
   requeueAfter,
   statusCode,
 } from "../../kube/index.js";
@@ -207,9 +209,7 @@ export class RuntimeController {
   ): Promise<Outcome> {
     const service = this.options.informers.services.get(undefined, runtime.spec.service);
     if (runtime.metadata?.deletionTimestamp) return this.finalize(runtime, service, status, ctx);
-    if (!runtime.metadata?.finalizers?.includes(RUNTIME_FINALIZER)) {
-      await this.patchFinalizers(runtime, [...(runtime.metadata?.finalizers ?? []), RUNTIME_FINALIZER]);
-    }
+    await addFinalizer(this.options.client.objects, runtimeRef(runtime), RUNTIME_FINALIZER);
     if (!service) {
       status.set("Failed", "ServiceNotFound", `there is no RuntimeService ${runtime.spec.service}`);
       status.endSession();
@@ -684,9 +684,10 @@ export class RuntimeController {
     }
     const resourceVersion = await status.write(this.options.client);
     status.gone = true;
-    await this.patchFinalizers(
-      runtime,
-      (runtime.metadata.finalizers ?? []).filter((f) => f !== RUNTIME_FINALIZER),
+    await removeFinalizer(
+      this.options.client.objects,
+      runtimeRef(runtime),
+      RUNTIME_FINALIZER,
       resourceVersion,
     );
     this.written.set(ctx.key, { uid: runtime.metadata.uid!, status: status.status, finalized: true });
@@ -721,7 +722,7 @@ export class RuntimeController {
         return undefined;
       }
       this.deregisterFailures.set(key, attempts);
-      return { ms: 1000 * 2 ** (attempts - 1), message };
+      return { ms: exponentialDelay(attempts - 1, 1000, 60_000), message };
     }
   }
 
@@ -812,8 +813,8 @@ export class RuntimeController {
 
   private async remove(target: Target, objects: KubernetesObject[]): Promise<void> {
     for (const object of objects) {
-      try {
-        await target.client.objects.delete(
+      await ignoreNotFound(
+        target.client.objects.delete(
           {
             apiVersion: object.apiVersion,
             kind: object.kind,
@@ -824,38 +825,12 @@ export class RuntimeController {
           undefined,
           undefined,
           "Background",
-        );
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+        ),
+      );
     }
   }
 
   /** Sets the Runtime's finalizers; the resourceVersion makes it fail on a concurrent change (retried). */
-  private async patchFinalizers(
-    runtime: Runtime,
-    finalizers: string[],
-    resourceVersion?: string,
-  ): Promise<void> {
-    try {
-      await this.options.client.objects.patchRaw(
-        {
-          apiVersion: TENANTS_API_VERSION,
-          kind: "Runtime",
-          metadata: {
-            name: runtime.metadata!.name!,
-            namespace: runtime.metadata!.namespace!,
-            resourceVersion: resourceVersion ?? runtime.metadata!.resourceVersion!,
-            finalizers,
-          },
-        },
-        PatchStrategy.MergePatch,
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-  }
-
   private warn(runtime: Runtime, reason: string, message: string): Promise<void> {
     return recordRuntimeEvent(
       this.options.client,
@@ -894,3 +869,10 @@ export function endpointUrl(pod: V1Pod, ip: string): string {
   const host = ip.includes(":") ? `[${ip}]` : ip;
   return `http://${host}:${port}${endpoint.path ?? ""}`;
 }
+
+/** A cached Runtime as the object API addresses it (a list's items may come without kind). */
+const runtimeRef = (runtime: Runtime): Runtime => ({
+  ...runtime,
+  apiVersion: TENANTS_API_VERSION,
+  kind: "Runtime",
+});

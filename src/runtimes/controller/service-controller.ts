@@ -8,9 +8,9 @@
  * DaemonSet with it.
  */
 import type { KubernetesObject, V1DaemonSet } from "@kubernetes/client-node";
-import { PatchStrategy } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
+  addFinalizer,
   applyIfChanged,
   applyStatus,
   type ClusterClient,
@@ -18,12 +18,14 @@ import {
   Controller,
   describeError,
   findCondition,
+  ignoreNotFound,
   isAlreadyExists,
   isNotFound,
   objectKey,
   type ReconcileContext,
   type ReconcileResult,
   reconcileDone,
+  removeFinalizer,
   requeueAfter,
   sameStoredJson,
   setCondition,
@@ -129,9 +131,7 @@ export class RuntimeServiceController {
     ctx: ReconcileContext,
   ): Promise<ReconcileResult> {
     const name = service.metadata!.name!;
-    if (!service.metadata?.finalizers?.includes(SERVICE_FINALIZER)) {
-      await this.patchFinalizers(service, [...(service.metadata?.finalizers ?? []), SERVICE_FINALIZER]);
-    }
+    await addFinalizer(this.options.client.objects, serviceRef(service), SERVICE_FINALIZER);
     const generation = service.metadata?.generation ?? 0;
     status.observedGeneration = generation;
     const ref = JSON.stringify(service.spec.plugin);
@@ -326,10 +326,7 @@ export class RuntimeServiceController {
         "could not remove the pre-pull DaemonSet",
       );
     }
-    await this.patchFinalizers(
-      service,
-      (service.metadata.finalizers ?? []).filter((f) => f !== SERVICE_FINALIZER),
-    );
+    await removeFinalizer(this.options.client.objects, serviceRef(service), SERVICE_FINALIZER);
     this.initialized.delete(name);
     this.options.plugins.forget(name);
     return "gone";
@@ -356,11 +353,7 @@ export class RuntimeServiceController {
     client: ClusterClient,
     ref: KubernetesObject & { metadata: { name: string } },
   ) {
-    try {
-      await client.objects.delete(ref);
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    await ignoreNotFound(client.objects.delete(ref));
   }
 
   private condition(
@@ -377,34 +370,20 @@ export class RuntimeServiceController {
 
   private async writeStatus(service: RuntimeService, status: RuntimeServiceStatus): Promise<void> {
     if (sameStoredJson(status, service.status ?? {})) return;
-    try {
-      await applyStatus(this.options.client, {
+    await ignoreNotFound(
+      applyStatus(this.options.client, {
         apiVersion: TENANTS_API_VERSION,
         kind: "RuntimeService",
         metadata: { name: service.metadata!.name! },
         status,
-      });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-  }
-
-  private async patchFinalizers(service: RuntimeService, finalizers: string[]): Promise<void> {
-    try {
-      await this.options.client.objects.patchRaw(
-        {
-          apiVersion: TENANTS_API_VERSION,
-          kind: "RuntimeService",
-          metadata: {
-            name: service.metadata!.name!,
-            resourceVersion: service.metadata!.resourceVersion!,
-            finalizers,
-          },
-        },
-        PatchStrategy.MergePatch,
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+      }),
+    );
   }
 }
+
+/** A cached RuntimeService as the object API addresses it (a list's items may come without kind). */
+const serviceRef = (service: RuntimeService): RuntimeService => ({
+  ...service,
+  apiVersion: TENANTS_API_VERSION,
+  kind: "RuntimeService",
+});

@@ -6,8 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DNS1123_LABEL } from "../../apis/index.js";
-import type { StartQuery } from "../admin/schemas.js";
-import type { ProgressFormat } from "../admin/server.js";
+import type { ProgressFormat, StartQuery } from "../admin/schemas.js";
 import type { Runtime } from "../api/runtime.js";
 import { BY_USER } from "../informers.js";
 import type { HubBackend } from "./backend.js";

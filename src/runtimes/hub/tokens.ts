@@ -7,7 +7,13 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { KubernetesObject, V1Secret } from "@kubernetes/client-node";
-import { type ClusterClient, Informer, isNotFound, startInformers, stopInformers } from "../../kube/index.js";
+import {
+  type ClusterClient,
+  Informer,
+  ignoreNotFound,
+  startInformers,
+  stopInformers,
+} from "../../kube/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
 
 /** Every token of this kind starts so (and is told apart from identity tokens by it). */
@@ -150,11 +156,9 @@ export class HubTokens {
   /** Revokes one of `user`'s tokens; false when there is none of that id. */
   async revoke(user: string, id: string): Promise<boolean> {
     if (!this.get(user, id)) return false;
-    try {
-      await this.client.core.deleteNamespacedSecret({ name: secretName(id), namespace: this.namespace });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    await ignoreNotFound(
+      this.client.core.deleteNamespacedSecret({ name: secretName(id), namespace: this.namespace }),
+    );
     return true;
   }
 }

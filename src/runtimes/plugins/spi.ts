@@ -1,5 +1,5 @@
 /**
- * The service plugin SPI (document 000, Table 3). A plugin turns a user's parameters into the
+ * The service plugin SPI (Vasilenko & Kurapati, Table 3). A plugin turns a user's parameters into the
  * all-in-one YAML of a runtime and may take part in checks and clean-up. Transports (built in,
  * HTTP, executable) all implement {@link ServicePlugin}; one conformance suite runs against each.
  */

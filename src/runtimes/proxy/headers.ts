@@ -4,26 +4,9 @@
  * replace what the caller sent under the same name.
  */
 import { type IncomingHttpHeaders, validateHeaderName, validateHeaderValue } from "node:http";
-
-/** Headers about one connection, never forwarded (plus any the Connection header names). */
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-  "expect",
-  "http2-settings",
-]);
+import { connectionListed, HOP_BY_HOP_HEADERS } from "../../common/index.js";
 
 const FORWARDED = new Set(["x-forwarded-for", "x-forwarded-proto", "x-forwarded-host", "forwarded"]);
-
-/** Connection tokens that are options rather than header names. */
-const CONNECTION_OPTIONS = new Set(["keep-alive", "close", "upgrade"]);
 
 export interface ForwardContext {
   /** The caller's address (the socket's remote address). */
@@ -69,18 +52,6 @@ export interface ForwardedHeaders {
   hasBody: boolean;
 }
 
-/** Header names a Connection header lists (`Connection: close, X-Secret` names x-secret), added to `into`. */
-function connectionListed(value: string, into: Set<string> | undefined): Set<string> | undefined {
-  let listed = into;
-  for (const token of value.split(",")) {
-    const name = token.trim().toLowerCase();
-    if (!name || CONNECTION_OPTIONS.has(name)) continue;
-    listed = listed ?? new Set();
-    listed.add(name);
-  }
-  return listed;
-}
-
 /**
  * The request headers for the backend from the caller's raw headers. Host is kept (services such
  * as Jupyter compare a WebSocket's Origin with it); an upgrade keeps `Connection: Upgrade` and its
@@ -108,7 +79,7 @@ export function forwardRequestHeaders(
     const name = raw[i]!;
     const value = raw[i + 1]!;
     const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower)) {
+    if (HOP_BY_HOP_HEADERS.has(lower)) {
       if (lower === "transfer-encoding") hasBody = true;
       continue;
     }
@@ -145,10 +116,10 @@ export function forwardRequestHeaders(
 /** Response headers for the caller, as `[name, value, …]` for `writeHead`, hop-by-hop ones left out. */
 export function forwardResponseHeaders(headers: IncomingHttpHeaders): string[] {
   const connection = headers.connection;
-  const listed = typeof connection === "string" ? connectionListed(connection, undefined) : undefined;
+  const listed = typeof connection === "string" ? connectionListed(connection) : undefined;
   const out: string[] = [];
   for (const name in headers) {
-    if (HOP_BY_HOP.has(name) || listed?.has(name)) continue;
+    if (HOP_BY_HOP_HEADERS.has(name) || listed?.has(name)) continue;
     const value = headers[name];
     if (value === undefined) continue;
     if (typeof value === "string") out.push(name, value);

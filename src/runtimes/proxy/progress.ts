@@ -5,6 +5,7 @@
  * phase and reason, and Retry-After while it starts.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { EventStream } from "../../common/index.js";
 import type { Runtime } from "../api/runtime.js";
 import { START_STEPS } from "../api/runtime.js";
 import { escapeHtml, page, sendHtml, sendProblem, wantsJson } from "./respond.js";
@@ -129,46 +130,30 @@ function notReadyPage(view: RouteView, event: ProgressEvent): string {
 
 /** One caller following a route's progress; ended when the runtime is ready or its token is gone. */
 export class ProgressStream {
-  private last = "";
-  private ended = false;
-  private readonly keepAlive: NodeJS.Timeout;
+  private readonly events: EventStream;
 
   constructor(
     readonly token: string,
-    private readonly response: ServerResponse,
-    private readonly onEnd: (stream: ProgressStream) => void,
+    response: ServerResponse,
+    onEnd: (stream: ProgressStream) => void,
   ) {
-    response.writeHead(200, {
-      "content-type": "text/event-stream",
-      "cache-control": "no-store",
-      "x-accel-buffering": "no",
-    });
-    this.keepAlive = setInterval(() => response.write(": keep-alive\n\n"), 15_000);
-    this.keepAlive.unref();
-    response.on("close", () => this.end());
+    this.events = new EventStream(response);
+    this.events.onEnd(() => onEnd(this));
   }
 
   /** Sends the runtime's state if it changed; ends the stream once it is ready. */
   update(runtime: Runtime | undefined, view: RouteView | undefined): void {
-    if (this.ended) return;
+    if (this.events.ended) return;
     if (!runtime || !view || view.token !== this.token) {
-      this.response.write(`event: gone\ndata: {"ready":false}\n\n`);
+      this.events.send({ ready: false }, "gone");
       this.end();
       return;
     }
-    const text = JSON.stringify(progressOf(runtime, view));
-    if (text !== this.last) {
-      this.last = text;
-      this.response.write(`data: ${text}\n\n`);
-    }
+    this.events.sendIfChanged(progressOf(runtime, view));
     if (view.status === "ready") this.end();
   }
 
   end(): void {
-    if (this.ended) return;
-    this.ended = true;
-    clearInterval(this.keepAlive);
-    this.response.end();
-    this.onEnd(this);
+    this.events.end();
   }
 }

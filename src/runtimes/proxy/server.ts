@@ -1,24 +1,18 @@
 /**
- * The runtimes proxy (document 000 §3.1): one HTTP endpoint in front of the Admin API and every
+ * The runtimes proxy (Vasilenko & Kurapati §3.1): one HTTP endpoint in front of the Admin API and every
  * runtime. `/r/<token><rest>` goes to the runtime whose `status.route.token` is `<token>`, at
  * `<status.endpoint.url><rest>` (contract rule 3); every other path goes to the Admin API. Requests
  * and WebSocket upgrades pass the service's module first (Table 1), stream through in both
  * directions without buffering, and stamp the route's last activity.
  */
-import {
-  createServer,
-  type IncomingMessage,
-  type RequestListener,
-  type Server,
-  type ServerResponse,
-} from "node:http";
-import { type AddressInfo, connect, type Socket } from "node:net";
+import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
+import { connect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import type { Logger } from "pino";
 import { Registry } from "prom-client";
 import { type Dispatcher, Pool } from "undici";
-import { answerClientError } from "../../common/index.js";
+import { answerClientError, HttpServer } from "../../common/index.js";
 import type { Authenticator } from "../../identity/index.js";
 import { describeError, silentLogger } from "../../kube/index.js";
 import type { Runtime } from "../api/runtime.js";
@@ -119,7 +113,7 @@ export class RuntimesProxy {
   readonly metrics: ProxyMetrics;
   private readonly source: RouteSource;
   private readonly logger: Logger;
-  private readonly server: Server;
+  private readonly shell: HttpServer;
   private readonly modules: ServiceModules;
   private readonly backends: Backends;
   private readonly adminPool?: Pool;
@@ -132,7 +126,6 @@ export class RuntimesProxy {
   private readonly connectTimeout: number;
   private readonly trustForwarded: boolean;
   private unsubscribe: (() => void)[] = [];
-  private address?: AddressInfo;
 
   constructor(private readonly options: RuntimesProxyOptions) {
     this.source = options.source;
@@ -167,25 +160,26 @@ export class RuntimesProxy {
         onWrite: (result) => this.metrics.activityWrites.inc({ result }),
       });
     }
-    this.server = createServer(
+    this.shell = HttpServer.plain(
       {
-        keepAlive: true,
-        keepAliveTimeout: 60_000,
-        // Uploads and downloads may take long; a slow sender of headers may not.
-        requestTimeout: 0,
-        headersTimeout: 30_000,
+        what: "runtimes proxy",
+        host: options.host ?? "127.0.0.1",
+        port: options.port ?? 0,
+        logger: this.logger,
+        keepAliveTimeoutMs: 60_000,
       },
+      // Uploads and downloads may take long; a slow sender of headers may not.
+      { keepAlive: true, requestTimeout: 0, headersTimeout: 30_000 },
       this.onRequest,
+      () => this.endOpenStreams(),
     );
-    this.server.on("upgrade", this.onUpgrade);
+    this.shell.server.on("upgrade", this.onUpgrade);
     // A request node's parser refused (malformed, headers too large): a problem, like every refusal.
-    this.server.on("clientError", (err, socket) => answerClientError(err, socket));
+    this.shell.server.on("clientError", (err, socket) => answerClientError(err, socket));
   }
 
   get url(): string {
-    if (!this.address) throw new Error("the runtimes proxy is not listening");
-    const host = this.address.family === "IPv6" ? `[${this.address.address}]` : this.address.address;
-    return `http://${host}:${this.address.port}`;
+    return this.shell.url;
   }
 
   /** Syncs the routes, initialises the modules, then listens. Resolves with the URL. */
@@ -197,26 +191,24 @@ export class RuntimesProxy {
     );
     await this.modules.settled();
     this.activity?.start();
-    await new Promise<void>((resolve, reject) => {
-      this.server.once("error", reject);
-      this.server.listen(this.options.port ?? 0, this.options.host ?? "127.0.0.1", () => {
-        this.server.off("error", reject);
-        resolve();
-      });
-    });
-    this.address = this.server.address() as AddressInfo;
-    this.logger.info({ url: this.url }, "runtimes proxy serving");
-    return this.url;
+    return this.shell.listen();
   }
 
-  async stop(): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    this.server.closeAllConnections();
+  /** Asks clients to reconnect elsewhere (a replica going away). */
+  drain(): void {
+    this.shell.drain();
+  }
+
+  /** What the HTTP server no longer owns and would hold it open: upgraded sockets, live streams. */
+  private endOpenStreams(): void {
     // Upgraded connections are no longer the HTTP server's to close, but still hold it open.
     for (const socket of this.upgraded) socket.destroy();
     for (const route of this.live.values()) route.closeAll(STOPPED);
     for (const streams of this.progress.values()) for (const stream of [...streams]) stream.end();
-    await closed;
+  }
+
+  async stop(): Promise<void> {
+    await this.shell.close();
     for (const remove of this.unsubscribe) remove();
     this.unsubscribe = [];
     await this.activity?.stop();

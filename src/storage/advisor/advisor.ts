@@ -1,5 +1,5 @@
 /**
- * The Advisor (document 000 §4): forecasts volume demand per storage class and requested size from
+ * The Advisor (Vasilenko & Kurapati §4): forecasts volume demand per storage class and requested size from
  * the stream of claims created, by an EWMA over fixed windows, for the supplier and as metrics.
  */
 import type { V1PersistentVolumeClaim } from "@kubernetes/client-node";

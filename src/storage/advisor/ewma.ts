@@ -31,7 +31,7 @@ interface Series {
 
 /**
  * Exponentially weighted moving average of events per fixed window, for many keys at once
- * (document 000 §4: the Advisor's EWMA of volume demand). Windows are aligned on `origin`; an
+ * (Vasilenko & Kurapati §4: the Advisor's EWMA of volume demand). Windows are aligned on `origin`; an
  * event counts in the window of its own time, so a history replayed after a restart lands where it
  * happened. When a window closes, each key's average becomes
  * `smoothing × count + (1 − smoothing) × average` (the first window a key is seen in starts it).

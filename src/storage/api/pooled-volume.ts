@@ -1,6 +1,6 @@
 /**
  * PooledVolume (cluster-scoped): one volume of a pool — where its sparse file lives, its size, the
- * claim it is given to — and what the node agent made of it (document 000 §4: the sparse file
+ * claim it is given to — and what the node agent made of it (Vasilenko & Kurapati §4: the sparse file
  * metadata kept in Kubernetes resources).
  */
 import { type Static, Type } from "@sinclair/typebox";

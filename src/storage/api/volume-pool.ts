@@ -1,7 +1,7 @@
 /**
  * VolumePool (cluster-scoped): a StorageClass served by tenantry's pooled provisioner, the sizes of
  * volume kept ready ahead of demand, and the backing stores the volumes are allocated on, filled in
- * turn (document 000 §4: the Supplier's pool and its mounts).
+ * turn (Vasilenko & Kurapati §4: the Supplier's pool and its mounts).
  */
 import { type Static, Type } from "@sinclair/typebox";
 import {

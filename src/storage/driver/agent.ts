@@ -1,5 +1,5 @@
 /**
- * The node agent: the part of storage that touches disks (document 000 §4: the Supplier's
+ * The node agent: the part of storage that touches disks (Vasilenko & Kurapati §4: the Supplier's
  * allocation and the Driver's mount and unlock). It makes each PooledVolume of its node real —
  * sparse file, ext4, loop mount, fscrypt — prepares the data folder of the claim it is given to
  * under that claim's tenant key, scrubs it when it comes back, and destroys it when it is deleted.
@@ -14,10 +14,11 @@ import {
   type ClusterClient,
   type Condition,
   Controller,
-  isNotFound,
+  ignoreNotFound,
   objectKey,
   type ReconcileResult,
   reconcileDone,
+  removeFinalizer,
   requeueAfter,
   setCondition,
 } from "../../kube/index.js";
@@ -247,20 +248,11 @@ export class NodeAgent {
       }
       throw err;
     }
-    const finalizers = volume.metadata?.finalizers ?? [];
-    const index = finalizers.indexOf(VOLUME_FILES_FINALIZER);
-    if (index < 0) return reconcileDone();
-    try {
-      await this.options.client.objects.jsonPatch(
-        { apiVersion: STORAGE_API_VERSION, kind: "PooledVolume", metadata: { name } },
-        [
-          { op: "test", path: `/metadata/finalizers/${index}`, value: VOLUME_FILES_FINALIZER },
-          { op: "remove", path: `/metadata/finalizers/${index}` },
-        ],
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    await removeFinalizer(
+      this.options.client.objects,
+      { ...volume, apiVersion: STORAGE_API_VERSION, kind: "PooledVolume" },
+      VOLUME_FILES_FINALIZER,
+    );
     return reconcileDone();
   }
 
@@ -292,16 +284,14 @@ export class NodeAgent {
   private async writeStatus(volume: PooledVolume, status: PooledVolumeStatus): Promise<void> {
     const next = { ...status, observedGeneration: volume.metadata?.generation ?? 0 };
     if (isDeepStrictEqual(stripUndefined(next), stripUndefined(volume.status ?? {}))) return;
-    try {
-      await applyStatus(this.options.client, {
+    await ignoreNotFound(
+      applyStatus(this.options.client, {
         apiVersion: STORAGE_API_VERSION,
         kind: "PooledVolume",
         metadata: { name: volume.metadata!.name! },
         status: next,
-      });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+      }),
+    );
   }
 
   /**

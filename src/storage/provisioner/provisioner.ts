@@ -1,5 +1,5 @@
 /**
- * The Provisioner (document 000 §4): an external provisioner for the classes of tenantry's pools.
+ * The Provisioner (Vasilenko & Kurapati §4): an external provisioner for the classes of tenantry's pools.
  * A claim of such a class gets a ready volume of its pool at once — the volume is given to the claim
  * (PooledVolume spec.claim, a compare-and-swap) and a `local` PersistentVolume on its data folder,
  * pre-bound to the claim, is created; when the pool has none, a volume is allocated on demand on
@@ -15,6 +15,7 @@ import {
   type ClusterClient,
   Controller,
   describeError,
+  Expectations,
   isAlreadyExists,
   isConflict,
   isNotFound,
@@ -68,7 +69,18 @@ export class PooledProvisioner {
   private readonly informers: StorageInformers;
   private readonly logger: Logger;
   /** Warm volumes given to a claim whose update the cache may not show yet: volume → claim uid and when. */
-  private readonly reserved = new Map<string, { uid: string; at: number }>();
+  /**
+   * Ready volumes this provisioner is giving to a claim (by volume name, the claim's uid): ended
+   * once the cache shows the volume given (from then the cache speaks for it, and a volume given
+   * back later must be free for the next claim at once) or gone.
+   */
+  private readonly reserved = new Expectations<string>({
+    ttlMs: RESERVATION_MS,
+    seen: (name) => {
+      const volume = this.informers.volumes.get(undefined, name);
+      return !volume || !!volume.spec.claim;
+    },
+  });
   /** When each claim was first seen, for the provisioning-time histogram. */
   private readonly firstSeen = new Map<string, number>();
   private readonly staleSince = new Map<string, number>();
@@ -132,11 +144,7 @@ export class PooledProvisioner {
   }
 
   start(): Promise<void> {
-    // A reservation ends when the cache shows its volume given: from then the cache speaks for it
-    // (and a volume given back later must be free for the next claim at once).
-    const settle = (volume: PooledVolume) => {
-      if (volume.spec.claim) this.reserved.delete(volume.metadata!.name!);
-    };
+    const settle = (volume: PooledVolume) => this.reserved.observe(volume.metadata!.name!);
     this.unsubscribe = this.informers.volumes.addHandler({
       onAdd: settle,
       onUpdate: (_old, volume) => settle(volume),
@@ -257,24 +265,7 @@ export class PooledProvisioner {
       }
     } else if (volume.metadata?.name?.startsWith("claim-")) source = "on_demand";
 
-    if (volume.status?.phase === "Failed") {
-      this.options.events.warning(
-        target,
-        "ProvisioningFailed",
-        `volume ${volume.metadata!.name}: ${volume.status.reason}: ${volume.status.message ?? ""}`,
-      );
-      this.options.metrics.provisioningFailures.inc({
-        pool: pool.metadata!.name!,
-        reason: volume.status.reason ?? "Failed",
-      });
-      if (volume.status.reason === "StoreFull") {
-        // Its store's disk is full: the claim lets go of it (it stays, failed, as the mark that the
-        // store is full), and the next try takes the next store.
-        await this.giveBack(volume);
-        return requeueAfter(1_000);
-      }
-      return requeueAfter(60_000);
-    }
+    if (volume.status?.phase === "Failed") return this.volumeFailed(target, pool, volume);
     // The PersistentVolume names the data folder, which exists once the file is allocated.
     if (!volume.status?.dataPath) return reconcileDone();
     const pv = renderPersistentVolume(claim, storageClass, volume, this.options.provisioner);
@@ -299,12 +290,36 @@ export class PooledProvisioner {
     return reconcileDone();
   }
 
+  /** The claim's volume failed: say why; a full store's volume is given back and the next store tried. */
+  private async volumeFailed(
+    target: Parameters<StorageEvents["warning"]>[0],
+    pool: VolumePool,
+    volume: PooledVolume,
+  ): Promise<ReconcileResult> {
+    this.options.events.warning(
+      target,
+      "ProvisioningFailed",
+      `volume ${volume.metadata!.name}: ${volume.status?.reason}: ${volume.status?.message ?? ""}`,
+    );
+    this.options.metrics.provisioningFailures.inc({
+      pool: pool.metadata!.name!,
+      reason: volume.status?.reason ?? "Failed",
+    });
+    if (volume.status?.reason === "StoreFull") {
+      // Its store's disk is full: the claim lets go of it (it stays, failed, as the mark that the
+      // store is full), and the next try takes the next store.
+      await this.giveBack(volume);
+      return requeueAfter(1_000);
+    }
+    return requeueAfter(60_000);
+  }
+
   private assignedVolume(claimUid: string): PooledVolume | undefined {
     const assigned = this.informers.volumes
       .byIndex(BY_CLAIM_UID, claimUid)
       .find((v) => v.spec.provisioner === this.options.provisioner);
     if (assigned) return assigned;
-    for (const [name, { uid }] of this.reserved) {
+    for (const [name, uid] of this.reserved.pending()) {
       if (uid !== claimUid) continue;
       const volume = this.informers.volumes.get(undefined, name);
       // Not in the cache yet as given to this claim: what we wrote is what it holds.
@@ -320,7 +335,6 @@ export class PooledProvisioner {
     eligible: (store: PooledVolume["spec"]["store"]) => boolean,
     claim: ClaimRef,
   ): Promise<PooledVolume | undefined> {
-    this.forgetSettledReservations();
     const candidates = this.informers.volumes
       .byIndex(BY_POOL, pool.metadata!.name!)
       .filter(
@@ -336,7 +350,7 @@ export class PooledProvisioner {
       );
     for (const candidate of candidates) {
       const name = candidate.metadata!.name!;
-      this.reserved.set(name, { uid: claim.uid, at: Date.now() });
+      this.reserved.expect(name, claim.uid);
       let current: PooledVolume | undefined = candidate;
       // The cache may lag behind the volume's last status write: on a failed swap, look again once.
       for (let attempt = 0; current && attempt < 2; attempt++) {
@@ -351,13 +365,13 @@ export class PooledProvisioner {
           return { ...updated, status: updated.status ?? current.status };
         } catch (err) {
           if (!(isConflict(err) || isNotFound(err) || statusCode(err) === 422)) {
-            this.reserved.delete(name);
+            this.reserved.forget(name);
             throw err;
           }
           current = attempt === 0 && !isNotFound(err) ? await this.readFree(name) : undefined;
         }
       }
-      this.reserved.delete(name);
+      this.reserved.forget(name);
     }
     return undefined;
   }
@@ -376,15 +390,6 @@ export class PooledProvisioner {
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
-    }
-  }
-
-  /** A reservation ends with its PersistentVolume, once the cache shows the volume given, or after a few seconds. */
-  private forgetSettledReservations(): void {
-    const now = Date.now();
-    for (const [name, { at }] of this.reserved) {
-      const volume = this.informers.volumes.get(undefined, name);
-      if (!volume || volume.spec.claim || now - at > RESERVATION_MS) this.reserved.delete(name);
     }
   }
 

@@ -1,13 +1,8 @@
+import { Expectations } from "../../kube/index.js";
 import type { PooledVolume } from "../api/pooled-volume.js";
 
 /** How long a created volume may take to reach the cache before it is no longer counted here. */
 const IN_FLIGHT_MS = 60_000;
-
-interface Entry {
-  pool: string;
-  volume: PooledVolume;
-  at: number;
-}
 
 /**
  * The volumes of each pool as bin filling must see them: the informer's, plus those created (or
@@ -17,29 +12,31 @@ interface Entry {
  * decided (synchronously, before the request goes out) until the cache has it.
  */
 export class VolumeLedger {
-  private readonly inFlight = new Set<Entry>();
+  private readonly inFlight: Expectations<{ pool: string; volume: PooledVolume }>;
+  private next = 0;
 
   constructor(
     private readonly cache: {
       get(name: string): PooledVolume | undefined;
       ofPool(pool: string): PooledVolume[];
     },
-    private readonly now: () => number = Date.now,
-  ) {}
+    now: () => number = Date.now,
+  ) {
+    this.inFlight = new Expectations({
+      ttlMs: IN_FLIGHT_MS,
+      // A generated name is known only once the creation answered; until then it cannot be seen.
+      seen: (_key, { volume }) => !!volume.metadata?.name && !!this.cache.get(volume.metadata.name),
+      now,
+    });
+  }
 
   /** The pool's volumes: the cache's, and the in-flight ones it does not hold yet. */
   volumesOf(pool: string): PooledVolume[] {
     const cached = this.cache.ofPool(pool);
-    const now = this.now();
-    const extra: PooledVolume[] = [];
-    for (const entry of this.inFlight) {
-      const name = entry.volume.metadata?.name;
-      if ((name && this.cache.get(name)) || now - entry.at > IN_FLIGHT_MS) {
-        this.inFlight.delete(entry);
-        continue;
-      }
-      if (entry.pool === pool) extra.push(entry.volume);
-    }
+    const extra = this.inFlight
+      .pending()
+      .filter(([, entry]) => entry.pool === pool)
+      .map(([, entry]) => entry.volume);
     return extra.length ? [...cached, ...extra] : cached;
   }
 
@@ -51,21 +48,21 @@ export class VolumeLedger {
     body: PooledVolume,
     create: (body: PooledVolume) => Promise<PooledVolume>,
   ): Promise<PooledVolume> {
-    const entry: Entry = { pool: body.spec.pool, volume: body, at: this.now() };
-    this.inFlight.add(entry);
+    const key = String(this.next++);
+    this.inFlight.expect(key, { pool: body.spec.pool, volume: body });
     try {
       const created = await create(body);
-      // A generated name is known only now: from here the cache can be asked for it.
-      entry.volume = created;
+      // From here the cache can be asked for it by name (a generated one is known only now).
+      this.inFlight.expect(key, { pool: body.spec.pool, volume: created });
       return created;
     } catch (err) {
-      this.inFlight.delete(entry);
+      this.inFlight.forget(key);
       throw err;
     }
   }
 
   /** Volumes counted that the cache has not shown yet (for tests and metrics). */
   get size(): number {
-    return this.inFlight.size;
+    return this.inFlight.pending().length;
   }
 }

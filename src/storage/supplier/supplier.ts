@@ -1,5 +1,5 @@
 /**
- * The Supplier (document 000 §4): keeps each pool's StorageClass in place and, for each of its
+ * The Supplier (Vasilenko & Kurapati §4): keeps each pool's StorageClass in place and, for each of its
  * sizes, as many ready volumes as the advisor's forecast asks for, allocated on the pool's backing
  * stores in turn (the node agent makes the files). Volumes beyond the target, of sizes or stores
  * the pool no longer has, or of pools that are gone are destroyed once no claim holds them. The
@@ -17,6 +17,7 @@ import {
   type ConditionUpdate,
   Controller,
   describeError,
+  ignoreNotFound,
   isNotFound,
   objectKey,
   type ReconcileResult,
@@ -319,15 +320,13 @@ export class Supplier {
           { pool: pool.metadata!.name, storageClass: name },
           "re-creating the pool's StorageClass",
         );
-        try {
-          await this.options.client.objects.delete({
+        await ignoreNotFound(
+          this.options.client.objects.delete({
             apiVersion: "storage.k8s.io/v1",
             kind: "StorageClass",
             metadata: { name },
-          });
-        } catch (err) {
-          if (!isNotFound(err)) throw err;
-        }
+          }),
+        );
       } else if (
         (current.metadata?.annotations?.[DEFAULT_CLASS_ANNOTATION] ?? "false") ===
         (desired.metadata?.annotations?.[DEFAULT_CLASS_ANNOTATION] ?? "false")
@@ -357,15 +356,13 @@ export class Supplier {
       volumes
         .filter((volume) => volume.metadata?.name)
         .map(async (volume) => {
-          try {
-            await this.options.client.objects.delete({
+          await ignoreNotFound(
+            this.options.client.objects.delete({
               apiVersion: STORAGE_API_VERSION,
               kind: "PooledVolume",
               metadata: { name: volume.metadata!.name! },
-            });
-          } catch (err) {
-            if (!isNotFound(err)) throw err;
-          }
+            }),
+          );
         }),
     );
   }

@@ -95,7 +95,7 @@ const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const REWRITTEN = /(^|-)[0-9a-f]{10}$/;
 
 /**
- * A username as a label value (document 001, step 10: every object carries its creator). A name
+ * A username as a label value (CloudVeneto CaaS, step 10: every object carries its creator). A name
  * that already is a valid label value is kept as is; any other is made readable (`@` becomes
  * `-at-`, as in `zangrand-at-infn.it`; other characters `_`), cut to fit the 63 characters of a
  * label value, and suffixed with a hash of the full name, so two different names never share a

@@ -12,11 +12,13 @@ import { NamespaceQuota } from "./namespace-quota.js";
 import { namespaceWebhooks } from "./namespaces.js";
 import { ownerLabelWebhooks } from "./owner-labels.js";
 import { podWebhooks } from "./pods.js";
+import { reservedNodesWebhook } from "./reserved-nodes.js";
 import { serviceWebhook } from "./services.js";
 import { tenancyValidationWebhook } from "./tenancy-validation.js";
 
 export { userLabelValue } from "./identity.js";
 export { NAMESPACE_RESERVATIONS_ANNOTATION } from "./namespace-quota.js";
+export { RUNTIMES_NODE_TAINT_KEY } from "./reserved-nodes.js";
 
 export interface TenantWebhookOptions {
   /**
@@ -60,6 +62,7 @@ export function tenantWebhooks(informers: TenantInformers, options: TenantWebhoo
     ...namespaceWebhooks(context),
     ...ownerLabelWebhooks(context),
     ...podWebhooks(context),
+    reservedNodesWebhook(context),
     classWebhook(context),
     serviceWebhook(context),
     managedObjectsWebhook(context),

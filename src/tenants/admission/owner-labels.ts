@@ -107,7 +107,7 @@ function stamp(
 
 /**
  * New objects in a tenant namespace get the tenant label, and, when a person or a tenant
- * workload creates them, the creator's user label (document 001, step 10): every authenticated
+ * workload creates them, the creator's user label (CloudVeneto CaaS, step 10): every authenticated
  * requester who is not a cluster component counts, owners, spec.users and anyone else RBAC lets
  * in alike, so per-user quota and ownership never depend on a list being complete. A user label
  * the requester wrote is replaced, so nobody can charge their objects to someone else. Cluster

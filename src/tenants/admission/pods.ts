@@ -75,7 +75,7 @@ function normalizeToleration(t: Toleration) {
 }
 
 /**
- * Puts the pod on its tenant's node pool (document 001, step 11): the pool's node selector and
+ * Puts the pod on its tenant's node pool (CloudVeneto CaaS, step 11): the pool's node selector and
  * tolerations are added. A node selector the user set to another value for a pool key is
  * refused rather than overwritten, so the user learns why the pod would not run where they asked.
  */

@@ -63,7 +63,7 @@ const ReservationSchema = Type.Object(
   },
   {
     description:
-      "An admitted creation not yet counted in used. Admission adds it with a compare-and-swap on the quota's resourceVersion; the quota controller removes it once the object is counted or the reservation expires.",
+      "An admitted creation not yet counted in used. Admission adds it with a compare-and-swap on the quota's resourceVersion; only the quota controller removes it: once the object is counted, or once the reservation expired and no such object exists. An expired reservation still counts until then.",
   },
 );
 export type QuotaReservation = Static<typeof ReservationSchema>;

@@ -3,7 +3,7 @@ import { TENANTS_API_VERSION } from "../api/group.js";
 
 /** Which tenant a namespace or object belongs to. */
 export const TENANT_LABEL = "tenantry.dev/tenant";
-/** Which user created an object (document 001, step 10). */
+/** Which user created an object (CloudVeneto CaaS, step 10). */
 export const USER_LABEL = "tenantry.dev/user";
 /** How a namespace joined its tenant: `declared` in spec.namespaces, or created by an `owner`. */
 export const NAMESPACE_ORIGIN_LABEL = "tenantry.dev/namespace-origin";
@@ -13,7 +13,7 @@ export const POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce";
 /**
  * On a tenant namespace, `Namespace` narrows the tenant's isolation policy there to the namespace
  * itself (and the tenant's allowFromNamespaces): the tenant's other namespaces cannot reach it.
- * The runtimes capability sets it on each user's runtimes namespace (document 000 §3.2).
+ * The runtimes capability sets it on each user's runtimes namespace (Vasilenko & Kurapati §3.2).
  */
 export const NETWORK_ISOLATION_LABEL = "tenantry.dev/network-isolation";
 export const NAMESPACE_ISOLATION = "Namespace";

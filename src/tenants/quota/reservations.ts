@@ -12,7 +12,10 @@ import {
  * An admitted creation not yet seen as an object. Admission records it on the quota with a
  * compare-and-swap of the quota's resourceVersion, so two creations racing in different namespaces
  * can never both take the last unit; the quota controller drops it once the object is counted in
- * `used`, or when it expires because the creation failed after admission.
+ * `used`, or once it expired with no such object in the controller's synced caches (the creation
+ * failed after admission). Admission never drops one by the clock: `used` is only as fresh as the
+ * controller, and while none runs (killed, or handing the lease over) an expired reservation may
+ * be the only record of a pod that `used` does not count yet.
  */
 export interface Reservation {
   /** AdmissionReview uid: unique per request. */
@@ -61,10 +64,11 @@ export function admit(
   const requested = new Map(
     [...toAmounts(request.amounts)].filter(([name, value]) => hard.has(name) && value > 0n),
   );
-  const live = liveReservations(state.reservations, now).filter((r) => r.id !== request.id);
-  if (requested.size === 0) return { admitted: true, reservations: live };
+  // Expired ones too (see Reservation); a retried request replaces its own.
+  const held = state.reservations.filter((r) => r.id !== request.id);
+  if (requested.size === 0) return { admitted: true, reservations: held };
   const used = toAmounts(state.used);
-  const reserved = addAmounts(...live.map((r) => toAmounts(r.amounts)));
+  const reserved = addAmounts(...held.map((r) => toAmounts(r.amounts)));
   const exceeded: Exceeded[] = [];
   for (const [name, amount] of requested) {
     const limit = hard.get(name)!;
@@ -84,7 +88,7 @@ export function admit(
   return {
     admitted: true,
     reservations: [
-      ...live,
+      ...held,
       {
         ...request,
         amounts: toResourceList(requested),

@@ -5,15 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import {
-  AdmissionregistrationV1Api,
-  CustomObjectsApi,
-  type V1LabelSelector,
-  type V1MutatingWebhook,
-  type V1ValidatingWebhook,
-} from "@kubernetes/client-node";
-import { labelsMatch, ruleMatches } from "../../../src/webhooks/dispatcher.js";
-import { type AdmissionRequest, WEBHOOK_CONFIGURATION } from "../../../src/webhooks/index.js";
+import { CustomObjectsApi } from "@kubernetes/client-node";
+import { entriesCalledFor, podCreateRequest } from "../../../testing/admission-entries.js";
 import { uniqueName } from "../../support/clusters.js";
 import { eventually } from "../../support/eventually.js";
 import { type TestUser, testUser } from "../../support/users.js";
@@ -29,34 +22,6 @@ import {
   succeeded,
   WEBHOOK,
 } from "./support.js";
-
-/**
- * What each of tenantry's match conditions says of an ordinary tenant user creating a plain pod (no
- * nodeName, no tolerations). A condition not listed fails the test: say what it does for such a pod.
- */
-const CONDITIONS_FOR_A_TENANT_USERS_POD: Record<string, boolean> = {
-  "not-privileged-requester": true,
-  "privileged-requester": false,
-  "not-namespace-bootstrap": true,
-  "not-a-cluster-component": true,
-  "not-a-cluster-administrator": true,
-  "from-a-node": false,
-  "may-reach-private-nodes": false,
-  "bootstrap-token-requests": false,
-};
-
-type Entry = V1MutatingWebhook | V1ValidatingWebhook;
-
-function matches(entry: Entry, request: AdmissionRequest, namespaceLabels: Record<string, string>): boolean {
-  if (!(entry.rules ?? []).some((rule) => ruleMatches(rule, request))) return false;
-  if (!labelsMatch(entry.namespaceSelector ?? {}, namespaceLabels)) return false;
-  if (!labelsMatch(entry.objectSelector ?? ({} as V1LabelSelector), {})) return false;
-  return (entry.matchConditions ?? []).every((c) => {
-    const value = CONDITIONS_FOR_A_TENANT_USERS_POD[c.name];
-    assert.notEqual(value, undefined, `match condition ${c.name} of ${entry.name}: ${c.expression}`);
-    return value;
-  });
-}
 
 describe("one admission call each way", () => {
   const tenant = uniqueName("onecall");
@@ -83,30 +48,17 @@ describe("one admission call each way", () => {
   });
 
   it("a pod creation in a tenant namespace matches one mutating and one validating entry", async () => {
-    const admission = adminKubeConfig.makeApiClient(AdmissionregistrationV1Api);
     const labels = (await core.readNamespace({ name: namespace })).metadata?.labels ?? {};
-    const request: AdmissionRequest = {
-      uid: "count",
-      kind: { group: "", version: "v1", kind: "Pod" },
-      resource: { group: "", version: "v1", resource: "pods" },
-      namespace,
-      operation: "CREATE",
-      userInfo: { username: owner.name, groups: ["system:authenticated"] },
-      object: { metadata: { name: "p" }, spec: { containers: [{ name: "c", image: "nginx" }] } },
-    };
-    const ours = (name: string) =>
-      name === WEBHOOK_CONFIGURATION || name === `${WEBHOOK_CONFIGURATION}-privileged`;
-    const mutating = (await admission.listMutatingWebhookConfiguration()).items
-      .filter((c) => ours(c.metadata?.name ?? ""))
-      .flatMap((c) => c.webhooks ?? []);
-    const validating = (await admission.listValidatingWebhookConfiguration()).items
-      .filter((c) => ours(c.metadata?.name ?? ""))
-      .flatMap((c) => c.webhooks ?? []);
-    assert.ok(mutating.length > 1 && validating.length > 1, "tenantry's configurations are registered");
-    const called = (entries: Entry[]) =>
-      entries.filter((e) => matches(e, request, labels)).map((e) => e.name);
-    assert.deepEqual(called(mutating), ["tenant-namespaces.admission.tenantry.dev"]);
-    assert.deepEqual(called(validating), ["tenant-namespaces.admission.tenantry.dev"]);
+    const called = await entriesCalledFor(adminKubeConfig, podCreateRequest(namespace, owner.name), labels);
+    assert.ok(called.registered > 2, "tenantry's configurations are registered");
+    assert.deepEqual(
+      called.mutating.map((e) => e.name),
+      ["tenant-namespaces.admission.tenantry.dev"],
+    );
+    assert.deepEqual(
+      called.validating.map((e) => e.name),
+      ["tenant-namespaces.admission.tenantry.dev"],
+    );
   });
 
   it("a pod another check refuses reserves none of the quota", async () => {

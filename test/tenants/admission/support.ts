@@ -178,6 +178,7 @@ export const WEBHOOK = {
   ownerLabels: "owner-labels.tenants.tenantry.dev",
   podDefaults: "pod-defaults.tenants.tenantry.dev",
   podSafety: "pod-safety.tenants.tenantry.dev",
+  reservedNodes: "reserved-nodes.tenants.tenantry.dev",
   classes: "classes.tenants.tenantry.dev",
   services: "services.tenants.tenantry.dev",
   managedObjects: "managed-objects.tenants.tenantry.dev",

@@ -255,6 +255,46 @@ function GrantTable(props: { tenant: string; grants: AccessGrantView[]; onDone()
   </table></div>`;
 }
 
+/** The fields of the grant form: a namespace of the tenant, a grantee, one rule. */
+function grantFields(namespaceChoices: string[]) {
+  return [
+    {
+      name: "namespace",
+      label: "In namespace",
+      ...(namespaceChoices.length ? { options: namespaceChoices } : {}),
+      apiFields: ["metadata.namespace"],
+    },
+    { name: "name", label: "Grant name", apiFields: ["metadata.name"] },
+    {
+      name: "granteeKind",
+      label: "To a",
+      options: ["User", "Group", "Tenant"],
+      apiFields: ["spec.grantees[0].kind"],
+    },
+    { name: "granteeName", label: "Grantee name", apiFields: ["spec.grantees"] },
+    {
+      name: "apiGroups",
+      label: "API groups",
+      value: "core",
+      hint: "comma-separated; core is the core group",
+      apiFields: ["spec.rules[0].apiGroups"],
+    },
+    {
+      name: "resources",
+      label: "Resources",
+      hint: "comma-separated, e.g. configmaps,pods/log",
+      apiFields: ["spec.rules[0].resources", "spec.rules[0]", "spec.rules"],
+    },
+    {
+      name: "verbs",
+      label: "Verbs",
+      value: "get,list,watch",
+      hint: "comma-separated: get, list, watch, create, update, patch, delete",
+      apiFields: ["spec.rules[0].verbs"],
+    },
+  ];
+}
+
 export function TenantPage(props: { name: string; me: Me }) {
   const path = `/tenants/${encodeURIComponent(props.name)}`;
   const paging = usePaging();
@@ -343,42 +383,7 @@ export function TenantPage(props: { name: string; me: Me }) {
         title="Grant access"
         submit="Grant access"
         path=${`${path}/grants`}
-        fields=${[
-          {
-            name: "namespace",
-            label: "In namespace",
-            ...(data.namespaceChoices.length ? { options: data.namespaceChoices } : {}),
-            apiFields: ["metadata.namespace"],
-          },
-          { name: "name", label: "Grant name", apiFields: ["metadata.name"] },
-          {
-            name: "granteeKind",
-            label: "To a",
-            options: ["User", "Group", "Tenant"],
-            apiFields: ["spec.grantees[0].kind"],
-          },
-          { name: "granteeName", label: "Grantee name", apiFields: ["spec.grantees"] },
-          {
-            name: "apiGroups",
-            label: "API groups",
-            value: "core",
-            hint: "comma-separated; core is the core group",
-            apiFields: ["spec.rules[0].apiGroups"],
-          },
-          {
-            name: "resources",
-            label: "Resources",
-            hint: "comma-separated, e.g. configmaps,pods/log",
-            apiFields: ["spec.rules[0].resources", "spec.rules[0]", "spec.rules"],
-          },
-          {
-            name: "verbs",
-            label: "Verbs",
-            value: "get,list,watch",
-            hint: "comma-separated: get, list, watch, create, update, patch, delete",
-            apiFields: ["spec.rules[0].verbs"],
-          },
-        ]}
+        fields=${grantFields(data.namespaceChoices)}
         onDone=${reload}
       />
     </section>`;

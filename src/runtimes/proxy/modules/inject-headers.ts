@@ -4,23 +4,13 @@
  * `Authorization: token …`, so the service's own token never reaches the browser.
  */
 import { validateHeaderName, validateHeaderValue } from "node:http";
+import { HOP_BY_HOP_HEADERS } from "../../../common/index.js";
 import { type ModuleSettings, ModuleSettingsError, type ServiceModule } from "./spi.js";
 
 export const INJECT_HEADERS_MODULE = "inject-headers";
 
 /** Headers that describe a connection or the message framing: a module may not set them. */
-const FORBIDDEN = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "transfer-encoding",
-  "upgrade",
-  "te",
-  "trailer",
-  "content-length",
-  "host",
-  "expect",
-]);
+const FORBIDDEN = new Set([...HOP_BY_HOP_HEADERS, "content-length", "host"]);
 
 /**
  * Headers from settings whose keys start with `prefix` (the rest of the key is the header name),

@@ -59,19 +59,32 @@ export function parseOwnerAuthSettings(settings: ModuleSettings): Settings {
 
 type Credential = { token: string; from: "header" | "cookie" } | undefined;
 
+/** The caller's token: a bearer header, else the session cookie. */
+function credential(request: IncomingMessage, current: Settings): Credential {
+  const authorization = request.headers.authorization;
+  if (authorization) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+    if (match) return { token: match[1]!, from: "header" };
+  }
+  const cookie = readCookie(request.headers.cookie, current.cookieName);
+  return cookie ? { token: cookie, from: "cookie" } : undefined;
+}
+
+/** Strips the credential from what the runtime receives and adds the configured headers. */
+function amend(request: IncomingMessage, options: ProxyRequestOptions, current: Settings): void {
+  if (request.headers.authorization) options.removeHeader("authorization");
+  const cookies = request.headers.cookie;
+  if (cookies) {
+    const rest = withoutCookie(cookies, current.cookieName);
+    if (rest === undefined) options.removeHeader("cookie");
+    else if (rest !== cookies) options.setHeader("cookie", rest);
+  }
+  for (const [name, value] of current.inject) options.setHeader(name, value);
+}
+
 export function ownerAuthModule(context: ServiceModuleContext): ServiceModule {
   let settings: Settings | undefined;
   const authenticator = context.authenticator;
-
-  const credential = (request: IncomingMessage, current: Settings): Credential => {
-    const authorization = request.headers.authorization;
-    if (authorization) {
-      const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-      if (match) return { token: match[1]!, from: "header" };
-    }
-    const cookie = readCookie(request.headers.cookie, current.cookieName);
-    return cookie ? { token: cookie, from: "cookie" } : undefined;
-  };
 
   /** The identity behind the credential when it may use this runtime; otherwise why not. */
   const decide = async (
@@ -87,18 +100,6 @@ export function ownerAuthModule(context: ServiceModuleContext): ServiceModule {
     const owner = identity.username === options.route.user && identity.tenant === options.route.tenant;
     if (owner || identity.groups.some((g) => current.allowGroups.has(g))) return { ok: true, identity };
     return { ok: false, status: 403, detail: "this runtime belongs to another user" };
-  };
-
-  /** Strips the credential from what the runtime receives and adds the configured headers. */
-  const amend = (request: IncomingMessage, options: ProxyRequestOptions, current: Settings) => {
-    if (request.headers.authorization) options.removeHeader("authorization");
-    const cookies = request.headers.cookie;
-    if (cookies) {
-      const rest = withoutCookie(cookies, current.cookieName);
-      if (rest === undefined) options.removeHeader("cookie");
-      else if (rest !== cookies) options.setHeader("cookie", rest);
-    }
-    for (const [name, value] of current.inject) options.setHeader(name, value);
   };
 
   return {

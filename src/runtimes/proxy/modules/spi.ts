@@ -1,5 +1,5 @@
 /**
- * The service-module SPI (document 000 §3.1, Table 1): a module adds a service's own behaviour to
+ * The service-module SPI (Vasilenko & Kurapati §3.1, Table 1): a module adds a service's own behaviour to
  * the proxy's request handling — authentication, authorization, headers the service expects.
  * `init` runs when the proxy starts and again whenever the module's Secret changes; the optional
  * `http` and `wss` hooks see every request and WebSocket upgrade of the service's runtimes before

@@ -29,7 +29,7 @@ export interface TenantryProcess {
   kill(): Promise<void>;
 }
 
-const root = join(import.meta.dirname, "..", "..");
+const root = join(import.meta.dirname, "..");
 
 /** Starts tenantry (test/support/tenantry-child.ts) in a process of its own and waits until it leads. */
 export async function startTenantryProcess(options: TenantryProcessOptions): Promise<TenantryProcess> {

@@ -23,6 +23,12 @@ export interface Backend {
   openSockets(): number;
   /** Server-sent event streams (`/events`) open now. */
   openStreams(): number;
+  /** Bytes written to `/download` responses so far, all requests together. */
+  downloaded(): number;
+  /** Bytes read from `/upload` bodies so far, all requests together. */
+  uploaded(): number;
+  /** Lets held uploads (`/upload?hold=1`) read on. */
+  releaseUploads(): void;
   close(): Promise<void>;
 }
 
@@ -31,12 +37,16 @@ const HELLO = Buffer.from("hello\n");
 
 /**
  * Routes: `/hello` (6 bytes), `/echo` (the request as JSON), `/upload` (reads the body, answers its
- * size and SHA-256), `/download?bytes=N` (N bytes, streamed), `/events?count=N&interval=ms`
+ * size and SHA-256; with `?hold=1` it reads nothing until `releaseUploads()`, so a sender meets
+ * back-pressure), `/download?bytes=N` (N bytes, streamed, written only as the reader takes them), `/events?count=N&interval=ms`
  * (server-sent events), `/status/<code>`; any path upgrades to a WebSocket echo.
  */
 export async function startBackend(options: { host?: string; record?: boolean } = {}): Promise<Backend> {
   const seen: SeenRequest[] = [];
   let streams = 0;
+  let downloaded = 0;
+  let uploaded = 0;
+  const held: Array<() => void> = [];
   const record = options.record ?? true;
   const server: Server = createServer({ keepAlive: true }, (req, res) => {
     const url = req.url ?? "/";
@@ -52,8 +62,13 @@ export async function startBackend(options: { host?: string; record?: boolean } 
       let bytes = 0;
       req.on("data", (chunk: Buffer) => {
         bytes += chunk.length;
+        uploaded += chunk.length;
         hash.update(chunk);
       });
+      if (new URL(url, "http://x").searchParams.get("hold") === "1") {
+        req.pause();
+        held.push(() => req.resume());
+      }
       req.on("end", () => {
         const body = JSON.stringify({ bytes, sha256: hash.digest("hex") });
         res.writeHead(200, { "content-type": "application/json" });
@@ -68,6 +83,7 @@ export async function startBackend(options: { host?: string; record?: boolean } 
         while (left > 0) {
           const chunk = left >= CHUNK.length ? CHUNK : CHUNK.subarray(0, left);
           left -= chunk.length;
+          downloaded += chunk.length;
           if (!res.write(chunk)) {
             res.once("drain", pump);
             return;
@@ -124,6 +140,11 @@ export async function startBackend(options: { host?: string; record?: boolean } 
     seen,
     openSockets: () => wss.clients.size,
     openStreams: () => streams,
+    downloaded: () => downloaded,
+    uploaded: () => uploaded,
+    releaseUploads: () => {
+      for (const resume of held.splice(0)) resume();
+    },
     async close() {
       for (const client of wss.clients) client.terminate();
       wss.close();

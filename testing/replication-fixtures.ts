@@ -1,7 +1,6 @@
-/** Virtual nodes and a ReplicatedDeployment shaped like the shared test topology, for the unit tests here. */
+/** Virtual nodes and a ReplicatedDeployment shaped like the shared test topology, for the replication unit tests. */
 import type { V1Node } from "@kubernetes/client-node";
-import type { NamespaceOffloading } from "../api/offloading.js";
-import type { ReplicatedDeployment } from "../api/replicated-deployment.js";
+import type { NamespaceOffloading, ReplicatedDeployment } from "../src/multicluster/index.js";
 
 export const REGION = "topology.kubernetes.io/region";
 export const PROVIDER = "tenantry.dev/provider";

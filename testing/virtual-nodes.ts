@@ -3,7 +3,7 @@
  * replication controller only reads their labels, so tests and benchmarks can make many cheaply.
  */
 import type { V1Node } from "@kubernetes/client-node";
-import { NODE_TYPE_LABEL, VIRTUAL_NODE_TAINT, VIRTUAL_NODE_TYPE } from "../../src/multicluster/index.js";
+import { NODE_TYPE_LABEL, VIRTUAL_NODE_TAINT, VIRTUAL_NODE_TYPE } from "../src/multicluster/index.js";
 
 /** On each such node: the run it belongs to, so a run's selector leaves the real virtual nodes out. */
 export const FAKE_NODE_RUN_LABEL = "tenantry.dev/fake-node-run";

@@ -1,0 +1,5 @@
+//go:build tools
+
+package tools
+
+import _ "k8s.io/kubernetes/cmd/kube-proxy"
