@@ -38,6 +38,7 @@ import {
 import {
   claimOwnerOf,
   openEmptyDir,
+  openTokens,
   ownClaim,
   ownWrittenFiles,
   type VolumeOwner,
@@ -45,7 +46,7 @@ import {
 } from "./sandbox/ownership.js";
 import { writePodFiles } from "./sandbox/pod-files.js";
 import { containerRunAs, podUser } from "./sandbox/users.js";
-import { containerMounts, prepareVolumes, type VolumeSources } from "./volumes.js";
+import { containerMounts, type PreparedVolumes, prepareVolumes, type VolumeSources } from "./volumes.js";
 
 export const ECHO_SERVER = join(dirname(fileURLToPath(import.meta.url)), "images", "echo-server.mjs");
 /**
@@ -356,7 +357,7 @@ export class PodRuntime {
           this.addresses(),
           this.ctx.allocatable,
         );
-        await this.ownVolumes(pod, prepared.paths, this.volumes === undefined);
+        await this.ownVolumes(pod, prepared, this.volumes === undefined);
         this.volumes = prepared.paths;
         this.renewAt = prepared.renewAt;
         this.mountFailure = undefined;
@@ -443,7 +444,8 @@ export class PodRuntime {
    * Volumes made usable by the pod's user (sandbox/ownership.ts): on first setup the emptyDirs and
    * claims, every time the files written for the pod.
    */
-  private async ownVolumes(pod: V1Pod, paths: Map<string, string>, first: boolean): Promise<void> {
+  private async ownVolumes(pod: V1Pod, prepared: PreparedVolumes, first: boolean): Promise<void> {
+    const { paths } = prepared;
     const volumes = pod.spec?.volumes ?? [];
     if (first) {
       for (const volume of volumes.filter((v) => v.persistentVolumeClaim)) {
@@ -459,6 +461,7 @@ export class PodRuntime {
       else if (volume.secret || volume.configMap || volume.downwardAPI || volume.projected)
         await ownWrittenFiles(path, this.owner);
     }
+    await openTokens(prepared.tokens, this.owner);
   }
 
   /** The user of the pod's first container, who owns its volumes (the machine's ids). */

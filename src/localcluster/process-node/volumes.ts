@@ -47,6 +47,16 @@ export interface PreparedVolumes {
   paths: Map<string, string>;
   /** When the earliest projected token must be renewed (at 80% of its lifetime, as the kubelet does). */
   renewAt?: number;
+  /**
+   * The service account token files written (0600), with the mode their projected volume gives
+   * them when the pod's containers do not share one user (sandbox/ownership.ts decides).
+   */
+  tokens: ProjectedToken[];
+}
+
+export interface ProjectedToken {
+  file: string;
+  defaultMode: number;
 }
 
 async function writeEntries(
@@ -103,6 +113,8 @@ interface Context {
   addresses: PodAddresses;
   allocatable: Record<string, string>;
   renewAt?: number;
+  /** Token paths inside the volume being written. */
+  tokenPaths?: string[];
 }
 
 async function secretEntries(
@@ -195,6 +207,7 @@ async function projectedEntries(ctx: Context, sources: V1VolumeProjection[]) {
       const renewAt = Date.now() + (expiresAt.getTime() - Date.now()) * 0.8;
       ctx.renewAt = Math.min(ctx.renewAt ?? Number.POSITIVE_INFINITY, renewAt);
       entries.push({ path: request.path, content: Buffer.from(token), mode: 0o600 });
+      ctx.tokenPaths?.push(request.path);
     }
   }
   return entries;
@@ -263,6 +276,7 @@ export async function prepareVolumes(
 ): Promise<PreparedVolumes> {
   const ctx: Context = { pod, sources, addresses, allocatable };
   const paths = new Map<string, string>();
+  const tokens: ProjectedToken[] = [];
   for (const volume of pod.spec?.volumes ?? []) {
     const own = join(podDir, "volumes", volume.name);
     try {
@@ -297,11 +311,10 @@ export async function prepareVolumes(
         );
         paths.set(volume.name, own);
       } else if (volume.projected) {
-        await writeEntries(
-          own,
-          await projectedEntries(ctx, volume.projected.sources ?? []),
-          volume.projected.defaultMode ?? 0o644,
-        );
+        const defaultMode = volume.projected.defaultMode ?? 0o644;
+        ctx.tokenPaths = [];
+        await writeEntries(own, await projectedEntries(ctx, volume.projected.sources ?? []), defaultMode);
+        tokens.push(...ctx.tokenPaths.map((path) => ({ file: join(own, normalize(path)), defaultMode })));
         paths.set(volume.name, own);
       } else {
         const kind = Object.keys(volume).find((k) => k !== "name") ?? "unknown";
@@ -317,7 +330,7 @@ export async function prepareVolumes(
       throw wrapped;
     }
   }
-  return { paths, ...(ctx.renewAt !== undefined ? { renewAt: ctx.renewAt } : {}) };
+  return { paths, tokens, ...(ctx.renewAt !== undefined ? { renewAt: ctx.renewAt } : {}) };
 }
 
 /** A container's mount paths (no trailing slash) → host paths, subPath and subPathExpr applied. */

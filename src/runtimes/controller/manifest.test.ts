@@ -208,6 +208,31 @@ describe("the runtime agent sidecar", () => {
     assert.ok(sidecar.volumeMounts?.some((m) => m.name === "tenantry-agent"));
   });
 
+  it("runs as the runtime's own user when it names one, without privileges", () => {
+    const named = deployment();
+    (named.spec.template.spec.containers[0] as { securityContext?: unknown }).securityContext = {
+      runAsUser: 1000,
+      runAsGroup: 100,
+    };
+    const manifest = buildManifest({ yaml: yamlOf(named) }, { ...context, agent: { ...agent, spec: {} } });
+    const pod = (manifest.objects[0] as V1Deployment).spec!.template.spec!;
+    const sidecar = pod.containers.find((c) => c.name === AGENT_CONTAINER)!;
+    assert.deepEqual(sidecar.securityContext, {
+      runAsUser: 1000,
+      runAsGroup: 100,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+    });
+    const unnamed = buildManifest(
+      { yaml: yamlOf(deployment()) },
+      { ...context, agent: { ...agent, spec: {} } },
+    );
+    const plain = (unnamed.objects[0] as V1Deployment).spec!.template.spec!.containers.find(
+      (c) => c.name === AGENT_CONTAINER,
+    )!;
+    assert.equal(plain.securityContext?.runAsUser, undefined);
+  });
+
   it("is refused naming the setting when no container has the token's variable", () => {
     assert.throws(
       () => buildManifest({ yaml: yamlOf(deployment()) }, { ...context, agent }),

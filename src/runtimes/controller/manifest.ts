@@ -23,6 +23,7 @@ import type {
   V1EnvVar,
   V1OwnerReference,
   V1PodSpec,
+  V1SecurityContext,
   V1Toleration,
 } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
@@ -404,5 +405,22 @@ function agentContainer(
     env,
     // A small Node.js process: enough for one request a period.
     resources: { requests: { cpu: "10m", memory: "48Mi" }, limits: { memory: "128Mi" } },
+    securityContext: agentSecurityContext(pod),
+  };
+}
+
+/**
+ * The agent runs as the runtime's own user when the runtime names one, so the pod's containers
+ * share a user and the kubelet makes the token that user's alone (0600); it never gains privileges.
+ */
+function agentSecurityContext(pod: V1PodSpec): V1SecurityContext {
+  const main = pod.containers[0]?.securityContext;
+  const runAsUser = main?.runAsUser ?? pod.securityContext?.runAsUser;
+  const runAsGroup = main?.runAsGroup ?? pod.securityContext?.runAsGroup;
+  return {
+    ...(runAsUser !== undefined ? { runAsUser } : {}),
+    ...(runAsGroup !== undefined ? { runAsGroup } : {}),
+    allowPrivilegeEscalation: false,
+    capabilities: { drop: ["ALL"] },
   };
 }

@@ -11,14 +11,19 @@ import type { V1Pod } from "@kubernetes/client-node";
  *   the top folder's group differs); without one, the process node does the same for the pod's user:
  *   a claim whose top folder belongs to another user is given, files and all, to the pod's user and
  *   group (a fresh claim made by the provisioner, or one restored by another user);
- * - secret, configMap, downwardAPI and projected files belong to the pod's user (and fsGroup), so
- *   a 0600 service account token is readable by it and no one else.
+ * - secret, configMap, downwardAPI and projected files belong to the pod's user (and fsGroup);
+ * - a projected service account token follows the kubelet's rule: when every container of the pod
+ *   runs as one user set in its security context, the token is that user's alone (0600); else with
+ *   an fsGroup it is 0600 plus group read for that group; else it has its volume's defaultMode
+ *   (0644 unless set), so that containers running as different users can all read it.
  */
 export interface VolumeOwner {
   uid: number;
   gid: number;
   fsGroup?: number;
   onRootMismatch: boolean;
+  /** Every container runs as this one user, set in the pod's or its own security context. */
+  sharedUser: boolean;
 }
 
 export function volumeOwner(pod: V1Pod, user: { uid: number; gid: number }): VolumeOwner {
@@ -27,7 +32,19 @@ export function volumeOwner(pod: V1Pod, user: { uid: number; gid: number }): Vol
     ...user,
     ...(context?.fsGroup !== undefined ? { fsGroup: context.fsGroup } : {}),
     onRootMismatch: context?.fsGroupChangePolicy === "OnRootMismatch",
+    sharedUser: sharedRunAsUser(pod) !== undefined,
   };
+}
+
+/** The one runAsUser all of the pod's containers have (the kubelet's FsUser), if they have one. */
+export function sharedRunAsUser(pod: V1Pod): number | undefined {
+  const spec = pod.spec;
+  const containers = [...(spec?.initContainers ?? []), ...(spec?.containers ?? [])];
+  const users = new Set(
+    containers.map((c) => c.securityContext?.runAsUser ?? spec?.securityContext?.runAsUser),
+  );
+  const [only] = users;
+  return users.size === 1 ? only : undefined;
 }
 
 function runTool(command: string, args: string[]): Promise<void> {
@@ -73,6 +90,16 @@ export async function openEmptyDir(path: string, owner: VolumeOwner): Promise<vo
 /** Files written for the pod (secrets, config maps, tokens) belong to its user. */
 export async function ownWrittenFiles(path: string, owner: VolumeOwner): Promise<void> {
   await runTool("chown", ["-R", "-h", `${owner.uid}:${owner.fsGroup ?? owner.gid}`, path]);
+}
+
+/** A service account token's mode by the kubelet's rule (see above); written 0600 before. */
+export async function openTokens(
+  tokens: { file: string; defaultMode: number }[],
+  owner: VolumeOwner,
+): Promise<void> {
+  if (owner.sharedUser) return;
+  for (const token of tokens)
+    await chmod(token.file, owner.fsGroup !== undefined ? 0o640 : token.defaultMode);
 }
 
 /** The owner of a claim's folder, when it is not root (see users.ts). */
