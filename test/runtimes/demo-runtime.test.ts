@@ -2,9 +2,11 @@
  * The runtime `tenantry up` ends its demo with, on the shared clusters: the demo's RuntimeService
  * (a real Jupyter Server through the example plugin on the process node, or the echo server where
  * Python 3 with venv is missing) becomes Ready, and a runtime of it started through the runtimes
- * proxy the way `tenantry up` and `tenantry runtime start` start it answers through that proxy.
+ * proxy the way `tenantry up` and `tenantry runtime start` start it answers through that proxy:
+ * JupyterLab loads and a Python kernel runs a cell over its WebSocket.
  */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { type DemoRuntimeService, installDemoRuntimeService, jupyterTokenOf } from "../../src/app/demo.js";
@@ -14,6 +16,61 @@ import type { Runtime } from "../../src/runtimes/index.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
 import { RUNTIMES_API as API, clusterClient, removeObject } from "../support/runtimes.js";
+
+/** Starts a Python kernel through the proxy and runs one cell over its WebSocket: the cell's result. */
+async function runCell(url: string, token: string, code: string): Promise<string> {
+  const auth = { Authorization: `token ${token}` };
+  const started = await fetch(`${url}api/kernels`, {
+    method: "POST",
+    headers: { ...auth, "Content-Type": "application/json" },
+    body: JSON.stringify({ name: "python3" }),
+  });
+  assert.equal(started.status, 201, await started.clone().text());
+  const kernel = (await started.json()) as { id: string };
+  const socketUrl = `${url.replace(/^http/, "ws")}api/kernels/${kernel.id}/channels?token=${token}`;
+  const socket = new WebSocket(socketUrl);
+  try {
+    return await new Promise<string>((resolve, reject) => {
+      const msgId = randomUUID();
+      const timer = setTimeout(() => reject(new Error(`no result for ${code} within 60 s`)), 60_000);
+      socket.onerror = () => reject(new Error(`the kernel's WebSocket failed (${socketUrl})`));
+      socket.onopen = () =>
+        socket.send(
+          JSON.stringify({
+            header: {
+              msg_id: msgId,
+              msg_type: "execute_request",
+              session: randomUUID(),
+              username: "",
+              version: "5.3",
+            },
+            parent_header: {},
+            metadata: {},
+            content: { code, silent: false, store_history: true, user_expressions: {}, allow_stdin: false },
+            channel: "shell",
+            buffers: [],
+          }),
+        );
+      socket.onmessage = (event) => {
+        const message = JSON.parse(String(event.data)) as {
+          msg_type: string;
+          parent_header: { msg_id?: string };
+          content: { data?: Record<string, string>; ename?: string; evalue?: string };
+        };
+        if (message.parent_header.msg_id !== msgId) return;
+        if (message.msg_type === "error")
+          reject(new Error(`${message.content.ename}: ${message.content.evalue}`));
+        if (message.msg_type === "execute_result") {
+          clearTimeout(timer);
+          resolve(message.content.data?.["text/plain"] ?? "");
+        }
+      };
+    });
+  } finally {
+    socket.close();
+    await fetch(`${url}api/kernels/${kernel.id}`, { method: "DELETE", headers: auth });
+  }
+}
 
 describe("the demo's runtime", () => {
   const home = clusterClient();
@@ -66,6 +123,11 @@ describe("the demo's runtime", () => {
         headers: { Authorization: `token ${jupyterToken}` },
       });
       assert.equal(contents.status, 200, "the token printed for the demo logs in");
+      // As in the real notebook images: JupyterLab, and a Python kernel that runs a cell.
+      const lab = await fetch(`${status.url}lab?token=${jupyterToken}`);
+      assert.equal(lab.status, 200);
+      assert.match(await lab.text(), /JupyterLab/);
+      assert.equal(await runCell(status.url!, jupyterToken, "1 + 1"), "2");
     } else {
       const echoed = await fetch(`${status.url}hello`);
       assert.equal(echoed.status, 200);
