@@ -6,7 +6,13 @@
  * deletes the Node, the machine and the token. A failure (the provider refused, the machine broke
  * or vanished, the join deadline passed) is Failed with the reason, and nothing is left behind.
  */
-import { PatchStrategy, setHeaderOptions, type V1Node, type V1Secret } from "@kubernetes/client-node";
+import {
+  PatchStrategy,
+  setHeaderOptions,
+  type V1CertificateSigningRequest,
+  type V1Node,
+  type V1Secret,
+} from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
   addFinalizer,
@@ -38,7 +44,7 @@ import {
 } from "./api/worker-node.js";
 import { cordon, evictPods } from "./drain.js";
 import type { NodeInformers } from "./informers.js";
-import { renderUserData, tokenOfSecret } from "./join.js";
+import { type BootstrapToken, renderUserData, tokenOfSecret } from "./join.js";
 import {
   BOOTSTRAP_USER_PREFIX,
   LEGACY_NODE_LABELS,
@@ -48,7 +54,7 @@ import {
   WORKER_NODE_UID_LABEL,
 } from "./labels.js";
 import type { ProviderRegistry } from "./providers/registry.js";
-import { firstIpv4, type MachineProvider, ProviderError } from "./providers/spi.js";
+import { firstIpv4, type Machine, type MachineProvider, ProviderError } from "./providers/spi.js";
 import { type NodeRegistration, nodeRegistration } from "./registration.js";
 
 export interface WorkerNodeControllerOptions {
@@ -82,6 +88,21 @@ interface Draft {
   node: WorkerNode;
   status: WorkerNodeStatus;
   now: Date;
+}
+
+/** What one look at the machine and the join found, for the phase's handler to go on from. */
+interface Followed {
+  machine: Machine;
+  active: boolean;
+  registered: V1Node | undefined;
+  /** The certificate requests of the node's bootstrap token. */
+  csrs: V1CertificateSigningRequest[];
+  deadline: number;
+}
+
+/** A step that ends the reconcile (the node failed, or there is something to wait for) gives its result. */
+interface Stop {
+  result: ReconcileResult;
 }
 
 /** The way to Running, in order: a node seen further along has been through the ones before. */
@@ -256,12 +277,113 @@ export class WorkerNodeController {
 
   // --- on the way to Running --------------------------------------------------------------------
 
+  /**
+   * What advance does in each phase (a node without one yet starts in Building). Deleting belongs to
+   * finalize; a node found in it here goes on towards Running like one on its way there.
+   */
+  private readonly phaseHandlers: Record<
+    Phase,
+    (draft: Draft, ctx: ReconcileContext) => Promise<ReconcileResult>
+  > = {
+    Building: (draft, ctx) => this.bringUp(draft, ctx),
+    Available: (draft, ctx) => this.bringUp(draft, ctx),
+    Joining: (draft, ctx) => this.bringUp(draft, ctx),
+    Running: (draft, ctx) => this.keepRunning(draft, ctx),
+    Failed: (draft) => this.cleanUpFailed(draft),
+    Deleting: (draft, ctx) => this.bringUp(draft, ctx),
+  };
+
   private async advance(draft: Draft, ctx: ReconcileContext): Promise<ReconcileResult> {
+    await addFinalizer(this.options.client.objects, draft.node, WORKER_NODE_FINALIZER);
+    if (!draft.status.phase)
+      setPhase(draft, "Building", "MachineRequested", "asking the provider for a machine");
+    return this.phaseHandlers[draft.status.phase!](draft, ctx);
+  }
+
+  /** Building, Available, Joining: the machine is followed until its Node is Ready, or the join deadline passes. */
+  private async bringUp(draft: Draft, ctx: ReconcileContext): Promise<ReconcileResult> {
+    const seen = await this.followMachine(draft, ctx);
+    if ("result" in seen) return seen.result;
+    const { machine, registered, deadline } = seen;
+    if (registered && isNodeReady(registered)) return this.nodeReady(draft, seen);
+    const name = draft.node.metadata!.name!;
+    condition(draft, {
+      type: READY,
+      status: "False",
+      reason: "NotJoined",
+      message: "the node has not joined yet",
+    });
+    if (registered || seen.csrs.length)
+      setPhase(
+        draft,
+        "Joining",
+        "Joining",
+        registered
+          ? `Node ${name} registered, not Ready yet`
+          : "the machine asked for its kubelet certificate",
+      );
+    else if (seen.active)
+      setPhase(
+        draft,
+        "Available",
+        "MachineActive",
+        `machine ${machine.id} is ${machine.status}; waiting for it to join`,
+      );
+    else setPhase(draft, "Building", "MachineBuilding", `machine ${machine.id} is ${machine.status}`);
+    return (
+      this.pastDeadline(draft, deadline) ??
+      requeueAfter(Math.min(this.pollMs, Math.max(100, deadline - Date.now())))
+    );
+  }
+
+  /** Running: the machine and the Node are checked now and then; a Node no longer Ready is reported. */
+  private async keepRunning(draft: Draft, ctx: ReconcileContext): Promise<ReconcileResult> {
+    const seen = await this.followMachine(draft, ctx);
+    if ("result" in seen) return seen.result;
+    const { registered } = seen;
+    if (registered && isNodeReady(registered)) return this.nodeReady(draft, seen);
+    const name = draft.node.metadata!.name!;
+    // It was Running: the Node stopped reporting or went away; the machine is still there.
+    condition(draft, {
+      type: READY,
+      status: "False",
+      reason: registered ? "NodeNotReady" : "NodeMissing",
+      message: registered ? `Node ${name} is not Ready` : `Node ${name} is gone`,
+    });
+    return requeueAfter(this.pollMs);
+  }
+
+  /** The Node is Ready: the node is Running, its bootstrap token goes, its machine is looked at now and then. */
+  private async nodeReady(draft: Draft, { machine, active }: Followed): Promise<ReconcileResult> {
     const { node, status } = draft;
     const name = node.metadata!.name!;
-    await addFinalizer(this.options.client.objects, node, WORKER_NODE_FINALIZER);
-    if (status.phase === "Failed") return this.cleanUpFailed(draft);
-    if (!status.phase) setPhase(draft, "Building", "MachineRequested", "asking the provider for a machine");
+    condition(draft, {
+      type: READY,
+      status: "True",
+      reason: "NodeReady",
+      message: `Node ${name} is Ready`,
+    });
+    if (status.phase !== "Running") setPhase(draft, "Running", "NodeReady", `Node ${name} is Ready`);
+    await this.removeTokens(node);
+    delete status.bootstrapTokenId;
+    if (!active) {
+      condition(draft, {
+        type: READY,
+        status: "False",
+        reason: "MachineNotRunning",
+        message: `machine ${machine.id} is ${machine.status}`,
+      });
+    }
+    return requeueAfter(this.runningCheckMs);
+  }
+
+  /**
+   * What every phase from Building to Running does first: the node's machine is found (or asked
+   * for), and it and the join are written to the status. Or the result to end the reconcile with
+   * (the node failed, or there is something to wait for).
+   */
+  private async followMachine(draft: Draft, ctx: ReconcileContext): Promise<Followed | Stop> {
+    const { node, status } = draft;
     const created = Date.parse(node.metadata?.creationTimestamp as unknown as string) || draft.now.getTime();
     if (!status.joinDeadline) {
       status.joinDeadline = new Date(
@@ -279,82 +401,123 @@ export class WorkerNodeController {
       });
       return undefined;
     });
-    if (!provider) return this.pastDeadline(draft, deadline) ?? requeueAfter(Math.max(this.pollMs, 5_000));
+    if (!provider)
+      return { result: this.pastDeadline(draft, deadline) ?? requeueAfter(Math.max(this.pollMs, 5_000)) };
 
-    let machine = await provider.findMachine(this.owner(node), ctx.signal);
-    if (!machine || machine.state === "Deleting") {
-      if (status.machine?.id) {
-        return this.fail(
+    const found = await this.machineOf(draft, provider, created, ctx);
+    if ("result" in found) return found;
+    const { machine } = found;
+    const failed = this.recordMachine(draft, machine);
+    if (failed) return { result: failed };
+    const { registered, csrs } = await this.recordJoin(draft);
+    return { machine, active: machine.state === "Active", registered, csrs, deadline };
+  }
+
+  /** The node's machine; asked for when it has none yet, and the node failed when the one it had is gone. */
+  private async machineOf(
+    draft: Draft,
+    provider: MachineProvider,
+    created: number,
+    ctx: ReconcileContext,
+  ): Promise<{ machine: Machine } | Stop> {
+    const { node, status } = draft;
+    const machine = await provider.findMachine(this.owner(node), ctx.signal);
+    if (machine && machine.state !== "Deleting") return { machine };
+    if (status.machine?.id) {
+      return {
+        result: this.fail(
           draft,
           "MachineVanished",
           `the machine ${status.machine.id} is gone from provider "${node.spec.provider}"`,
-          {
-            vanished: true,
-          },
-        );
-      }
-      // The cache may not show yet what the last reconcile wrote (Failed, or the machine it asked
-      // for): asking for a machine is the one step to take on the object as stored.
-      if (await this.writtenSinceCached(node)) return requeueAfter(200);
-      const overQuota = this.overQuota(node);
-      if (overQuota) return this.fail(draft, "QuotaExceeded", overQuota);
-      const token = this.tokenSecret(node);
-      const joinToken = token ? tokenOfSecret(token) : undefined;
-      if (!joinToken) {
-        if (draft.now.getTime() - created < this.orphanGraceMs) return requeueAfter(500);
-        return this.fail(
+          { vanished: true },
+        ),
+      };
+    }
+    // The cache may not show yet what the last reconcile wrote (Failed, or the machine it asked
+    // for): asking for a machine is the one step to take on the object as stored.
+    if (await this.writtenSinceCached(node)) return { result: requeueAfter(200) };
+    const overQuota = this.overQuota(node);
+    if (overQuota) return { result: this.fail(draft, "QuotaExceeded", overQuota) };
+    const token = this.tokenSecret(node);
+    const joinToken = token ? tokenOfSecret(token) : undefined;
+    if (!joinToken) {
+      if (draft.now.getTime() - created < this.orphanGraceMs) return { result: requeueAfter(500) };
+      return {
+        result: this.fail(
           draft,
           "TokenMissing",
           `the node's bootstrap token Secret is gone (expired or deleted) before its machine was asked for`,
-        );
-      }
-      if (joinToken.expiration.getTime() <= draft.now.getTime()) {
-        return this.fail(
+        ),
+      };
+    }
+    if (joinToken.expiration.getTime() <= draft.now.getTime()) {
+      return {
+        result: this.fail(
           draft,
           "TokenExpired",
           `the node's bootstrap token expired at ${joinToken.expiration.toISOString()}`,
-        );
-      }
-      status.bootstrapTokenId = joinToken.id;
-      try {
-        machine = await provider.createMachine(
-          {
-            ...this.owner(node),
-            flavor: node.spec.flavor,
-            ...(node.spec.image ? { image: node.spec.image } : {}),
-            ...(node.spec.keyPair ? { keyPair: node.spec.keyPair } : {}),
-            ...(node.spec.securityGroups ? { securityGroups: node.spec.securityGroups } : {}),
-            ...(node.spec.availabilityZone ? { availabilityZone: node.spec.availabilityZone } : {}),
-            userData: renderUserData({
-              ...this.joinTarget(),
-              nodeName: name,
-              token: joinToken,
-              // The kubelet registers with what it may set; tenantry adds the rest once it has.
-              labels: this.registration(node).kubeletLabels,
-              taints: this.registration(node).taints,
-            }),
-          },
-          ctx.signal,
-        );
-      } catch (err) {
-        if (err instanceof ProviderError && err.permanent) {
-          return this.fail(
+        ),
+      };
+    }
+    status.bootstrapTokenId = joinToken.id;
+    return this.createMachine(draft, provider, joinToken, ctx);
+  }
+
+  /** Asks the provider for the node's machine, the join configuration in its user data. */
+  private async createMachine(
+    draft: Draft,
+    provider: MachineProvider,
+    joinToken: BootstrapToken,
+    ctx: ReconcileContext,
+  ): Promise<{ machine: Machine } | Stop> {
+    const { node } = draft;
+    const name = node.metadata!.name!;
+    let machine: Machine;
+    try {
+      machine = await provider.createMachine(
+        {
+          ...this.owner(node),
+          flavor: node.spec.flavor,
+          ...(node.spec.image ? { image: node.spec.image } : {}),
+          ...(node.spec.keyPair ? { keyPair: node.spec.keyPair } : {}),
+          ...(node.spec.securityGroups ? { securityGroups: node.spec.securityGroups } : {}),
+          ...(node.spec.availabilityZone ? { availabilityZone: node.spec.availabilityZone } : {}),
+          userData: renderUserData({
+            ...this.joinTarget(),
+            nodeName: name,
+            token: joinToken,
+            // The kubelet registers with what it may set; tenantry adds the rest once it has.
+            labels: this.registration(node).kubeletLabels,
+            taints: this.registration(node).taints,
+          }),
+        },
+        ctx.signal,
+      );
+    } catch (err) {
+      if (err instanceof ProviderError && err.permanent) {
+        return {
+          result: this.fail(
             draft,
             "ProviderRefused",
             `provider "${node.spec.provider}" refused the machine: ${err.message}`,
-          );
-        }
-        condition(draft, {
-          type: MACHINE_READY,
-          status: "False",
-          reason: "ProviderUnavailable",
-          message: describeError(err),
-        });
-        throw err;
+          ),
+        };
       }
-      ctx.logger.info({ node: name, machine: machine.id }, "machine created");
+      condition(draft, {
+        type: MACHINE_READY,
+        status: "False",
+        reason: "ProviderUnavailable",
+        message: describeError(err),
+      });
+      throw err;
     }
-    status.machine = {
+    ctx.logger.info({ node: name, machine: machine.id }, "machine created");
+    return { machine };
+  }
+
+  /** The machine in the status and its MachineReady condition; the result of failing the node if it is in Error. */
+  private recordMachine(draft: Draft, machine: Machine): ReconcileResult | undefined {
+    draft.status.machine = {
       id: machine.id,
       status: machine.status,
       ...(firstIpv4(machine.addresses) ? { ipv4: firstIpv4(machine.addresses)! } : {}),
@@ -374,7 +537,15 @@ export class WorkerNodeController {
           : "MachineNotRunning",
       message: `machine ${machine.id} is ${machine.status}`,
     });
+    return undefined;
+  }
 
+  /** How far the join got (Node registered, certificate asked for, or nothing yet): the Joined condition. */
+  private async recordJoin(
+    draft: Draft,
+  ): Promise<{ registered: V1Node | undefined; csrs: V1CertificateSigningRequest[] }> {
+    const { node, status } = draft;
+    const name = node.metadata!.name!;
     const registered = this.registeredNode(name);
     const tokenId =
       status.bootstrapTokenId ??
@@ -411,64 +582,7 @@ export class WorkerNodeController {
         message: "the machine has not asked to join yet",
       });
     }
-
-    if (registered && isNodeReady(registered)) {
-      condition(draft, {
-        type: READY,
-        status: "True",
-        reason: "NodeReady",
-        message: `Node ${name} is Ready`,
-      });
-      if (status.phase !== "Running") setPhase(draft, "Running", "NodeReady", `Node ${name} is Ready`);
-      await this.removeTokens(node);
-      delete status.bootstrapTokenId;
-      if (!active) {
-        condition(draft, {
-          type: READY,
-          status: "False",
-          reason: "MachineNotRunning",
-          message: `machine ${machine.id} is ${machine.status}`,
-        });
-      }
-      return requeueAfter(this.runningCheckMs);
-    }
-    if (status.phase === "Running") {
-      // It was Running: the Node stopped reporting or went away; the machine is still there.
-      condition(draft, {
-        type: READY,
-        status: "False",
-        reason: registered ? "NodeNotReady" : "NodeMissing",
-        message: registered ? `Node ${name} is not Ready` : `Node ${name} is gone`,
-      });
-      return requeueAfter(this.pollMs);
-    }
-    condition(draft, {
-      type: READY,
-      status: "False",
-      reason: "NotJoined",
-      message: "the node has not joined yet",
-    });
-    if (registered || csrs.length)
-      setPhase(
-        draft,
-        "Joining",
-        "Joining",
-        registered
-          ? `Node ${name} registered, not Ready yet`
-          : "the machine asked for its kubelet certificate",
-      );
-    else if (active)
-      setPhase(
-        draft,
-        "Available",
-        "MachineActive",
-        `machine ${machine.id} is ${machine.status}; waiting for it to join`,
-      );
-    else setPhase(draft, "Building", "MachineBuilding", `machine ${machine.id} is ${machine.status}`);
-    return (
-      this.pastDeadline(draft, deadline) ??
-      requeueAfter(Math.min(this.pollMs, Math.max(100, deadline - Date.now())))
-    );
+    return { registered, csrs };
   }
 
   /** Whether the stored WorkerNode has moved on from the cached one (a newer status). */
