@@ -49,8 +49,10 @@ import type {
   CloudState,
   ClusterEntry,
   DeployedState,
+  Lifecycle,
   LogicalCloud,
   LogicalCloudStatus,
+  LogicalCloudUser,
   ResourceRef,
 } from "./api/logical-cloud.js";
 import { PROJECT_NAMESPACE_PREFIX } from "./api/project.js";
@@ -128,6 +130,30 @@ interface Outcome {
   skipped?: boolean;
 }
 
+/** What a reconcile works from: the cloud, its status as this controller knows it, and which clusters should hold it. */
+interface Plan {
+  cloud: LogicalCloud;
+  uid: string;
+  project: string;
+  status: LogicalCloudStatus;
+  lifecycle: Lifecycle | undefined;
+  deleting: boolean;
+  /** Whether the cloud should be on its clusters: an action other than Terminate, not rolled back. */
+  wantUp: boolean;
+  /** A first instantiation with the Rollback policy: a failing cluster has the cloud removed everywhere. */
+  rollbackArmed: boolean;
+  /** `stop` was asked: failing clusters are not tried again. */
+  stopped: boolean;
+  /** The clusters that should hold the cloud. */
+  targets: Map<string, Selection>;
+  /** What is wrong with the cloud's cluster references, for its message. */
+  problems: string[];
+  /** The status's entries by cluster, with the pending ones once they are recorded. */
+  previous: Map<string, ClusterEntry>;
+  /** The clusters to configure or clean up: the targets and those that may still hold something. */
+  involved: string[];
+}
+
 async function step<T>(what: string, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
@@ -150,6 +176,21 @@ function describeObject(o: {
   const name = o.name ?? o.metadata?.name;
   const ns = o.namespace ?? o.metadata?.namespace;
   return `${o.kind} ${ns ? `${ns}/` : ""}${name}`;
+}
+
+/** Each user's certificate for the cluster as the status lists it: newly signed, or the one kept. */
+function certificateRefs(
+  cluster: string,
+  users: LogicalCloudUser[],
+  certificates: Record<string, string>,
+  data: CredentialData,
+): ClusterEntry["certificates"] {
+  return users.map((u) => ({
+    user: u.userName,
+    notAfter: formatKubeTime(
+      certificateDetails(certificates[u.userName] ?? data[certificateEntry(u.userName, cluster)]!).notAfter,
+    ),
+  }));
 }
 
 /**
@@ -196,6 +237,72 @@ export function recordAction(
   };
   const next = at < 0 ? [...actions, record] : actions.map((a, i) => (i === at ? record : a));
   return next.slice(-MAX_ACTIONS);
+}
+
+/** What the status says of the action: its message, and which instance settled, was rolled back and why. */
+interface Progress {
+  message: string;
+  failure: string | undefined;
+  rolledBackInstance: string | undefined;
+  settledInstance: string | undefined;
+}
+
+/** The action's progress from what the target clusters came to, and from the status before. */
+function progressOf(
+  plan: Plan,
+  entries: ClusterEntry[],
+  byCluster: Map<string, ClusterEntry>,
+  failed: ClusterEntry[],
+): Progress {
+  const { status, lifecycle, deleting, wantUp, rollbackArmed, stopped, targets, problems } = plan;
+  let rolledBackInstance = status.rolledBackInstance;
+  let settledInstance = status.settledInstance;
+  // Why the instantiation that was rolled back failed: kept apart, so every message is made afresh.
+  let failure = status.failure;
+  let message: string;
+  if (rollbackArmed && failed.length) {
+    rolledBackInstance = lifecycle!.instance;
+    failure = failed.map((e) => `cluster "${e.cluster}": ${e.message}`).join("; ");
+    message = `instantiation failed and is being rolled back everywhere: ${failure}`;
+  } else if (wantUp && [...targets.keys()].every((c) => byCluster.get(c)?.state === "Ready")) {
+    settledInstance = lifecycle!.instance;
+    failure = undefined;
+    message = targets.size
+      ? `configured on ${[...targets.keys()].join(", ")}`
+      : "no cluster is selected: clusters matching its references join when registered or labelled";
+  } else if (wantUp) {
+    failure = undefined;
+    const pendingNames = [...targets.keys()].filter(
+      (c) => byCluster.get(c)?.state !== "Ready" && byCluster.get(c)?.state !== "Failed",
+    );
+    message = [
+      failed.length
+        ? `failed on ${failed.map((e) => `"${e.cluster}" (${e.reason}: ${e.message})`).join(", ")}${stopped ? "; retries stopped" : "; retrying"}`
+        : "",
+      pendingNames.length ? `configuring ${pendingNames.join(", ")}` : "",
+    ]
+      .filter(Boolean)
+      .join("; ");
+  } else {
+    const left = entries.filter((e) => e.state !== "Removed");
+    const rolledBack =
+      !deleting && lifecycle && rolledBackInstance === lifecycle.instance && lifecycle.action !== "Terminate";
+    const removing = `removing from ${left.map((e) => `"${e.cluster}"${e.message ? ` (${e.message})` : ""}`).join(", ")}`;
+    if (rolledBack) {
+      message = left.length
+        ? `instantiation failed (${failure ?? "a cluster failed"}) and is being rolled back: ${removing}`
+        : `instantiation failed (${failure ?? "a cluster failed"}) and was rolled back everywhere`;
+    } else {
+      failure = undefined;
+      message = left.length
+        ? removing
+        : lifecycle
+          ? "removed from every cluster"
+          : "created; not instantiated";
+    }
+  }
+  if (problems.length) message = `${message}; ${problems.join("; ")}`;
+  return { message, failure, rolledBackInstance, settledInstance };
 }
 
 export class LogicalCloudController {
@@ -263,25 +370,56 @@ export class LogicalCloudController {
       .map((c) => objectKey(this.options.informers.clouds.cluster, c.metadata!.namespace, c.metadata!.name!));
   }
 
+  /**
+   * One pass over a cloud, in stages: plan (the cloud, its status, which clusters should hold it),
+   * apply (configure those, clean the others, keep the users' credentials), status (what every
+   * cluster came to), then the finalizer once the cloud is gone everywhere, or when to look again.
+   */
   private async reconcile(ctx: ReconcileContext): Promise<ReconcileResult> {
+    const plan = await this.plan(ctx);
+    if (!plan) return reconcileDone();
+    const { cloud } = plan;
+    // Clusters about to be touched are recorded first: a crash half-way still leaves them known.
+    const written = await this.recordPending(ctx.key, plan);
+
+    const data = decodeSecret(this.options.informers.credentialsOf(cloud));
+    const originalData = JSON.stringify(data);
+    if (plan.wantUp && levelOf(cloud) === "1") await this.prepareUsers(cloud, data);
+    const outcomes = await this.applyToClusters(ctx, plan, data);
+    const credentials = await this.storeCredentials(plan, data, originalData, outcomes);
+
+    const { entries, failed } = await this.reportStatus(ctx.key, plan, written, outcomes, credentials);
+    const now = Date.now();
+    this.updateBackoff(ctx, plan, outcomes, now);
+    if (plan.deleting && entries.every((e) => e.state === "Removed")) {
+      await this.releaseCloud(plan, entries);
+      return reconcileDone();
+    }
+    return this.nextReconcile(plan, outcomes, failed, now);
+  }
+
+  /**
+   * The plan: the cloud, its status as this controller knows it, and which clusters should hold it
+   * and which should not any more. Undefined when there is nothing to do: the cloud is gone, or
+   * outside a project's namespace (which its status then says).
+   */
+  private async plan(ctx: ReconcileContext): Promise<Plan | undefined> {
     const { namespace, name } = ctx.ref;
-    const { informers, client } = this.options;
-    const cloud = informers.clouds.get(namespace, name);
+    const cloud = this.options.informers.clouds.get(namespace, name);
     if (!cloud) {
       this.written.delete(ctx.key);
-      return reconcileDone();
+      return undefined;
     }
     const uid = cloud.metadata!.uid!;
     const project = projectOfNamespace(namespace!, PROJECT_NAMESPACE_PREFIX);
     // What this controller last wrote, when the cache has not caught up with it yet.
     const status: LogicalCloudStatus = this.currentStatus(ctx.key, cloud);
-    let written = status;
     if (!project) {
-      await this.writeStatus(ctx.key, cloud, written, {
+      await this.writeStatus(ctx.key, cloud, status, {
         ...status,
         message: `a LogicalCloud belongs in a project's namespace (${PROJECT_NAMESPACE_PREFIX}<project>), not ${namespace}`,
       });
-      return reconcileDone();
+      return undefined;
     }
     const deleting = Boolean(cloud.metadata?.deletionTimestamp);
     const lifecycle = cloud.spec.lifecycle;
@@ -312,24 +450,45 @@ export class LogicalCloudController {
       // A new action starts afresh: no cluster waits out a backoff from the previous one.
       for (const at of [...this.backoff.keys()]) if (at.startsWith(`${uid}/`)) this.backoff.delete(at);
     }
+    return {
+      cloud,
+      uid,
+      project,
+      status,
+      lifecycle,
+      deleting,
+      wantUp,
+      rollbackArmed,
+      stopped,
+      targets,
+      problems,
+      previous,
+      involved,
+    };
+  }
 
-    // Clusters about to be touched are recorded first: a crash half-way still leaves them known.
+  /** Adds the involved clusters the status does not list yet, as pending; returns the status as written. */
+  private async recordPending(key: string, plan: Plan): Promise<LogicalCloudStatus> {
+    const { cloud, status, targets, previous, involved } = plan;
     const fresh = involved.filter((c) => !previous.has(c));
-    if (fresh.length) {
-      const pending = fresh.map((c) => this.pendingEntry(c, targets.get(c)));
-      written = await this.writeStatus(ctx.key, cloud, written, {
-        ...status,
-        clusters: [...(status.clusters ?? []), ...pending].sort((a, b) => a.cluster.localeCompare(b.cluster)),
-      });
-      for (const entry of pending) previous.set(entry.cluster, entry);
-    }
+    if (!fresh.length) return status;
+    const pending = fresh.map((c) => this.pendingEntry(c, targets.get(c)));
+    const written = await this.writeStatus(key, cloud, status, {
+      ...status,
+      clusters: [...(status.clusters ?? []), ...pending].sort((a, b) => a.cluster.localeCompare(b.cluster)),
+    });
+    for (const entry of pending) previous.set(entry.cluster, entry);
+    return written;
+  }
 
-    const data = decodeSecret(informers.credentialsOf(cloud));
-    const originalData = JSON.stringify(data);
-    if (wantUp && levelOf(cloud) === "1") await this.prepareUsers(cloud, data);
-
+  /**
+   * Configures every cluster that should hold the cloud and cleans up every other involved one,
+   * all at once. With rollback armed, the first cluster that fails stops the others.
+   */
+  private async applyToClusters(ctx: ReconcileContext, plan: Plan, data: CredentialData): Promise<Outcome[]> {
+    const { cloud, uid, project, targets, previous, involved, rollbackArmed, stopped } = plan;
     const abort = new AbortController();
-    const outcomes = await Promise.all(
+    return Promise.all(
       involved.map(async (cluster): Promise<Outcome> => {
         const target = targets.get(cluster);
         const before = previous.get(cluster);
@@ -359,7 +518,16 @@ export class LogicalCloudController {
         return outcome;
       }),
     );
+  }
 
+  /** Writes the credentials Secret when what it should hold changed; returns what it holds. */
+  private async storeCredentials(
+    plan: Plan,
+    data: CredentialData,
+    originalData: string,
+    outcomes: Outcome[],
+  ): Promise<CredentialData> {
+    const { cloud, wantUp, targets } = plan;
     // The Secret keeps the users' keys and requests, and certificates of the clusters that hold the cloud.
     const nextData: CredentialData = {};
     const users = levelOf(cloud) === "1" && wantUp ? cloudUsers(cloud) : [];
@@ -381,10 +549,23 @@ export class LogicalCloudController {
       JSON.stringify(nextData) !== originalData &&
       (Object.keys(nextData).length || Object.keys(data).length)
     ) {
-      await applyObject(client, credentialsSecret(cloud, nextData));
+      await applyObject(this.options.client, credentialsSecret(cloud, nextData));
     }
+    return nextData;
+  }
 
-    // Status.
+  /**
+   * Writes the cloud's status from what every cluster came to: its entries, message, states,
+   * actions and Ready condition. Returns the entries and the target clusters that failed.
+   */
+  private async reportStatus(
+    key: string,
+    plan: Plan,
+    written: LogicalCloudStatus,
+    outcomes: Outcome[],
+    credentials: CredentialData,
+  ): Promise<{ entries: ClusterEntry[]; failed: ClusterEntry[] }> {
+    const { cloud, status, lifecycle, deleting, wantUp, stopped, targets, previous } = plan;
     const now = Date.now();
     const byCluster = new Map(outcomes.map((o) => [o.entry.cluster, o.entry]));
     const entries = [...byCluster.values()]
@@ -399,57 +580,12 @@ export class LogicalCloudController {
     const failed = entries.filter(
       (e) => targets.has(e.cluster) && e.state === "Failed" && e.reason !== "Cancelled",
     );
-    let rolledBackInstance = status.rolledBackInstance;
-    let settledInstance = status.settledInstance;
-    // Why the instantiation that was rolled back failed: kept apart, so every message is made afresh.
-    let failure = status.failure;
-    let message: string;
-    if (rollbackArmed && failed.length) {
-      rolledBackInstance = lifecycle.instance;
-      failure = failed.map((e) => `cluster "${e.cluster}": ${e.message}`).join("; ");
-      message = `instantiation failed and is being rolled back everywhere: ${failure}`;
-    } else if (wantUp && [...targets.keys()].every((c) => byCluster.get(c)?.state === "Ready")) {
-      settledInstance = lifecycle.instance;
-      failure = undefined;
-      message = targets.size
-        ? `configured on ${[...targets.keys()].join(", ")}`
-        : "no cluster is selected: clusters matching its references join when registered or labelled";
-    } else if (wantUp) {
-      failure = undefined;
-      const pendingNames = [...targets.keys()].filter(
-        (c) => byCluster.get(c)?.state !== "Ready" && byCluster.get(c)?.state !== "Failed",
-      );
-      message = [
-        failed.length
-          ? `failed on ${failed.map((e) => `"${e.cluster}" (${e.reason}: ${e.message})`).join(", ")}${stopped ? "; retries stopped" : "; retrying"}`
-          : "",
-        pendingNames.length ? `configuring ${pendingNames.join(", ")}` : "",
-      ]
-        .filter(Boolean)
-        .join("; ");
-    } else {
-      const left = entries.filter((e) => e.state !== "Removed");
-      const rolledBack =
-        !deleting &&
-        lifecycle &&
-        rolledBackInstance === lifecycle.instance &&
-        lifecycle.action !== "Terminate";
-      const removing = `removing from ${left.map((e) => `"${e.cluster}"${e.message ? ` (${e.message})` : ""}`).join(", ")}`;
-      if (rolledBack) {
-        message = left.length
-          ? `instantiation failed (${failure ?? "a cluster failed"}) and is being rolled back: ${removing}`
-          : `instantiation failed (${failure ?? "a cluster failed"}) and was rolled back everywhere`;
-      } else {
-        failure = undefined;
-        message = left.length
-          ? removing
-          : lifecycle
-            ? "removed from every cluster"
-            : "created; not instantiated";
-      }
-    }
-    if (problems.length) message = `${message}; ${problems.join("; ")}`;
-
+    const { message, failure, rolledBackInstance, settledInstance } = progressOf(
+      plan,
+      entries,
+      byCluster,
+      failed,
+    );
     const deployedStatus = this.deployedStatus(
       cloud,
       entries,
@@ -472,7 +608,7 @@ export class LogicalCloudController {
       },
       now,
     );
-    await this.writeStatus(ctx.key, cloud, written, {
+    await this.writeStatus(key, cloud, written, {
       observedGeneration: generation,
       state,
       ...(deployedStatus ? { deployedStatus } : {}),
@@ -483,14 +619,17 @@ export class LogicalCloudController {
       message: message.slice(0, 4000),
       actions,
       clusters: entries,
-      ...(Object.keys(nextData).length
+      ...(Object.keys(credentials).length
         ? { credentialsSecret: credentialsSecretName(cloud.metadata!.name!) }
         : {}),
       conditions,
     });
+    return { entries, failed };
+  }
 
-    // Backoff per cluster: doubled after each failed try, forgotten after a success.
-    const now2 = Date.now();
+  /** Backoff per cluster: doubled after each failed try, forgotten after a success. */
+  private updateBackoff(ctx: ReconcileContext, plan: Plan, outcomes: Outcome[], now: number): void {
+    const { uid, previous } = plan;
     for (const outcome of outcomes) {
       const at = `${uid}/${outcome.entry.cluster}`;
       if (outcome.skipped) continue;
@@ -507,21 +646,33 @@ export class LogicalCloudController {
       if (!outcome.retry) this.backoff.delete(at);
       else {
         const delayMs = Math.min((this.backoff.get(at)?.delayMs ?? 500) * 2, this.maxRetryDelayMs);
-        this.backoff.set(at, { delayMs, notBefore: now2 + delayMs });
+        this.backoff.set(at, { delayMs, notBefore: now + delayMs });
       }
     }
-    if (deleting && entries.every((e) => e.state === "Removed")) {
-      await removeFinalizer(this.options.client.objects, cloud, CLOUD_FINALIZER);
-      for (const e of entries) {
-        this.applied.delete(`${uid}/${e.cluster}`);
-        this.backoff.delete(`${uid}/${e.cluster}`);
-      }
-      return reconcileDone();
+  }
+
+  /** A cloud being deleted and removed from every cluster: its finalizer and what is kept of it go. */
+  private async releaseCloud(plan: Plan, entries: ClusterEntry[]): Promise<void> {
+    const { cloud, uid } = plan;
+    await removeFinalizer(this.options.client.objects, cloud, CLOUD_FINALIZER);
+    for (const e of entries) {
+      this.applied.delete(`${uid}/${e.cluster}`);
+      this.backoff.delete(`${uid}/${e.cluster}`);
     }
+  }
+
+  /** When to look at the cloud again: soon to roll back, after the nearest backoff, or at the next resync. */
+  private nextReconcile(
+    plan: Plan,
+    outcomes: Outcome[],
+    failed: ClusterEntry[],
+    now: number,
+  ): ReconcileResult {
+    const { uid, wantUp, rollbackArmed, stopped } = plan;
     if (rollbackArmed && failed.length) return requeueAfter(100);
     const waits = outcomes
       .filter((o) => o.retry)
-      .map((o) => (this.backoff.get(`${uid}/${o.entry.cluster}`)?.notBefore ?? now2) - now2);
+      .map((o) => (this.backoff.get(`${uid}/${o.entry.cluster}`)?.notBefore ?? now) - now);
     if (waits.length && !stopped) return requeueAfter(Math.max(100, Math.min(...waits)));
     return wantUp ? requeueAfter(this.resyncMs) : reconcileDone();
   }
@@ -610,6 +761,11 @@ export class LogicalCloudController {
     }
   }
 
+  /**
+   * Makes a cluster hold the cloud: nothing is sent when its last configuration is current;
+   * else the namespace is claimed, the objects applied, what an earlier configuration made and
+   * this one no longer wants removed, and the users' certificates signed where due.
+   */
   private async configure(
     cloud: LogicalCloud,
     project: string,
@@ -628,13 +784,7 @@ export class LogicalCloudController {
     const certsCurrent = users.every((u) =>
       this.certificateCurrent(data[certificateEntry(u.userName, cluster)]),
     );
-    const digest = digestOf({
-      objects,
-      level,
-      requests: users.map((u) => data[requestEntry(u.userName)]),
-      credentials: registry.credentialsVersion(cluster),
-      action: cloud.spec.lifecycle?.instance,
-    });
+    const digest = this.configurationDigest(cloud, cluster, objects, users, data);
     const memo = this.applied.get(memoKey);
     if (
       previous?.state === "Ready" &&
@@ -669,80 +819,17 @@ export class LogicalCloudController {
         return ready({ resources: [] });
       }
       const [namespace, ...rest] = objects;
-      await step(`reading Namespace ${namespace!.metadata!.name}`, async () => {
-        let existing: Awaited<ReturnType<typeof client.core.readNamespace>> | undefined;
-        try {
-          existing = await client.core.readNamespace({ name: namespace!.metadata!.name! });
-        } catch (err) {
-          if (!isNotFound(err)) throw err;
-        }
-        if (existing && existing.metadata?.labels?.[LOGICAL_CLOUD_UID_LABEL] !== cloud.metadata!.uid) {
-          throw new Refusal(
-            "NamespaceConflict",
-            `namespace "${namespace!.metadata!.name}" already exists in cluster "${cluster}" and is not this logical cloud's`,
-          );
-        }
-        if (existing?.metadata?.deletionTimestamp) {
-          throw new StepError(
-            `namespace "${namespace!.metadata!.name}"`,
-            new Error("is still being deleted from an earlier termination"),
-          );
-        }
-      });
+      await this.claimNamespace(client, cloud, cluster, namespace!);
       signal.throwIfAborted();
       await step(`applying ${describeObject(namespace!)}`, () => applyObject(client, namespace!));
       await Promise.all(rest.map((o) => step(`applying ${describeObject(o)}`, () => applyObject(client, o))));
       signal.throwIfAborted();
-      // What an earlier configuration made and this one no longer wants: as recorded, or, after a
-      // failure (when what was made may not all be recorded), everything carrying the cloud's uid.
-      const made =
-        previous?.state === "Failed"
-          ? await step("listing what the logical cloud made", () =>
-              this.labelled(client, cloud.metadata!.uid!),
-            )
-          : (previous?.resources ?? []);
-      const stale = made.filter((r) => !objects.some((o) => sameObject({ ...o, ...o.metadata }, r)));
-      await Promise.all(
-        stale.map((r) => step(`deleting ${describeObject(r)}`, () => this.deleteRef(client, r))),
-      );
-      this.options.logger.debug(
-        {
-          cloud: `${cloud.metadata!.namespace}/${cloud.metadata!.name}`,
-          cluster,
-          applied: objects.length,
-          removed: stale.map((r) => describeObject(r)),
-          previous: (previous?.resources ?? []).length,
-        },
-        "logical cloud configured on a cluster",
-      );
-      const certificates: Record<string, string> = {};
-      await Promise.all(
-        users.map(async (user) => {
-          const current = data[certificateEntry(user.userName, cluster)];
-          if (this.certificateCurrent(current)) return;
-          const signed = await step(`signing a certificate for "${user.userName}"`, () =>
-            signCertificateRequest(client.kubeConfig, {
-              username: user.userName,
-              certificateRequest: data[requestEntry(user.userName)]!,
-              allowedGroups: [cloud.metadata!.name!],
-              expirationSeconds: CERTIFICATE_SECONDS,
-              timeoutMs: this.signTimeoutMs,
-              signal,
-            }),
-          );
-          certificates[user.userName] = signed.certPem;
-        }),
-      );
+      await this.removeUnwanted(client, cloud, cluster, previous, objects);
+      const certificates = await this.signCertificates(client, cloud, cluster, users, data, signal);
       return ready(
         {
           resources: objects.map((o) => refOf(o, "Applied")),
-          certificates: users.map((u) => ({
-            user: u.userName,
-            notAfter: formatKubeTime(
-              certificateDetails(certificates[u.userName] ?? data[certificateEntry(u.userName, cluster)]!)
-                .notAfter,
-            ),
-          })),
+          certificates: certificateRefs(cluster, users, certificates, data),
         },
         certificates,
       );
@@ -750,6 +837,112 @@ export class LogicalCloudController {
       this.applied.delete(memoKey);
       return { entry: this.failedEntry(cluster, target, previous, objects, err, signal), retry: true };
     }
+  }
+
+  /** What a cluster's configuration depends on: when it is unchanged, nothing needs sending. */
+  private configurationDigest(
+    cloud: LogicalCloud,
+    cluster: string,
+    objects: KubernetesObject[],
+    users: LogicalCloudUser[],
+    data: CredentialData,
+  ): string {
+    return digestOf({
+      objects,
+      level: levelOf(cloud),
+      requests: users.map((u) => data[requestEntry(u.userName)]),
+      credentials: this.options.registry.credentialsVersion(cluster),
+      action: cloud.spec.lifecycle?.instance,
+    });
+  }
+
+  /** The cloud's namespace is free in the cluster, or already the cloud's and not being deleted. */
+  private async claimNamespace(
+    client: ClusterClient,
+    cloud: LogicalCloud,
+    cluster: string,
+    namespace: KubernetesObject,
+  ): Promise<void> {
+    await step(`reading Namespace ${namespace.metadata!.name}`, async () => {
+      let existing: Awaited<ReturnType<typeof client.core.readNamespace>> | undefined;
+      try {
+        existing = await client.core.readNamespace({ name: namespace.metadata!.name! });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      if (existing && existing.metadata?.labels?.[LOGICAL_CLOUD_UID_LABEL] !== cloud.metadata!.uid) {
+        throw new Refusal(
+          "NamespaceConflict",
+          `namespace "${namespace.metadata!.name}" already exists in cluster "${cluster}" and is not this logical cloud's`,
+        );
+      }
+      if (existing?.metadata?.deletionTimestamp) {
+        throw new StepError(
+          `namespace "${namespace.metadata!.name}"`,
+          new Error("is still being deleted from an earlier termination"),
+        );
+      }
+    });
+  }
+
+  /** Deletes from the cluster what an earlier configuration made that `objects` no longer has, and logs what changed. */
+  private async removeUnwanted(
+    client: ClusterClient,
+    cloud: LogicalCloud,
+    cluster: string,
+    previous: ClusterEntry | undefined,
+    objects: KubernetesObject[],
+  ): Promise<void> {
+    // What an earlier configuration made and this one no longer wants: as recorded, or, after a
+    // failure (when what was made may not all be recorded), everything carrying the cloud's uid.
+    const made =
+      previous?.state === "Failed"
+        ? await step("listing what the logical cloud made", () => this.labelled(client, cloud.metadata!.uid!))
+        : (previous?.resources ?? []);
+    const stale = made.filter((r) => !objects.some((o) => sameObject({ ...o, ...o.metadata }, r)));
+    await Promise.all(
+      stale.map((r) => step(`deleting ${describeObject(r)}`, () => this.deleteRef(client, r))),
+    );
+    this.options.logger.debug(
+      {
+        cloud: `${cloud.metadata!.namespace}/${cloud.metadata!.name}`,
+        cluster,
+        applied: objects.length,
+        removed: stale.map((r) => describeObject(r)),
+        previous: (previous?.resources ?? []).length,
+      },
+      "logical cloud configured on a cluster",
+    );
+  }
+
+  /** Has the cluster sign a certificate for each user whose certificate there is missing or due; returns them by user. */
+  private async signCertificates(
+    client: ClusterClient,
+    cloud: LogicalCloud,
+    cluster: string,
+    users: LogicalCloudUser[],
+    data: CredentialData,
+    signal: AbortSignal,
+  ): Promise<Record<string, string>> {
+    const certificates: Record<string, string> = {};
+    await Promise.all(
+      users.map(async (user) => {
+        const current = data[certificateEntry(user.userName, cluster)];
+        if (this.certificateCurrent(current)) return;
+        const signed = await step(`signing a certificate for "${user.userName}"`, () =>
+          signCertificateRequest(client.kubeConfig, {
+            username: user.userName,
+            certificateRequest: data[requestEntry(user.userName)]!,
+            allowedGroups: [cloud.metadata!.name!],
+            expirationSeconds: CERTIFICATE_SECONDS,
+            timeoutMs: this.signTimeoutMs,
+            signal,
+          }),
+        );
+        certificates[user.userName] = signed.certPem;
+      }),
+    );
+    return certificates;
   }
 
   private failedEntry(
