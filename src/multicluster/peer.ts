@@ -325,15 +325,70 @@ function readyOf(object: { metadata?: { generation?: number }; status?: { condit
   };
 }
 
+type Progress = (side: Side, cluster: string, message: string) => void;
+
+/** Everything a peering creates, worked out from both clusters' identities before anything is. */
+interface PeeringPlan {
+  options: PeerOptions;
+  consumer: ClusterClient;
+  provider: ClusterClient;
+  namespace: string;
+  timeoutMs: number;
+  progress: Progress;
+  ids: { consumer: ClusterIdentity; provider: ClusterIdentity };
+  peeringName: string;
+  username: string;
+  secretName: string;
+  tenant: Tenant;
+  /** The tenant and its user's least privileges, in the order they are created. */
+  providerObjects: KubernetesObject[];
+}
+
+/** Creates an object in one cluster and remembers it, for the rollback. */
+type Create = <T extends KubernetesObject>(side: Side, client: ClusterClient, object: T) => Promise<T>;
+
 /**
  * Peers `consumer` with `provider`. Everything is checked before anything is created; on any
  * failure whatever was created is deleted again, and the error names the cluster that failed.
  */
 export async function peerClusters(options: PeerOptions): Promise<PeerResult> {
-  const { consumer, provider } = options;
-  const namespace = options.namespace ?? DEFAULT_NAMESPACE;
-  const timeoutMs = options.timeoutMs ?? 60_000;
-  const progress = options.onProgress ?? (() => {});
+  const { timings, lap } = stopwatch();
+  checkPeerOptions(options);
+  const plan = await planPeering(options);
+  lap("identities");
+  await checkNothingExistsYet(plan);
+  lap("checks");
+
+  const created: Created[] = [];
+  const create = recordingCreate(created, plan.progress);
+  try {
+    await createProviderObjects(plan, create);
+    lap("providerObjects");
+    await waitForPeerTenant(plan);
+    lap("tenantReady");
+    const credentials = await signPeerCertificate(plan);
+    lap("certificate");
+    const peering = await createConsumerObjects(plan, credentials, create);
+    lap("consumerObjects");
+    await waitForPeering(plan, peering);
+    lap("peeringReady");
+    return {
+      consumer: plan.ids.consumer,
+      provider: plan.ids.provider,
+      peering: plan.peeringName,
+      virtualNode: virtualNodeName(plan.peeringName),
+      tenant: plan.tenant.metadata!.name!,
+      username: plan.username,
+      ...(credentials.expiresAt ? { certificateExpiresAt: credentials.expiresAt } : {}),
+      timings,
+    };
+  } catch (err) {
+    throw new Error(`${errorMessage(err)}; ${await rollBack(created)}`, { cause: err });
+  }
+}
+
+/** Milliseconds per step: each lap is the time since the one before, or since the start. */
+function stopwatch(): { timings: Record<string, number>; lap: (name: string) => void } {
   const timings: Record<string, number> = {};
   let mark = Date.now();
   const lap = (name: string) => {
@@ -341,6 +396,11 @@ export async function peerClusters(options: PeerOptions): Promise<PeerResult> {
     timings[name] = now - mark;
     mark = now;
   };
+  return { timings, lap };
+}
+
+/** Refuses a namespace quota or a certificate lifetime the provider would not grant. */
+function checkPeerOptions(options: PeerOptions): void {
   if (!Number.isInteger(options.namespaceQuota) || options.namespaceQuota < 1) {
     throw new UserError(
       `namespace quota must be a whole number of at least 1, got ${options.namespaceQuota}`,
@@ -353,37 +413,58 @@ export async function peerClusters(options: PeerOptions): Promise<PeerResult> {
       `certificate expirationSeconds must be a whole number from ${MIN_EXPIRATION_SECONDS} to ${PEER_CERTIFICATE_SECONDS}, got ${seconds}`,
     );
   }
+}
 
+/** Reads both clusters' identities and names everything the peering will create. */
+async function planPeering(options: PeerOptions): Promise<PeeringPlan> {
+  const { consumer, provider } = options;
+  const namespace = options.namespace ?? DEFAULT_NAMESPACE;
+  const progress = options.onProgress ?? (() => {});
   const ids = await identities(consumer, provider, namespace);
-  const peeringName = ids.provider.clusterName;
   const tenant = peerTenant(ids.consumer, options);
   const [role, binding] = peerRbac(ids.consumer, namespace);
   const [renewalRole, renewalBinding] = peerRenewalRbac(ids.consumer);
-  const username = peerUsername(ids.consumer.clusterId);
-  const secretName = peerSecretName(ids.provider.clusterName);
   progress("consumer", consumer.name, `cluster ${ids.consumer.clusterName} (${ids.consumer.clusterId})`);
   progress("provider", provider.name, `cluster ${ids.provider.clusterName} (${ids.provider.clusterId})`);
-  lap("identities");
-
-  // Preconditions: nothing exists yet on either side.
-  const inCluster = async <T>(
-    side: Side,
-    client: ClusterClient,
-    what: string,
-    fn: () => Promise<T>,
-  ): Promise<T> => {
-    try {
-      return await fn();
-    } catch (err) {
-      if (err instanceof PeeringError || err instanceof UserError) throw err;
-      const code = statusCode(err);
-      const hint =
-        code === 404 && /Peering/.test(what)
-          ? " (is tenantry, with the Peering resource, installed there?)"
-          : "";
-      throw new PeeringError(side, client.name, `${what}: ${describeError(err)}${hint}`);
-    }
+  return {
+    options,
+    consumer,
+    provider,
+    namespace,
+    timeoutMs: options.timeoutMs ?? 60_000,
+    progress,
+    ids,
+    peeringName: ids.provider.clusterName,
+    username: peerUsername(ids.consumer.clusterId),
+    secretName: peerSecretName(ids.provider.clusterName),
+    tenant,
+    providerObjects: [tenant, role, binding, renewalRole, renewalBinding],
   };
+}
+
+/** Runs one call in a cluster; a failure that is not already a peering's error is named for that cluster. */
+async function inCluster<T>(
+  side: Side,
+  client: ClusterClient,
+  what: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof PeeringError || err instanceof UserError) throw err;
+    const code = statusCode(err);
+    const hint =
+      code === 404 && /Peering/.test(what)
+        ? " (is tenantry, with the Peering resource, installed there?)"
+        : "";
+    throw new PeeringError(side, client.name, `${what}: ${describeError(err)}${hint}`);
+  }
+}
+
+/** Preconditions: nothing exists yet on either side. */
+async function checkNothingExistsYet(plan: PeeringPlan): Promise<void> {
+  const { consumer, provider, namespace, peeringName } = plan;
   const peerings = await inCluster(
     "consumer",
     consumer,
@@ -391,20 +472,20 @@ export async function peerClusters(options: PeerOptions): Promise<PeerResult> {
     async () => (await consumer.objects.list<Peering>(TENANTS_API_VERSION, "Peering")).items,
   );
   const existing = peerings.find(
-    (p) => p.metadata?.name === peeringName || p.spec.remoteClusterId === ids.provider.clusterId,
+    (p) => p.metadata?.name === peeringName || p.spec.remoteClusterId === plan.ids.provider.clusterId,
   );
   if (existing) {
     throw new UserError(
-      `consumer cluster "${consumer.name}" already peers with "${ids.provider.clusterName}" (Peering ${existing.metadata!.name}): run tenantry unpeer first`,
+      `consumer cluster "${consumer.name}" already peers with "${plan.ids.provider.clusterName}" (Peering ${existing.metadata!.name}): run tenantry unpeer first`,
     );
   }
   for (const [side, client, object] of [
-    ["provider", provider, tenant],
-    ["provider", provider, role],
-    ["provider", provider, binding],
-    ["provider", provider, renewalRole],
-    ["provider", provider, renewalBinding],
-    ["consumer", consumer, { apiVersion: "v1", kind: "Secret", metadata: { name: secretName, namespace } }],
+    ...plan.providerObjects.map((object) => ["provider", provider, object]),
+    [
+      "consumer",
+      consumer,
+      { apiVersion: "v1", kind: "Secret", metadata: { name: plan.secretName, namespace } },
+    ],
     [
       "consumer",
       consumer,
@@ -417,14 +498,11 @@ export async function peerClusters(options: PeerOptions): Promise<PeerResult> {
       );
     }
   }
-  lap("checks");
+}
 
-  const created: Created[] = [];
-  const create = async <T extends KubernetesObject>(
-    side: Side,
-    client: ClusterClient,
-    object: T,
-  ): Promise<T> => {
+/** A `create` that remembers each object it creates in `created`, for the rollback, and reports it. */
+function recordingCreate(created: Created[], progress: Progress): Create {
+  return async <T extends KubernetesObject>(side: Side, client: ClusterClient, object: T): Promise<T> => {
     const result = await inCluster(side, client, `creating ${describeObject(object)}`, () =>
       client.objects.create(object),
     );
@@ -432,108 +510,116 @@ export async function peerClusters(options: PeerOptions): Promise<PeerResult> {
     progress(side, client.name, `created ${describeObject(object)}`);
     return result as T;
   };
+}
 
-  try {
-    await create("provider", provider, tenant);
-    await create("provider", provider, role);
-    await create("provider", provider, binding);
-    await create("provider", provider, renewalRole);
-    await create("provider", provider, renewalBinding);
-    lap("providerObjects");
-    // The provider's tenant controller binds the owner to namespace creation: wait until it has.
-    const tenantReady = await inCluster("provider", provider, `reading Tenant ${tenant.metadata!.name}`, () =>
-      waitFor(async () => {
-        const current = (await provider.objects.read(header(tenant))) as unknown as Tenant;
-        return { ...readyOf(current), value: current };
-      }, timeoutMs),
-    );
-    if (!tenantReady.done) {
-      throw new PeeringError(
-        "provider",
-        provider.name,
-        `Tenant ${tenant.metadata!.name} not Ready within ${timeoutMs / 1000}s (${tenantReady.detail})${tenantReady.value.status?.conditions ? "" : ": is tenantry running there?"}`,
-      );
-    }
-    progress("provider", provider.name, `Tenant ${tenant.metadata!.name} is Ready`);
-    lap("tenantReady");
+/** The consumer's identity in the provider: its tenant, and its user's least privileges. */
+async function createProviderObjects(
+  { provider, providerObjects }: PeeringPlan,
+  create: Create,
+): Promise<void> {
+  for (const object of providerObjects) await create("provider", provider, object);
+}
 
-    const credentials = await inCluster("provider", provider, `signing a certificate for ${username}`, () =>
-      requestUserCertificate(provider.kubeConfig, {
-        username,
-        expirationSeconds: certificateSeconds(options),
-      }),
+/** Waits for an object's current Ready condition to be True; refuses one that is not by the timeout. */
+async function waitUntilReady(
+  side: Side,
+  client: ClusterClient,
+  object: KubernetesObject,
+  label: string,
+  timeoutMs: number,
+): Promise<void> {
+  const ready = await inCluster(side, client, `reading ${label}`, () =>
+    waitFor(async () => {
+      const current = (await client.objects.read(header(object))) as Parameters<typeof readyOf>[0];
+      return { ...readyOf(current), value: current };
+    }, timeoutMs),
+  );
+  if (!ready.done) {
+    throw new PeeringError(
+      side,
+      client.name,
+      `${label} not Ready within ${timeoutMs / 1000}s (${ready.detail})${ready.value.status?.conditions ? "" : ": is tenantry running there?"}`,
     );
-    progress("provider", provider.name, `signed a client certificate for ${username}`);
-    lap("certificate");
-
-    const peering = await create<Peering>("consumer", consumer, {
-      apiVersion: TENANTS_API_VERSION,
-      kind: "Peering",
-      metadata: { name: peeringName },
-      spec: {
-        remoteClusterId: ids.provider.clusterId,
-        remoteClusterName: ids.provider.clusterName,
-        labels: ids.provider.labels,
-        kubeconfigSecretRef: { name: secretName },
-        namespaceQuota: options.namespaceQuota,
-        resources: { ...options.resources },
-      },
-    });
-    const secret: V1Secret = {
-      apiVersion: "v1",
-      kind: "Secret",
-      metadata: {
-        name: secretName,
-        namespace,
-        labels: { [PEERING_LABEL]: peeringName, "app.kubernetes.io/managed-by": "tenantry" },
-        annotations: { [PEER_CERTIFICATE_SECONDS_ANNOTATION]: String(certificateSeconds(options)) },
-        ownerReferences: [
-          {
-            apiVersion: TENANTS_API_VERSION,
-            kind: "Peering",
-            name: peeringName,
-            uid: peering.metadata!.uid!,
-          },
-        ],
-      },
-      type: "Opaque",
-      stringData: { [KUBECONFIG_KEY]: peerKubeconfig(provider, ids.provider, credentials) },
-    };
-    await create("consumer", consumer, secret);
-    lap("consumerObjects");
-
-    const peeringReady = await inCluster("consumer", consumer, `reading Peering ${peeringName}`, () =>
-      waitFor(async () => {
-        const current = (await consumer.objects.read(header(peering))) as unknown as Peering;
-        return { ...readyOf(current), value: current };
-      }, timeoutMs),
-    );
-    if (!peeringReady.done) {
-      throw new PeeringError(
-        "consumer",
-        consumer.name,
-        `Peering ${peeringName} not Ready within ${timeoutMs / 1000}s (${peeringReady.detail})${peeringReady.value.status?.conditions ? "" : ": is tenantry running there?"}`,
-      );
-    }
-    progress(
-      "consumer",
-      consumer.name,
-      `Peering ${peeringName} is Ready, virtual node ${virtualNodeName(peeringName)}`,
-    );
-    lap("peeringReady");
-    return {
-      consumer: ids.consumer,
-      provider: ids.provider,
-      peering: peeringName,
-      virtualNode: virtualNodeName(peeringName),
-      tenant: tenant.metadata!.name!,
-      username,
-      ...(credentials.expiresAt ? { certificateExpiresAt: credentials.expiresAt } : {}),
-      timings,
-    };
-  } catch (err) {
-    throw new Error(`${errorMessage(err)}; ${await rollBack(created)}`, { cause: err });
   }
+}
+
+async function waitForPeerTenant({ provider, tenant, timeoutMs, progress }: PeeringPlan): Promise<void> {
+  // The provider's tenant controller binds the owner to namespace creation: wait until it has.
+  await waitUntilReady("provider", provider, tenant, `Tenant ${tenant.metadata!.name}`, timeoutMs);
+  progress("provider", provider.name, `Tenant ${tenant.metadata!.name} is Ready`);
+}
+
+/** The provider signs a client certificate for the consumer's peer user. */
+async function signPeerCertificate({
+  provider,
+  username,
+  options,
+  progress,
+}: PeeringPlan): Promise<UserCredentials> {
+  const credentials = await inCluster("provider", provider, `signing a certificate for ${username}`, () =>
+    requestUserCertificate(provider.kubeConfig, {
+      username,
+      expirationSeconds: certificateSeconds(options),
+    }),
+  );
+  progress("provider", provider.name, `signed a client certificate for ${username}`);
+  return credentials;
+}
+
+/** The consumer's Peering, then the Secret with its kubeconfig for the provider, owned by the Peering. */
+async function createConsumerObjects(
+  plan: PeeringPlan,
+  credentials: UserCredentials,
+  create: Create,
+): Promise<Peering> {
+  const { consumer, provider, namespace, ids, peeringName, secretName, options } = plan;
+  const peering = await create<Peering>("consumer", consumer, {
+    apiVersion: TENANTS_API_VERSION,
+    kind: "Peering",
+    metadata: { name: peeringName },
+    spec: {
+      remoteClusterId: ids.provider.clusterId,
+      remoteClusterName: ids.provider.clusterName,
+      labels: ids.provider.labels,
+      kubeconfigSecretRef: { name: secretName },
+      namespaceQuota: options.namespaceQuota,
+      resources: { ...options.resources },
+    },
+  });
+  const secret: V1Secret = {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name: secretName,
+      namespace,
+      labels: { [PEERING_LABEL]: peeringName, "app.kubernetes.io/managed-by": "tenantry" },
+      annotations: { [PEER_CERTIFICATE_SECONDS_ANNOTATION]: String(certificateSeconds(options)) },
+      ownerReferences: [
+        {
+          apiVersion: TENANTS_API_VERSION,
+          kind: "Peering",
+          name: peeringName,
+          uid: peering.metadata!.uid!,
+        },
+      ],
+    },
+    type: "Opaque",
+    stringData: { [KUBECONFIG_KEY]: peerKubeconfig(provider, ids.provider, credentials) },
+  };
+  await create("consumer", consumer, secret);
+  return peering;
+}
+
+async function waitForPeering(
+  { consumer, peeringName, timeoutMs, progress }: PeeringPlan,
+  peering: Peering,
+): Promise<void> {
+  await waitUntilReady("consumer", consumer, peering, `Peering ${peeringName}`, timeoutMs);
+  progress(
+    "consumer",
+    consumer.name,
+    `Peering ${peeringName} is Ready, virtual node ${virtualNodeName(peeringName)}`,
+  );
 }
 
 /** Deletes what was created, newest first; says what was removed and what could not be. */
