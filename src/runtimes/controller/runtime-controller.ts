@@ -52,9 +52,16 @@ import { KubeconfigClients } from "../clusters.js";
 import { recordRuntimeEvent } from "../events.js";
 import { BY_SERVICE, type RuntimesInformers } from "../informers.js";
 import type { PluginRegistry } from "../plugins/registry.js";
-import { PluginError, RUNTIME_LABEL, type RuntimeRegistration } from "../plugins/spi.js";
+import { PluginError, RUNTIME_LABEL, type RuntimeRegistration, type ServicePlugin } from "../plugins/spi.js";
 import { cullDecision, cullingLimits, cullRuntime } from "./culling.js";
-import { ALLOWED_KINDS, buildManifest, ENDPOINT_ANNOTATION, kindOf, ManifestError } from "./manifest.js";
+import {
+  ALLOWED_KINDS,
+  buildManifest,
+  ENDPOINT_ANNOTATION,
+  kindOf,
+  type Manifest,
+  ManifestError,
+} from "./manifest.js";
 import { NamespaceNotReady, RuntimeNamespaces } from "./namespaces.js";
 import { observe } from "./progress.js";
 import { type OwnedStatus, StatusDraft, withLastWritten } from "./runtime-status.js";
@@ -307,6 +314,44 @@ export class RuntimeController {
     status: StatusDraft,
     ctx: ReconcileContext,
   ): Promise<Outcome | undefined> {
+    const serviceNotReady = await this.waitForService(runtime, service, target, status);
+    if (serviceNotReady) return serviceNotReady;
+    const namespaceNotReady = await this.prepareNamespace(runtime, service, target, status);
+    if (namespaceNotReady) return namespaceNotReady;
+
+    const registration = this.registration(runtime, target, status.status.route?.token);
+    const plugin = this.options.plugins.pluginOf(service);
+    let manifest: Manifest;
+    try {
+      manifest = await this.renderManifest(runtime, service, target, plugin, registration);
+    } catch (err) {
+      return this.renderFailed(runtime, service, target, status, registration, err);
+    }
+
+    const notApplied = await this.applyManifest(
+      runtime,
+      service,
+      target,
+      status,
+      ctx,
+      manifest,
+      registration,
+    );
+    if (notApplied) return notApplied;
+    this.recordApplied(target, status, ctx, manifest);
+    return undefined;
+  }
+
+  /**
+   * The service's plugin must have answered init: undefined once it has; while it has not, an
+   * outcome that waits; when it said it cannot, the start fails.
+   */
+  private async waitForService(
+    runtime: Runtime,
+    service: RuntimeService,
+    target: Target,
+    status: StatusDraft,
+  ): Promise<Outcome | undefined> {
     const ready = findCondition(service.status?.conditions, "Ready");
     const current = ready?.observedGeneration === service.metadata?.generation;
     if (ready?.status === "False" && current) {
@@ -321,7 +366,17 @@ export class RuntimeController {
       // The service's next status change brings this runtime back; the start timeout still runs.
       return requeueAfter(10_000);
     }
-    const { namespace, name } = runtime.metadata as { namespace: string; name: string };
+    return undefined;
+  }
+
+  /** The runtime's namespace made ready (for its tenant and user when segregated): undefined once it is, else an outcome. */
+  private async prepareNamespace(
+    runtime: Runtime,
+    service: RuntimeService,
+    target: Target,
+    status: StatusDraft,
+  ): Promise<Outcome | undefined> {
+    const { namespace } = runtime.metadata as { namespace: string };
     const tenant = runtime.spec.tenant;
     const segregated = (service.spec.namespaceMode ?? "Segregated") === "Segregated";
     try {
@@ -338,52 +393,82 @@ export class RuntimeController {
       if (err instanceof NamespaceNotReady) return requeueAfter(5_000);
       throw err;
     }
+    return undefined;
+  }
 
-    const registration = this.registration(runtime, target, status.status.route?.token);
-    const plugin = this.options.plugins.pluginOf(service);
-    let manifest: ReturnType<typeof buildManifest>;
-    try {
-      const result = await plugin.deployService({
-        registration,
-        config: (runtime.spec.config as Record<string, unknown> | undefined) ?? {},
-      });
-      manifest = buildManifest(result, {
-        namespace,
-        name,
-        service: service.metadata!.name!,
-        ...(target.local ? { owner: this.ownerOf(runtime) } : {}),
-        ...(service.spec.pods ? { pods: service.spec.pods } : {}),
-        stopUrl: this.adminUrl(runtime, "stop"),
-        audience: this.options.audience ?? RUNTIMES_AUDIENCE,
-        ...(service.spec.agent
-          ? {
-              agent: {
-                spec: service.spec.agent,
-                image: service.spec.agent.image ?? DEFAULT_RUNTIME_AGENT_IMAGE,
-                reportUrl: this.adminUrl(runtime, "activity"),
-              },
-            }
-          : {}),
-      });
-    } catch (err) {
-      if (err instanceof ManifestError) {
-        return this.fail(
-          runtime,
-          service,
-          target,
-          status,
-          "InvalidManifest",
-          `the plugin's YAML was refused: ${err.message}`,
-          {
-            registration,
-          },
-        );
-      }
-      const message =
-        err instanceof PluginError ? err.message : `plugin deploy-service: ${describeError(err)}`;
-      return this.fail(runtime, service, target, status, "PluginFailed", message, {});
+  /** The plugin's deploy-service YAML, checked and completed for this runtime (manifest.ts). */
+  private async renderManifest(
+    runtime: Runtime,
+    service: RuntimeService,
+    target: Target,
+    plugin: ServicePlugin,
+    registration: RuntimeRegistration,
+  ): Promise<Manifest> {
+    const { namespace, name } = runtime.metadata as { namespace: string; name: string };
+    const result = await plugin.deployService({
+      registration,
+      config: (runtime.spec.config as Record<string, unknown> | undefined) ?? {},
+    });
+    return buildManifest(result, {
+      namespace,
+      name,
+      service: service.metadata!.name!,
+      ...(target.local ? { owner: this.ownerOf(runtime) } : {}),
+      ...(service.spec.pods ? { pods: service.spec.pods } : {}),
+      stopUrl: this.adminUrl(runtime, "stop"),
+      audience: this.options.audience ?? RUNTIMES_AUDIENCE,
+      ...(service.spec.agent
+        ? {
+            agent: {
+              spec: service.spec.agent,
+              image: service.spec.agent.image ?? DEFAULT_RUNTIME_AGENT_IMAGE,
+              reportUrl: this.adminUrl(runtime, "activity"),
+            },
+          }
+        : {}),
+    });
+  }
+
+  /** deploy-service failed or its YAML was refused: the start fails with why. */
+  private async renderFailed(
+    runtime: Runtime,
+    service: RuntimeService,
+    target: Target,
+    status: StatusDraft,
+    registration: RuntimeRegistration,
+    err: unknown,
+  ): Promise<Outcome> {
+    if (err instanceof ManifestError) {
+      return this.fail(
+        runtime,
+        service,
+        target,
+        status,
+        "InvalidManifest",
+        `the plugin's YAML was refused: ${err.message}`,
+        {
+          registration,
+        },
+      );
     }
+    const message = err instanceof PluginError ? err.message : `plugin deploy-service: ${describeError(err)}`;
+    return this.fail(runtime, service, target, status, "PluginFailed", message, {});
+  }
 
+  /**
+   * The manifest's objects applied in the target cluster: undefined when all were. When one is not,
+   * what this start created is removed, and the start fails if the API server refused it for good;
+   * other errors are thrown (retried).
+   */
+  private async applyManifest(
+    runtime: Runtime,
+    service: RuntimeService,
+    target: Target,
+    status: StatusDraft,
+    ctx: ReconcileContext,
+    manifest: Manifest,
+    registration: RuntimeRegistration,
+  ): Promise<Outcome | undefined> {
     // What an earlier start made stays if this one fails (a resumed runtime's claims and Secrets).
     const existed = new Set((status.status.objects ?? []).map(objectId));
     try {
@@ -413,6 +498,16 @@ export class RuntimeController {
       }
       throw err;
     }
+    return undefined;
+  }
+
+  /** The applied objects (and the kept ones of earlier starts) in the status, and the start Deployed. */
+  private recordApplied(
+    target: Target,
+    status: StatusDraft,
+    ctx: ReconcileContext,
+    manifest: Manifest,
+  ): void {
     const applied = manifest.objects.map((o) => ({
       apiVersion: o.apiVersion!,
       kind: o.kind!,
@@ -431,7 +526,6 @@ export class RuntimeController {
       reason: "Applied",
       message: `${applied.length} objects applied in cluster ${target.name}`,
     });
-    return undefined;
   }
 
   /** Follows a deployed start until a pod answers; a start that takes too long fails. */

@@ -38,6 +38,7 @@ import {
   chooseStore,
   demandBySize,
   noStoreMessage,
+  type StoreUse,
   sizeText,
   warmPolicy,
   warmTarget,
@@ -67,6 +68,15 @@ const MACHINE_REASONS = new Set([
   "EncryptionFailed",
   "EncryptionNotEffective",
 ]);
+
+type PoolSizeStatus = NonNullable<VolumePoolStatus["sizes"]>[number];
+
+/** What one reconcile did for the pool's sizes: what each has, why a store had no room, whether more are to make. */
+interface Supply {
+  sizes: PoolSizeStatus[];
+  noRoom?: string;
+  more: boolean;
+}
 
 export class Supplier {
   private readonly controller: Controller;
@@ -124,171 +134,130 @@ export class Supplier {
       return reconcileDone();
     }
     const now = Date.now();
-    const conditions: ConditionUpdate[] = [];
-    const generation = pool.metadata?.generation ?? 0;
-
     const classProblem = await this.ensureStorageClass(pool);
 
-    // Volumes that no longer fit the pool's spec, once free.
     const sizes = pool.spec.sizes.map((s) => bytesOf(s));
-    const storeNames = new Set(pool.spec.backingStores.map((s) => `${s.name}\u0000${s.path}`));
-    const misfits = volumes.filter(
-      (v) =>
-        !v.spec.claim &&
-        !v.metadata?.deletionTimestamp &&
-        (!storeNames.has(`${v.spec.store.name}\u0000${v.spec.store.path}`) ||
-          (!sizes.includes(bytesOf(v.spec.size)) && v.status?.phase !== "Failed") ||
-          (v.status?.reason === "StoreFull" && now - failedAt(v) > STORE_FULL_MS)),
-    );
+    const misfits = misfitVolumes(pool, volumes, sizes, now);
     await this.deleteVolumes(misfits.slice(0, BATCH));
     const misfitNames = new Set(misfits.map((v) => v.metadata!.name!));
     const live = volumes.filter((v) => !misfitNames.has(v.metadata!.name!) && !v.metadata?.deletionTimestamp);
 
     const uses = storeUses(pool, live, now);
-    const demand = demandBySize(this.options.advisor.demand(pool.spec.storageClass.name), sizes);
-    const policy = warmPolicy(pool.spec.warm);
-    const sizeStatus: NonNullable<VolumePoolStatus["sizes"]> = [];
-    let noRoom: string | undefined;
-    let more = false;
-    for (const size of sizes) {
-      const text = sizeText(size);
-      const ofSize = live.filter((v) => bytesOf(v.spec.size) === size);
-      const free = ofSize.filter((v) => !v.spec.claim);
-      const ready = free.filter((v) => v.status?.phase === "Available");
-      const allocating = free.filter((v) => !v.status?.phase || v.status.phase === "Allocating");
-      // Failures of the machine count as made (more would fail alike); a full store's do not (the next store is tried).
-      const failed = free.filter((v) => v.status?.phase === "Failed");
-      const stuck = failed.filter((v) => v.status?.reason !== "StoreFull");
-      const bound = ofSize.length - free.length;
-      const forecast = demand.get(size) ?? 0;
-      const target = classProblem ? 0 : warmTarget(forecast, policy);
-      const deficit = target - ready.length - allocating.length - stuck.length;
-      if (deficit > 0) {
-        const count = Math.min(deficit, BATCH);
-        more ||= deficit > BATCH;
-        for (let i = 0; i < count; i++) {
-          const chosen = chooseStore(uses, size);
-          if (!chosen) {
-            noRoom = noStoreMessage(uses, size);
-            break;
-          }
-          await this.createVolume(pool, chosen.store, size);
-          chosen.allocated += size;
-          chosen.volumes++;
-        }
-      } else if (ready.length > target) {
-        // Fewer are needed now: the newest ready ones go (the oldest have proven their files).
-        const surplus = ready
-          .sort((a, b) =>
-            String(b.metadata?.creationTimestamp).localeCompare(String(a.metadata?.creationTimestamp)),
-          )
-          .slice(0, Math.min(ready.length - target, BATCH));
-        await this.deleteVolumes(surplus);
-      }
-      sizeStatus.push({
-        size: text,
-        ready: ready.length,
-        allocating: allocating.length,
-        bound,
-        failed: failed.length,
-        target,
-        forecast: forecast.toFixed(2),
-      });
-      for (const [state, value] of [
-        ["ready", ready.length],
-        ["allocating", allocating.length],
-        ["bound", bound],
-        ["failed", failed.length],
-      ] as const)
-        this.options.metrics.poolVolumes.set({ pool: name, size: text, state }, value);
-      this.options.metrics.poolTarget.set({ pool: name, size: text }, target);
-    }
+    const supply = await this.supplySizes(pool, sizes, live, uses, classProblem);
 
     const smallest = sizes.reduce((a, b) => (b < a ? b : a), sizes[0]!);
-    const anyRoom = chooseStore(uses, smallest) !== undefined;
-    conditions.push(
-      anyRoom
-        ? { type: "StoresAvailable", status: "True", reason: "Room", message: "a backing store has room" }
-        : {
-            type: "StoresAvailable",
-            status: "False",
-            reason: "Exhausted",
-            message: noStoreMessage(uses, smallest),
-          },
-    );
-    conditions.push(encryptionCondition(pool, live));
-    const short = sizeStatus.filter((s) => s.ready < s.target);
-    const machine = live.find(
-      (v) => v.status?.phase === "Failed" && MACHINE_REASONS.has(v.status.reason ?? ""),
-    );
-    conditions.push(
-      classProblem
-        ? { type: "Ready", status: "False", reason: "StorageClassConflict", message: classProblem }
-        : machine
-          ? {
-              type: "Ready",
-              status: "False",
-              reason: machine.status!.reason!,
-              message: `volumes cannot be made: ${machine.status!.message ?? ""}`,
-            }
-          : noRoom
-            ? { type: "Ready", status: "False", reason: "Exhausted", message: noRoom }
-            : short.length
-              ? {
-                  type: "Ready",
-                  status: "False",
-                  reason: "Filling",
-                  message: short.map((s) => `${s.size}: ${s.ready} of ${s.target} ready`).join(", "),
-                }
-              : {
-                  type: "Ready",
-                  status: "True",
-                  reason: "Ready",
-                  message: "every size has its ready volumes",
-                },
-    );
-
-    let statusConditions = (pool.status?.conditions ?? []) as Condition[];
-    for (const condition of conditions)
-      statusConditions = setCondition(
-        statusConditions,
-        { ...condition, observedGeneration: generation },
-        now,
-      );
-    const status: VolumePoolStatus = {
-      observedGeneration: generation,
-      conditions: statusConditions,
-      sizes: sizeStatus,
-      stores: uses.map((use) => {
-        const reason =
-          use.fullReason ?? (use.allocated + smallest > use.capacity ? "capacity reached" : undefined);
-        return {
-          name: use.store.name,
-          volumes: use.volumes,
-          allocated: sizeText(use.allocated),
-          capacity: sizeText(use.capacity),
-          exhausted: reason !== undefined,
-          ...(reason ? { reason } : {}),
-        };
-      }),
-    };
-    if (
-      !isDeepStrictEqual(JSON.parse(JSON.stringify(status)), JSON.parse(JSON.stringify(pool.status ?? {})))
-    ) {
-      try {
-        await applyStatus(this.options.client, {
-          apiVersion: STORAGE_API_VERSION,
-          kind: "VolumePool",
-          metadata: { name },
-          status,
-        });
-      } catch (err) {
-        if (isNotFound(err)) return reconcileDone();
-        throw err;
-      }
-    }
-    if (more || misfits.length > BATCH) return requeueAfter(100);
+    const conditions = [
+      storesCondition(uses, smallest),
+      encryptionCondition(pool, live),
+      readyCondition(classProblem, live, supply),
+    ];
+    const status = poolStatus(pool, conditions, supply.sizes, storesStatus(uses, smallest), now);
+    if (!(await this.writeStatus(pool, status))) return reconcileDone();
+    if (supply.more || misfits.length > BATCH) return requeueAfter(100);
     return reconcileDone();
+  }
+
+  /** Each of the pool's sizes brought toward its target of ready volumes, in turn. */
+  private async supplySizes(
+    pool: VolumePool,
+    sizes: readonly bigint[],
+    live: readonly PooledVolume[],
+    uses: StoreUse[],
+    classProblem: string | undefined,
+  ): Promise<Supply> {
+    const demand = demandBySize(this.options.advisor.demand(pool.spec.storageClass.name), sizes);
+    const policy = warmPolicy(pool.spec.warm);
+    const supply: Supply = { sizes: [], more: false };
+    for (const size of sizes) {
+      const forecast = demand.get(size) ?? 0;
+      const target = classProblem ? 0 : warmTarget(forecast, policy);
+      const supplied = await this.supplySize(pool, size, live, uses, forecast, target);
+      supply.sizes.push(supplied.status);
+      if (supplied.noRoom !== undefined) supply.noRoom = supplied.noRoom;
+      supply.more ||= supplied.more;
+    }
+    return supply;
+  }
+
+  /**
+   * One size: volumes made up to its target, or its newest ready ones destroyed down to it (at most
+   * BATCH either way); what it has, whether no store had room, and whether more are still to make.
+   */
+  private async supplySize(
+    pool: VolumePool,
+    size: bigint,
+    live: readonly PooledVolume[],
+    uses: StoreUse[],
+    forecast: number,
+    target: number,
+  ): Promise<{ status: PoolSizeStatus; noRoom: string | undefined; more: boolean }> {
+    const { ready, allocating, failed, stuck, bound } = volumesOfSize(live, size);
+    const deficit = target - ready.length - allocating.length - stuck.length;
+    let noRoom: string | undefined;
+    if (deficit > 0) {
+      noRoom = await this.makeVolumes(pool, uses, size, Math.min(deficit, BATCH));
+    } else if (ready.length > target) {
+      // Fewer are needed now: the newest ready ones go (the oldest have proven their files).
+      const surplus = ready
+        .sort((a, b) =>
+          String(b.metadata?.creationTimestamp).localeCompare(String(a.metadata?.creationTimestamp)),
+        )
+        .slice(0, Math.min(ready.length - target, BATCH));
+      await this.deleteVolumes(surplus);
+    }
+    const status: PoolSizeStatus = {
+      size: sizeText(size),
+      ready: ready.length,
+      allocating: allocating.length,
+      bound,
+      failed: failed.length,
+      target,
+      forecast: forecast.toFixed(2),
+    };
+    this.recordSize(pool.metadata!.name!, status);
+    return { status, noRoom, more: deficit > BATCH };
+  }
+
+  /** Up to count volumes of the size, each on the store with room chosen for it; when none has room, why. */
+  private async makeVolumes(
+    pool: VolumePool,
+    uses: StoreUse[],
+    size: bigint,
+    count: number,
+  ): Promise<string | undefined> {
+    for (let i = 0; i < count; i++) {
+      const chosen = chooseStore(uses, size);
+      if (!chosen) return noStoreMessage(uses, size);
+      await this.createVolume(pool, chosen.store, size);
+      chosen.allocated += size;
+      chosen.volumes++;
+    }
+    return undefined;
+  }
+
+  /** A size's volumes by state, and its target, as metrics. */
+  private recordSize(pool: string, status: PoolSizeStatus): void {
+    for (const state of ["ready", "allocating", "bound", "failed"] as const)
+      this.options.metrics.poolVolumes.set({ pool, size: status.size, state }, status[state]);
+    this.options.metrics.poolTarget.set({ pool, size: status.size }, status.target);
+  }
+
+  /** The pool's status, written when it changed; false when the pool is gone. */
+  private async writeStatus(pool: VolumePool, status: VolumePoolStatus): Promise<boolean> {
+    if (isDeepStrictEqual(JSON.parse(JSON.stringify(status)), JSON.parse(JSON.stringify(pool.status ?? {}))))
+      return true;
+    try {
+      await applyStatus(this.options.client, {
+        apiVersion: STORAGE_API_VERSION,
+        kind: "VolumePool",
+        metadata: { name: pool.metadata!.name! },
+        status,
+      });
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+    return true;
   }
 
   /**
@@ -366,6 +335,115 @@ export class Supplier {
         }),
     );
   }
+}
+
+/** Volumes that no longer fit the pool's spec, once free. */
+function misfitVolumes(
+  pool: VolumePool,
+  volumes: readonly PooledVolume[],
+  sizes: readonly bigint[],
+  now: number,
+): PooledVolume[] {
+  const storeNames = new Set(pool.spec.backingStores.map((s) => `${s.name}\u0000${s.path}`));
+  return volumes.filter(
+    (v) =>
+      !v.spec.claim &&
+      !v.metadata?.deletionTimestamp &&
+      (!storeNames.has(`${v.spec.store.name}\u0000${v.spec.store.path}`) ||
+        (!sizes.includes(bytesOf(v.spec.size)) && v.status?.phase !== "Failed") ||
+        (v.status?.reason === "StoreFull" && now - failedAt(v) > STORE_FULL_MS)),
+  );
+}
+
+/** The size's volumes: the free ones by phase, and how many are bound. */
+function volumesOfSize(live: readonly PooledVolume[], size: bigint) {
+  const ofSize = live.filter((v) => bytesOf(v.spec.size) === size);
+  const free = ofSize.filter((v) => !v.spec.claim);
+  const ready = free.filter((v) => v.status?.phase === "Available");
+  const allocating = free.filter((v) => !v.status?.phase || v.status.phase === "Allocating");
+  // Failures of the machine count as made (more would fail alike); a full store's do not (the next store is tried).
+  const failed = free.filter((v) => v.status?.phase === "Failed");
+  const stuck = failed.filter((v) => v.status?.reason !== "StoreFull");
+  return { ready, allocating, failed, stuck, bound: ofSize.length - free.length };
+}
+
+/** Whether a backing store has room for a volume of the smallest size. */
+function storesCondition(uses: readonly StoreUse[], smallest: bigint): ConditionUpdate {
+  return chooseStore(uses, smallest) !== undefined
+    ? { type: "StoresAvailable", status: "True", reason: "Room", message: "a backing store has room" }
+    : {
+        type: "StoresAvailable",
+        status: "False",
+        reason: "Exhausted",
+        message: noStoreMessage(uses, smallest),
+      };
+}
+
+/** Ready once the class is the pool's and every size has its target of ready volumes; else the first thing in the way. */
+function readyCondition(
+  classProblem: string | undefined,
+  live: readonly PooledVolume[],
+  supply: Supply,
+): ConditionUpdate {
+  const short = supply.sizes.filter((s) => s.ready < s.target);
+  const machine = live.find(
+    (v) => v.status?.phase === "Failed" && MACHINE_REASONS.has(v.status.reason ?? ""),
+  );
+  return classProblem
+    ? { type: "Ready", status: "False", reason: "StorageClassConflict", message: classProblem }
+    : machine
+      ? {
+          type: "Ready",
+          status: "False",
+          reason: machine.status!.reason!,
+          message: `volumes cannot be made: ${machine.status!.message ?? ""}`,
+        }
+      : supply.noRoom
+        ? { type: "Ready", status: "False", reason: "Exhausted", message: supply.noRoom }
+        : short.length
+          ? {
+              type: "Ready",
+              status: "False",
+              reason: "Filling",
+              message: short.map((s) => `${s.size}: ${s.ready} of ${s.target} ready`).join(", "),
+            }
+          : {
+              type: "Ready",
+              status: "True",
+              reason: "Ready",
+              message: "every size has its ready volumes",
+            };
+}
+
+/** What each backing store holds, and whether it is exhausted (full, or no room for the smallest size). */
+function storesStatus(uses: readonly StoreUse[], smallest: bigint): NonNullable<VolumePoolStatus["stores"]> {
+  return uses.map((use) => {
+    const reason =
+      use.fullReason ?? (use.allocated + smallest > use.capacity ? "capacity reached" : undefined);
+    return {
+      name: use.store.name,
+      volumes: use.volumes,
+      allocated: sizeText(use.allocated),
+      capacity: sizeText(use.capacity),
+      exhausted: reason !== undefined,
+      ...(reason ? { reason } : {}),
+    };
+  });
+}
+
+/** The pool's status: the conditions set on those it has, for the pool's generation. */
+function poolStatus(
+  pool: VolumePool,
+  conditions: readonly ConditionUpdate[],
+  sizes: PoolSizeStatus[],
+  stores: NonNullable<VolumePoolStatus["stores"]>,
+  now: number,
+): VolumePoolStatus {
+  const generation = pool.metadata?.generation ?? 0;
+  let statusConditions = (pool.status?.conditions ?? []) as Condition[];
+  for (const condition of conditions)
+    statusConditions = setCondition(statusConditions, { ...condition, observedGeneration: generation }, now);
+  return { observedGeneration: generation, conditions: statusConditions, sizes, stores };
 }
 
 function failedAt(volume: PooledVolume): number {
