@@ -1,4 +1,10 @@
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type {
+  ClientRequest,
+  IncomingHttpHeaders,
+  IncomingMessage,
+  OutgoingHttpHeaders,
+  ServerResponse,
+} from "node:http";
 import { type Agent, request as httpsRequest } from "node:https";
 import { pipeline } from "node:stream";
 import type { TLSSocket } from "node:tls";
@@ -67,6 +73,8 @@ export type Plan =
       /** A filtered watch: closed when the tenants it was filtered for change. */
       scope?: { tenants: Set<string>; followsMembership: boolean };
     };
+
+type ForwardPlan = Extract<Plan, { kind: "forward" }>;
 
 /** What is known about a request once it is planned, for metrics and logs. */
 export interface RequestContext {
@@ -314,7 +322,7 @@ export class GatewayProxy {
 
   /** Headers for the API server: the caller's own (minus credentials) when impersonating, only Accept otherwise. */
   async upstreamHeaders(
-    plan: Extract<Plan, { kind: "forward" }>,
+    plan: ForwardPlan,
     caller: Caller,
     headers: IncomingHttpHeaders,
     remoteAddress: string | undefined,
@@ -390,142 +398,180 @@ export class GatewayProxy {
   }
 
   private async forward(
-    plan: Extract<Plan, { kind: "forward" }>,
+    plan: ForwardPlan,
     req: IncomingMessage,
     res: ServerResponse,
     context: RequestContext,
   ): Promise<void> {
     const caller = context.caller!;
-    const { headers, agent } = await this.upstreamHeaders(
-      plan,
-      caller,
-      req.headers,
-      req.socket.remoteAddress,
-    );
-    const upstream = this.options.upstream;
-    const method = plan.as === "caller" ? (req.method ?? "GET") : "GET";
+    const upstreamRequest = await this.upstreamHeaders(plan, caller, req.headers, req.socket.remoteAddress);
+    new ForwardedRequest(this.options, plan, req, res, context, caller, upstreamRequest).start();
+  }
+}
+
+/**
+ * One request on its way to the API server and back: sent (once more when a kept-alive connection
+ * turns out closed), and its answer relayed as it comes, or checked against what the caller may see.
+ */
+class ForwardedRequest {
+  private readonly method: string;
+  private readonly replayable: boolean;
+  /** The API server's answer was read to its end: nothing is left to stop when the caller goes. */
+  private answered = false;
+  private outgoing!: ClientRequest;
+  private stopTracking: (() => void) | undefined;
+
+  constructor(
+    private readonly options: ProxyOptions,
+    private readonly plan: ForwardPlan,
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly context: RequestContext,
+    private readonly caller: Caller,
+    private readonly upstreamRequest: { headers: OutgoingHttpHeaders; agent: Agent },
+  ) {
+    this.method = plan.as === "caller" ? (req.method ?? "GET") : "GET";
     // A request without a body can be sent again when a kept-alive connection turns out closed.
-    const replayable = method === "GET" || method === "HEAD";
-    let answered = false;
-    let outgoing!: ReturnType<typeof httpsRequest>;
-    let stopTracking: (() => void) | undefined;
-    res.once("close", () => {
+    this.replayable = this.method === "GET" || this.method === "HEAD";
+  }
+
+  start(): void {
+    this.res.once("close", () => {
       // The caller went away (or the watch was closed): stop reading from the API server too.
-      if (!answered) outgoing.destroy();
-      stopTracking?.();
+      if (!this.answered) this.outgoing.destroy();
+      this.stopTracking?.();
     });
-    const startWatch = () => {
-      this.options.metrics.watches.inc({ tenant: context.tenant });
-      const untrack = plan.scope
-        ? this.options.watches.add({
-            caller,
-            scope: plan.scope.tenants,
-            followsMembership: plan.scope.followsMembership,
-            close: () => {
-              outgoing.destroy();
-              res.end();
-            },
-          })
-        : undefined;
-      stopTracking = () => {
-        untrack?.();
-        this.options.metrics.watches.dec({ tenant: context.tenant });
-      };
-    };
-    const streamed = (err: Error | null | undefined) => {
-      if (err) res.destroy();
-    };
-    const send = (retry: boolean) => {
-      outgoing = httpsRequest({
-        host: upstream.host,
-        port: upstream.port,
-        method,
-        path: plan.path,
-        headers,
-        agent,
+    if (this.replayable) this.req.resume();
+    this.send(this.replayable);
+  }
+
+  private send(retry: boolean): void {
+    const upstream = this.options.upstream;
+    this.outgoing = httpsRequest({
+      host: upstream.host,
+      port: upstream.port,
+      method: this.method,
+      path: this.plan.path,
+      headers: this.upstreamRequest.headers,
+      agent: this.upstreamRequest.agent,
+    });
+    const sent = this.outgoing;
+    sent.on("error", (err: NodeJS.ErrnoException) => this.sendFailed(sent, retry, err));
+    sent.on("response", (answer) => this.relay(answer));
+    if (this.replayable) sent.end();
+    else {
+      pipeline(this.req, sent, (err) => {
+        if (err) sent.destroy();
       });
-      const sent = outgoing;
-      sent.on("error", (err: NodeJS.ErrnoException) => {
-        if (
-          retry &&
-          sent.reusedSocket &&
-          (err.code === "ECONNRESET" || err.code === "EPIPE") &&
-          !res.destroyed
-        ) {
-          send(false);
-          return;
-        }
-        if (res.headersSent) {
-          res.destroy();
-          return;
-        }
-        this.options.logger.warn({ err, path: plan.path }, "the API server could not be reached");
-        sendStatus(res, serviceUnavailable(`the API server could not be reached: ${err.message}`));
-      });
-      sent.on("response", (answer) => respond(answer));
-      if (replayable) sent.end();
-      else {
-        pipeline(req, sent, (err) => {
-          if (err) sent.destroy();
-        });
-      }
-    };
-    const respond = (answer: IncomingMessage) => {
-      const code = answer.statusCode ?? 502;
-      answer.once("end", () => {
-        answered = true;
-      });
-      const inspect =
-        plan.response !== "stream" && (code === 200 || (plan.response === "get" && code === 404));
-      if (!inspect) {
-        if (context.verb === "watch" && code === 200) startWatch();
-        res.writeHead(code, responseHeaders(answer.rawHeaders));
-        // A watch or a followed log may stay silent for long: the caller must see the answer begin.
-        if (context.longRunning) res.flushHeaders();
-        pipeline(answer, res, streamed);
+    }
+  }
+
+  /** Sends again on a kept-alive connection found closed (when `retry`); otherwise tells the caller. */
+  private sendFailed(sent: ClientRequest, retry: boolean, err: NodeJS.ErrnoException): void {
+    const res = this.res;
+    if (retry && sent.reusedSocket && (err.code === "ECONNRESET" || err.code === "EPIPE") && !res.destroyed) {
+      this.send(false);
+      return;
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    this.options.logger.warn({ err, path: this.plan.path }, "the API server could not be reached");
+    sendStatus(res, serviceUnavailable(`the API server could not be reached: ${err.message}`));
+  }
+
+  /** Passes the answer through, filters a watch's events, or reads a get's or list's body to check it. */
+  private relay(answer: IncomingMessage): void {
+    const code = answer.statusCode ?? 502;
+    answer.once("end", () => {
+      this.answered = true;
+    });
+    const plan = this.plan;
+    const inspect = plan.response !== "stream" && (code === 200 || (plan.response === "get" && code === 404));
+    if (!inspect) this.relayUnchanged(answer, code);
+    else if (plan.response === "watch") this.relayFilteredWatch(answer, code);
+    else this.relayCheckedBody(answer, code);
+  }
+
+  private relayUnchanged(answer: IncomingMessage, code: number): void {
+    const res = this.res;
+    if (this.context.verb === "watch" && code === 200) this.startWatch();
+    res.writeHead(code, responseHeaders(answer.rawHeaders));
+    // A watch or a followed log may stay silent for long: the caller must see the answer begin.
+    if (this.context.longRunning) res.flushHeaders();
+    pipeline(answer, res, (err) => this.streamed(err));
+  }
+
+  private relayFilteredWatch(answer: IncomingMessage, code: number): void {
+    const res = this.res;
+    this.startWatch();
+    res.writeHead(code, responseHeaders(answer.rawHeaders, true));
+    res.flushHeaders();
+    const filter = new WatchFilter(this.plan.visible!, this.plan.keepRowObjects ?? true);
+    pipeline(answer, watchFilterStream(filter), res, (err) => this.streamed(err));
+  }
+
+  private streamed(err: Error | null | undefined): void {
+    if (err) this.res.destroy();
+  }
+
+  private relayCheckedBody(answer: IncomingMessage, code: number): void {
+    const chunks: Buffer[] = [];
+    answer.on("data", (chunk: Buffer) => chunks.push(chunk));
+    answer.on("error", () => this.res.destroy());
+    answer.on("end", () => this.sendVisiblePart(answer, code, chunks));
+  }
+
+  /** The object, or the list's items, the caller may see; the plan's 404 for an object they may not. */
+  private sendVisiblePart(answer: IncomingMessage, code: number, chunks: Buffer[]): void {
+    const { plan, res } = this;
+    if (code === 404) {
+      sendStatus(res, plan.missing!);
+      return;
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    } catch {
+      sendStatus(res, serviceUnavailable("the API server sent a response the gateway cannot read"));
+      return;
+    }
+    if (plan.response === "get") {
+      if (!objectVisible(body, plan.visible!)) {
+        sendStatus(res, plan.missing!);
         return;
       }
-      if (plan.response === "watch") {
-        startWatch();
-        res.writeHead(code, responseHeaders(answer.rawHeaders, true));
-        res.flushHeaders();
-        const filter = new WatchFilter(plan.visible!, plan.keepRowObjects ?? true);
-        pipeline(answer, watchFilterStream(filter), res, streamed);
-        return;
-      }
-      const chunks: Buffer[] = [];
-      answer.on("data", (chunk: Buffer) => chunks.push(chunk));
-      answer.on("error", () => res.destroy());
-      answer.on("end", () => {
-        if (code === 404) {
-          sendStatus(res, plan.missing!);
-          return;
-        }
-        let body: unknown;
-        try {
-          body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-        } catch {
-          sendStatus(res, serviceUnavailable("the API server sent a response the gateway cannot read"));
-          return;
-        }
-        if (plan.response === "get") {
-          if (!objectVisible(body, plan.visible!)) {
-            sendStatus(res, plan.missing!);
-            return;
-          }
-        } else {
-          body = filterList(body, plan.visible!, plan.keepRowObjects ?? true);
-        }
-        const text = JSON.stringify(body);
-        res.writeHead(code, {
-          ...responseHeaders(answer.rawHeaders, true),
-          "content-length": Buffer.byteLength(text),
-        });
-        res.end(text);
-      });
+    } else {
+      body = filterList(body, plan.visible!, plan.keepRowObjects ?? true);
+    }
+    const text = JSON.stringify(body);
+    res.writeHead(code, {
+      ...responseHeaders(answer.rawHeaders, true),
+      "content-length": Buffer.byteLength(text),
+    });
+    res.end(text);
+  }
+
+  /** Counts the watch, and closes a filtered one when the tenants it was filtered for change. */
+  private startWatch(): void {
+    this.options.metrics.watches.inc({ tenant: this.context.tenant });
+    const scope = this.plan.scope;
+    const untrack = scope
+      ? this.options.watches.add({
+          caller: this.caller,
+          scope: scope.tenants,
+          followsMembership: scope.followsMembership,
+          close: () => {
+            this.outgoing.destroy();
+            this.res.end();
+          },
+        })
+      : undefined;
+    this.stopTracking = () => {
+      untrack?.();
+      this.options.metrics.watches.dec({ tenant: this.context.tenant });
     };
-    if (replayable) req.resume();
-    send(replayable);
   }
 }
 

@@ -222,6 +222,7 @@ export class LocalCluster {
     };
   }
 
+  /** One attempt of `start`: each step in order, timed; if one fails, what it started is stopped again. */
   private async startOnce(
     binaries: ComponentBinaries,
     previousPorts: ClusterPorts | undefined,
@@ -235,143 +236,201 @@ export class LocalCluster {
     await mkdir(join(this.dir, "logs"), { recursive: true });
     const pki = await ensureClusterPki(join(this.dir, "pki"), this.name);
     const ports = await this.pickPorts(previousPorts);
-    const server = `https://127.0.0.1:${ports.apiserver}`;
-    const state: ClusterState = {
-      name: this.name,
-      phase: "starting",
-      spec: this.spec,
-      ports,
-      server,
-      kubeconfig: this.kubeconfigPath,
-      processes: [],
-      startedAt: new Date().toISOString(),
-    };
+    const state = this.startingState(ports);
     const launch = (component: Component, binary: string, args: string[]) =>
       this.launch(state, component, binary, args);
 
     try {
-      await writeKubeconfig(this.kubeconfigPath, {
-        cluster: this.name,
-        server,
-        caPem: pki.caPem,
-        client: pki.clients.admin,
-      });
-      for (const identity of [
-        "controllerManager",
-        "scheduler",
-        "kwok",
-        "processNode",
-        "kubeProxy",
-        "coredns",
-        "kubeRouter",
-      ] as const)
-        await this.writeComponentKubeconfig(pki, server, identity);
-
+      await this.writeKubeconfigs(pki, state.server);
       const etcd = await this.startEtcd(launch, binaries, ports);
       mark("etcd");
       const apiserver = await this.startApiserver(state, pki, launch, binaries, [etcd]);
       mark("kube-apiserver");
 
-      const components = [etcd, apiserver];
-      components.push(
-        await launch("kube-controller-manager", binaries.kubeControllerManager, [
-          `--kubeconfig=${this.componentKubeconfig("controllerManager")}`,
-          "--secure-port=0",
-          "--leader-elect=false",
-          "--use-service-account-credentials=true",
-          `--service-account-private-key-file=${pki.serviceAccountKey}`,
-          `--root-ca-file=${pki.caCert}`,
-          `--cluster-signing-cert-file=${pki.caCert}`,
-          `--cluster-signing-key-file=${pki.caKey}`,
-          // `*` leaves these two off: they sign cluster-info and delete expired bootstrap tokens.
-          "--controllers=*,bootstrapsigner,tokencleaner",
-          "--concurrent-gc-syncs=20",
-          "--concurrent-namespace-syncs=10",
-          // A full quota recount every 15 s bounds how stale ResourceQuota usage can get when an
-          // event-driven update is missed under load (the default waits 5 minutes).
-          "--resource-quota-sync-period=15s",
-          ...(this.spec.extraControllerManagerFlags ?? []),
-        ]),
-        await launch("kube-scheduler", binaries.kubeScheduler, [
-          `--kubeconfig=${this.componentKubeconfig("scheduler")}`,
-          "--secure-port=0",
-          "--leader-elect=false",
-        ]),
-        await launch("kwok", binaries.kwok, [
-          `--kubeconfig=${this.componentKubeconfig("kwok")}`,
-          `--config=${binaries.kwokStages}`,
-          "--manage-all-nodes=false",
-          `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=fake`,
-          `--server-address=127.0.0.1:${ports.kwok}`,
-          "--node-ip=127.0.0.1",
-          "--node-lease-duration-seconds=40",
-          "--cidr=10.244.0.1/16",
-          "--v=WARN",
-        ]),
-      );
+      const components = [
+        etcd,
+        apiserver,
+        await this.startControllerManager(launch, binaries, pki),
+        await this.startScheduler(launch, binaries),
+        await this.startKwok(launch, binaries, ports),
+      ];
       const plan = await this.claimNetwork();
-      const configs = await writeNetworkConfigs(this.dir, {
-        plan,
-        nodeName: PROCESS_NODE_NAME,
-        dnsPort: ports.dns!,
-        dnsReadyPort: ports.dnsReady!,
-      });
-      // Pods reach CoreDNS's port of the machine through the kube-dns Service.
-      await writeFile(extraHostPortsFile(this.dir), JSON.stringify([ports.dns]));
-      await this.applyNetworkObjects(state, plan);
+      const configs = await this.preparePodNetwork(state, plan);
       components.push(await launch("coredns", binaries.coredns, ["-conf", configs.corefile]));
       const agentLaunched = Date.now();
       components.push(await this.launchProcessNode(state, binaries, plan));
 
-      const kc = new KubeConfig();
-      kc.loadFromString(
-        renderKubeconfig({ cluster: this.name, server, caPem: pki.caPem, client: pki.clients.admin }),
-      );
-      const core = kc.makeApiClient(CoreV1Api);
+      const core = this.adminCoreApi(pki, state.server);
       await this.createNodes(core);
-      await this.waitFor("simulated nodes to become Ready", components, 60_000, async () => {
-        const nodes = await core.listNode({ labelSelector: "type=kwok" });
-        return nodes.items.length >= (this.spec.nodes ?? 3) && nodes.items.every(isNodeReady);
-      });
+      await this.waitForSimulatedNodes(core, components);
       mark("nodes");
-      // Ready, and by this agent: a Node kept from an earlier start may still look Ready.
-      await this.waitFor(
-        "the process node to become Ready",
-        components,
-        120_000,
-        async () =>
-          isNodeReady(await core.readNode({ name: PROCESS_NODE_NAME })) &&
-          existsSync(`/run/netns/${plan.nodeNamespace}`) &&
-          (await this.leaseRenewedSince(agentLaunched)),
-      );
+      await this.waitForProcessNode(core, components, plan, agentLaunched);
       mark("process-node");
       components.push(...(await this.startNetworkAgents(state, binaries, plan, configs)));
       mark("network");
-      // The service-account controller runs in kube-controller-manager: once "default" exists, it is working.
-      await this.waitFor(
-        "kube-controller-manager to create the default service account",
-        components,
-        60_000,
-        async () => {
-          await core.readNamespacedServiceAccount({ name: "default", namespace: "default" });
-          return true;
-        },
-      );
+      await this.waitForControllerManager(core, components);
       mark("controllers");
 
-      state.phase = "running";
-      state.readyAt = new Date().toISOString();
-      state.timings = timings;
-      await this.writeState(state);
-      log(
-        `${this.name}: ready at ${server} in ${timings.controllers?.toFixed(1)}s (kubeconfig ${this.kubeconfigPath})`,
-      );
+      await this.recordReady(state, timings, log);
       return state;
     } catch (err) {
       await this.stopProcesses(state);
       for (const port of Object.values(ports)) releasePort(port);
       throw err;
     }
+  }
+
+  /** The state of a start that has begun, before any process runs. */
+  private startingState(ports: ClusterPorts): ClusterState {
+    return {
+      name: this.name,
+      phase: "starting",
+      spec: this.spec,
+      ports,
+      server: `https://127.0.0.1:${ports.apiserver}`,
+      kubeconfig: this.kubeconfigPath,
+      processes: [],
+      startedAt: new Date().toISOString(),
+    };
+  }
+
+  /** The administrator's kubeconfig, and one for each component that talks to the API server. */
+  private async writeKubeconfigs(pki: ClusterPki, server: string): Promise<void> {
+    await writeKubeconfig(this.kubeconfigPath, {
+      cluster: this.name,
+      server,
+      caPem: pki.caPem,
+      client: pki.clients.admin,
+    });
+    for (const identity of [
+      "controllerManager",
+      "scheduler",
+      "kwok",
+      "processNode",
+      "kubeProxy",
+      "coredns",
+      "kubeRouter",
+    ] as const)
+      await this.writeComponentKubeconfig(pki, server, identity);
+  }
+
+  private startControllerManager(launch: Launch, binaries: ComponentBinaries, pki: ClusterPki) {
+    return launch("kube-controller-manager", binaries.kubeControllerManager, [
+      `--kubeconfig=${this.componentKubeconfig("controllerManager")}`,
+      "--secure-port=0",
+      "--leader-elect=false",
+      "--use-service-account-credentials=true",
+      `--service-account-private-key-file=${pki.serviceAccountKey}`,
+      `--root-ca-file=${pki.caCert}`,
+      `--cluster-signing-cert-file=${pki.caCert}`,
+      `--cluster-signing-key-file=${pki.caKey}`,
+      // `*` leaves these two off: they sign cluster-info and delete expired bootstrap tokens.
+      "--controllers=*,bootstrapsigner,tokencleaner",
+      "--concurrent-gc-syncs=20",
+      "--concurrent-namespace-syncs=10",
+      // A full quota recount every 15 s bounds how stale ResourceQuota usage can get when an
+      // event-driven update is missed under load (the default waits 5 minutes).
+      "--resource-quota-sync-period=15s",
+      ...(this.spec.extraControllerManagerFlags ?? []),
+    ]);
+  }
+
+  private startScheduler(launch: Launch, binaries: ComponentBinaries) {
+    return launch("kube-scheduler", binaries.kubeScheduler, [
+      `--kubeconfig=${this.componentKubeconfig("scheduler")}`,
+      "--secure-port=0",
+      "--leader-elect=false",
+    ]);
+  }
+
+  /** kwok, the kubelet of the simulated nodes (those annotated for it). */
+  private startKwok(launch: Launch, binaries: ComponentBinaries, ports: ClusterPorts) {
+    return launch("kwok", binaries.kwok, [
+      `--kubeconfig=${this.componentKubeconfig("kwok")}`,
+      `--config=${binaries.kwokStages}`,
+      "--manage-all-nodes=false",
+      `--manage-nodes-with-annotation-selector=${KWOK_NODE_ANNOTATION}=fake`,
+      `--server-address=127.0.0.1:${ports.kwok}`,
+      "--node-ip=127.0.0.1",
+      "--node-lease-duration-seconds=40",
+      "--cidr=10.244.0.1/16",
+      "--v=WARN",
+    ]);
+  }
+
+  /** The pod network's configuration files (CoreDNS, kube-proxy) and its objects in the API. */
+  private async preparePodNetwork(state: ClusterState, plan: NetworkPlan) {
+    const ports = state.ports;
+    const configs = await writeNetworkConfigs(this.dir, {
+      plan,
+      nodeName: PROCESS_NODE_NAME,
+      dnsPort: ports.dns!,
+      dnsReadyPort: ports.dnsReady!,
+    });
+    // Pods reach CoreDNS's port of the machine through the kube-dns Service.
+    await writeFile(extraHostPortsFile(this.dir), JSON.stringify([ports.dns]));
+    await this.applyNetworkObjects(state, plan);
+    return configs;
+  }
+
+  private adminCoreApi(pki: ClusterPki, server: string): CoreV1Api {
+    const kc = new KubeConfig();
+    kc.loadFromString(
+      renderKubeconfig({ cluster: this.name, server, caPem: pki.caPem, client: pki.clients.admin }),
+    );
+    return kc.makeApiClient(CoreV1Api);
+  }
+
+  private async waitForSimulatedNodes(core: CoreV1Api, components: RunningProcess[]): Promise<void> {
+    await this.waitFor("simulated nodes to become Ready", components, 60_000, async () => {
+      const nodes = await core.listNode({ labelSelector: "type=kwok" });
+      return nodes.items.length >= (this.spec.nodes ?? 3) && nodes.items.every(isNodeReady);
+    });
+  }
+
+  private async waitForProcessNode(
+    core: CoreV1Api,
+    components: RunningProcess[],
+    plan: NetworkPlan,
+    agentLaunched: number,
+  ): Promise<void> {
+    // Ready, and by this agent: a Node kept from an earlier start may still look Ready.
+    await this.waitFor(
+      "the process node to become Ready",
+      components,
+      120_000,
+      async () =>
+        isNodeReady(await core.readNode({ name: PROCESS_NODE_NAME })) &&
+        existsSync(`/run/netns/${plan.nodeNamespace}`) &&
+        (await this.leaseRenewedSince(agentLaunched)),
+    );
+  }
+
+  private async waitForControllerManager(core: CoreV1Api, components: RunningProcess[]): Promise<void> {
+    // The service-account controller runs in kube-controller-manager: once "default" exists, it is working.
+    await this.waitFor(
+      "kube-controller-manager to create the default service account",
+      components,
+      60_000,
+      async () => {
+        await core.readNamespacedServiceAccount({ name: "default", namespace: "default" });
+        return true;
+      },
+    );
+  }
+
+  private async recordReady(
+    state: ClusterState,
+    timings: Record<string, number>,
+    log: (line: string) => void,
+  ): Promise<void> {
+    state.phase = "running";
+    state.readyAt = new Date().toISOString();
+    state.timings = timings;
+    await this.writeState(state);
+    log(
+      `${this.name}: ready at ${state.server} in ${timings.controllers?.toFixed(1)}s (kubeconfig ${this.kubeconfigPath})`,
+    );
   }
 
   private async startEtcd(launch: Launch, binaries: ComponentBinaries, ports: ClusterPorts) {
