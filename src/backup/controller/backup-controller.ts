@@ -41,7 +41,14 @@ import {
 } from "../api/backup.js";
 import { backupKey, newTenantKey } from "../crypto.js";
 import { S3ObjectStore, type S3Settings } from "../store/s3.js";
-import { AGENT_JOB_LABEL, agentJob, agentSecret, jobOutcome } from "./agent-jobs.js";
+import {
+  AGENT_JOB_LABEL,
+  type AgentJobOptions,
+  agentJob,
+  agentSecret,
+  type JobOutcome,
+  jobOutcome,
+} from "./agent-jobs.js";
 import {
   agentJobName,
   agentSecretName,
@@ -79,6 +86,34 @@ const POLL_MS = 2000;
 type Status<T extends { status?: unknown }> = NonNullable<T["status"]>;
 type Tracked = RuntimeBackup | RuntimeRestore;
 type TrackedKind = "RuntimeBackup" | "RuntimeRestore";
+
+type VolumeRecord = NonNullable<Status<RuntimeBackup>["volumes"]>[number];
+
+/** One reconcile of a backup or restore that has not ended: what its steps share. */
+interface Run<T extends Tracked> {
+  namespace: string;
+  name: string;
+  obj: T;
+  /** Its status, which the steps advance (and write as they go). */
+  status: Status<T>;
+  /** Ends it Failed, saying why. */
+  fail: (reason: string, message: string) => Promise<ReconcileResult>;
+}
+
+interface BackupRun extends Run<RuntimeBackup> {
+  runtime: Runtime;
+}
+
+interface RestoreRun extends Run<RuntimeRestore> {
+  backup: RuntimeBackup;
+  /** The backup's status: Completed. */
+  backedUp: Status<RuntimeBackup>;
+}
+
+/** What the agent Jobs of one backup or restore share. */
+type Agents = Pick<AgentJobOptions, "secret" | "ownerLabel" | "pods">;
+/** What one claim's agent Job does: its index names the Job. */
+type AgentWork = Pick<AgentJobOptions, "mode" | "claim" | "key" | "sha256"> & { index: number };
 
 export class BackupControllers {
   readonly backups: Informer<RuntimeBackup>;
@@ -229,6 +264,21 @@ export class BackupControllers {
     }
   }
 
+  /** The backup or restore a reconcile works on, unless it is gone, going or has ended. */
+  private openRun<T extends Tracked>(
+    informer: Informer<T>,
+    kind: TrackedKind,
+    ctx: ReconcileContext,
+  ): Run<T> | undefined {
+    const { namespace, name } = ctx.ref;
+    const obj = informer.get(namespace, name);
+    if (!obj || obj.metadata?.deletionTimestamp || this.finished.has(obj.metadata!.uid!)) return undefined;
+    const status = { ...(obj.status ?? {}) } as Status<T>;
+    if (status.phase === "Completed" || status.phase === "Failed") return undefined;
+    const fail = (reason: string, message: string) => this.end(obj, kind, status, "Failed", reason, message);
+    return { namespace: namespace!, name, obj, status, fail };
+  }
+
   /** Pending → Running: the start is recorded before any work, so a restart carries on from it. */
   private async begin<T extends Tracked>(
     obj: T,
@@ -351,139 +401,183 @@ export class BackupControllers {
     }
   }
 
+  /** What a run's agent Jobs share: its Secret (the broker's URL and the key), where the runtime's pods run. */
+  private async prepareAgents(
+    run: Run<Tracked>,
+    runtime: Runtime,
+    key: Buffer,
+    ownerLabel: string,
+  ): Promise<Agents | { failed: ReconcileResult }> {
+    const service = await this.readService(runtime.spec.service);
+    try {
+      const secret = await this.ensureAgentSecret(run.obj, key);
+      return { secret, ownerLabel, pods: service?.spec.pods };
+    } catch (err) {
+      return { failed: await run.fail("AgentSecret", describeError(err)) };
+    }
+  }
+
+  /** Makes one claim's agent Job if it is missing, and says where it is. */
+  private async runAgent(
+    run: Run<Tracked>,
+    agents: Agents,
+    { index, ...work }: AgentWork,
+  ): Promise<JobOutcome> {
+    const job = await this.ensureJob(
+      agentJob({
+        ...work,
+        name: agentJobName(run.name, index),
+        namespace: run.namespace,
+        image: this.options.agentImage ?? DEFAULT_AGENT_IMAGE,
+        owner: run.obj,
+        ...agents,
+      }),
+    );
+    return jobOutcome(this.client, job);
+  }
+
   private async reconcileBackup(ctx: ReconcileContext): Promise<ReconcileResult> {
-    const { namespace, name } = ctx.ref;
-    const backup = this.backups.get(namespace, name);
-    if (!backup || backup.metadata?.deletionTimestamp || this.finished.has(backup.metadata!.uid!))
-      return reconcileDone();
-    const status: Status<RuntimeBackup> = { ...(backup.status ?? {}) };
-    if (status.phase === "Completed" || status.phase === "Failed") return reconcileDone();
-    const fail = (reason: string, message: string) =>
-      this.end(backup, "RuntimeBackup", status, "Failed", reason, message);
-    const runtime = await this.readRuntime(namespace!, backup.spec.runtime);
+    const run = this.openRun(this.backups, "RuntimeBackup", ctx);
+    if (!run) return reconcileDone();
+    const { namespace, obj: backup } = run;
+    const runtime = await this.readRuntime(namespace, backup.spec.runtime);
     if (!runtime)
-      return fail("RuntimeNotFound", `runtime ${namespace}/${backup.spec.runtime} does not exist`);
+      return run.fail("RuntimeNotFound", `runtime ${namespace}/${backup.spec.runtime} does not exist`);
     if (runtime.status?.cluster && runtime.status.cluster !== this.client.name)
-      return fail(
+      return run.fail(
         "RemoteCluster",
         `runtime ${backup.spec.runtime} runs in cluster ${runtime.status.cluster}, where its claims are: backups cover the runtimes of cluster ${this.client.name} only (an agent must run next to the claim it reads)`,
       );
+    return this.backUp({ ...run, runtime });
+  }
+
+  /** The backup's steps in order; one the status records as done is skipped: a reconcile carries on. */
+  private async backUp(run: BackupRun): Promise<ReconcileResult> {
+    const { obj: backup, status, runtime } = run;
     const include = { metadata: true, volumes: true, ...(backup.spec.include ?? {}) };
-    if (!status.phase || status.phase === "Pending") {
-      await this.applyBackupLabel(backup);
-      await this.begin(backup, "RuntimeBackup", status, {
-        message: "backing up",
-        tenant: runtime.spec.tenant,
-        location: backupLocation(runtime, name),
-        keyScope: "Backup",
-      });
-    }
-    const location = status.location!;
+    if (!status.phase || status.phase === "Pending") await this.beginBackup(run);
     let key: Buffer;
     try {
       key = keyOf(status, await this.tenantKey(runtime.spec.tenant, true));
     } catch (err) {
-      return fail("KeyUnavailable", `the tenant's key could not be read or made: ${describeError(err)}`);
+      return run.fail("KeyUnavailable", `the tenant's key could not be read or made: ${describeError(err)}`);
     }
     if (include.metadata && status.metadataObjects === undefined) {
-      try {
-        await this.store.ensureBucket();
-        status.metadataObjects = await putMetadata(
-          this.store,
-          metadataKey(location),
-          await collectMetadata(this.client, runtime),
-          key,
-        );
-      } catch (err) {
-        return fail(
-          "StoreUnavailable",
-          `writing the metadata to ${this.store.description} failed: ${describeError(err)}`,
-        );
-      }
-      await this.writeStatus(backup, "RuntimeBackup", status);
+      const failed = await this.backUpMetadata(run, key);
+      if (failed) return failed;
     }
-    if (include.volumes && !status.volumes) {
-      const claims = await this.client.core.listNamespacedPersistentVolumeClaim({
-        namespace: namespace!,
-        labelSelector: `${RUNTIME_LABEL}=${runtime.metadata!.name}`,
-      });
-      status.volumes = claims.items
-        .map((c) => c.metadata!.name!)
-        .sort()
-        .map((claim) => ({ claim, key: volumeKey(location, claim) }));
-      await this.writeStatus(backup, "RuntimeBackup", status);
+    if (include.volumes && !status.volumes) await this.recordClaims(run);
+    const unfinished = await this.backUpVolumes(run, key);
+    return unfinished ?? this.completeBackup(run);
+  }
+
+  /** Labels the backup and records its start: where in the store it goes, under a key of its own. */
+  private async beginBackup({ obj: backup, name, status, runtime }: BackupRun): Promise<void> {
+    await this.applyBackupLabel(backup);
+    await this.begin(backup, "RuntimeBackup", status, {
+      message: "backing up",
+      tenant: runtime.spec.tenant,
+      location: backupLocation(runtime, name),
+      keyScope: "Backup",
+    });
+  }
+
+  /** Writes the runtime's metadata to the store (the controller itself, no agent) and records its count. */
+  private async backUpMetadata(run: BackupRun, key: Buffer): Promise<ReconcileResult | undefined> {
+    const { status } = run;
+    try {
+      await this.store.ensureBucket();
+      status.metadataObjects = await putMetadata(
+        this.store,
+        metadataKey(status.location!),
+        await collectMetadata(this.client, run.runtime),
+        key,
+      );
+    } catch (err) {
+      return run.fail(
+        "StoreUnavailable",
+        `writing the metadata to ${this.store.description} failed: ${describeError(err)}`,
+      );
     }
-    const volumes = status.volumes ?? [];
+    await this.writeStatus(run.obj, "RuntimeBackup", status);
+    return undefined;
+  }
+
+  /** Records the runtime's claims, each with the key of its archive: the agents' work list. */
+  private async recordClaims({ namespace, obj: backup, status, runtime }: BackupRun): Promise<void> {
+    const claims = await this.client.core.listNamespacedPersistentVolumeClaim({
+      namespace,
+      labelSelector: `${RUNTIME_LABEL}=${runtime.metadata!.name}`,
+    });
+    status.volumes = claims.items
+      .map((c) => c.metadata!.name!)
+      .sort()
+      .map((claim) => ({ claim, key: volumeKey(status.location!, claim) }));
+    await this.writeStatus(backup, "RuntimeBackup", status);
+  }
+
+  /** Runs an agent Job for each claim not yet archived; undefined once every archive is recorded. */
+  private async backUpVolumes(run: BackupRun, key: Buffer): Promise<ReconcileResult | undefined> {
+    const volumes = run.status.volumes ?? [];
     const pending = volumes.filter((v) => v.sha256 === undefined);
-    if (pending.length > 0) {
-      const service = await this.readService(runtime.spec.service);
-      let secret: string;
-      try {
-        secret = await this.ensureAgentSecret(backup, key);
-      } catch (err) {
-        return fail("AgentSecret", describeError(err));
-      }
-      for (const volume of pending) {
-        const index = volumes.indexOf(volume);
-        const job = await this.ensureJob(
-          agentJob({
-            mode: "backup",
-            name: agentJobName(name, index),
-            namespace: namespace!,
-            claim: volume.claim,
-            key: volume.key,
-            image: this.options.agentImage ?? DEFAULT_AGENT_IMAGE,
-            secret,
-            owner: backup,
-            ownerLabel: BACKUP_NAME_LABEL,
-            pods: service?.spec.pods,
-          }),
-        );
-        const outcome = await jobOutcome(this.client, job);
-        if (outcome.state === "failed")
-          return fail("AgentFailed", `claim ${volume.claim}: ${outcome.message}`);
-        if (outcome.state === "succeeded") {
-          let record: ArchiveRecord;
-          try {
-            record = JSON.parse(await this.readText(recordKey(volume.key))) as ArchiveRecord;
-          } catch (err) {
-            return fail(
-              "NotVerified",
-              `the record of claim ${volume.claim}'s archive cannot be read: ${describeError(err)}`,
-            );
-          }
-          Object.assign(volume, { size: record.size, files: record.files, sha256: record.sha256 });
-          await this.writeStatus(backup, "RuntimeBackup", status);
-        }
-      }
-      if (volumes.some((v) => v.sha256 === undefined)) return requeueAfter(POLL_MS * 5);
+    if (pending.length === 0) return undefined;
+    const agents = await this.prepareAgents(run, run.runtime, key, BACKUP_NAME_LABEL);
+    if ("failed" in agents) return agents.failed;
+    for (const volume of pending) {
+      const outcome = await this.runAgent(run, agents, {
+        mode: "backup",
+        index: volumes.indexOf(volume),
+        claim: volume.claim,
+        key: volume.key,
+      });
+      const failed = await this.recordArchive(run, volume, outcome);
+      if (failed) return failed;
     }
-    // Every part is in the store and verified: the manifest marks the backup complete.
+    if (volumes.some((v) => v.sha256 === undefined)) return requeueAfter(POLL_MS * 5);
+    return undefined;
+  }
+
+  /** Where a claim's agent is: a failure fails the backup, a success puts its archive's record in the status. */
+  private async recordArchive(
+    run: BackupRun,
+    volume: VolumeRecord,
+    outcome: JobOutcome,
+  ): Promise<ReconcileResult | undefined> {
+    if (outcome.state === "failed")
+      return run.fail("AgentFailed", `claim ${volume.claim}: ${outcome.message}`);
+    if (outcome.state !== "succeeded") return undefined;
+    let record: ArchiveRecord;
+    try {
+      record = JSON.parse(await this.readText(recordKey(volume.key))) as ArchiveRecord;
+    } catch (err) {
+      return run.fail(
+        "NotVerified",
+        `the record of claim ${volume.claim}'s archive cannot be read: ${describeError(err)}`,
+      );
+    }
+    Object.assign(volume, { size: record.size, files: record.files, sha256: record.sha256 });
+    await this.writeStatus(run.obj, "RuntimeBackup", run.status);
+    return undefined;
+  }
+
+  /** Every part is in the store and verified: the manifest marks the backup complete. */
+  private async completeBackup(run: BackupRun): Promise<ReconcileResult> {
+    const { status } = run;
+    const volumes = status.volumes ?? [];
     try {
       for (const volume of volumes) {
         if (!(await this.store.head(volume.key)))
-          return fail("NotVerified", `the archive of claim ${volume.claim} is missing from the store`);
+          return run.fail("NotVerified", `the archive of claim ${volume.claim} is missing from the store`);
       }
-      await this.store.put(
-        manifestKey(location),
-        Buffer.from(
-          JSON.stringify({
-            runtime: { namespace, name: runtime.metadata!.name, ...runtime.spec },
-            backup: name,
-            metadataObjects: status.metadataObjects,
-            volumes,
-            completedAt: now(),
-          }),
-        ),
-      );
+      await this.store.put(manifestKey(status.location!), backupManifest(run, volumes));
     } catch (err) {
-      return fail(
+      return run.fail(
         "StoreUnavailable",
         `completing the backup in ${this.store.description} failed: ${describeError(err)}`,
       );
     }
     return this.end(
-      backup,
+      run.obj,
       "RuntimeBackup",
       status,
       "Completed",
@@ -520,35 +614,57 @@ export class BackupControllers {
   }
 
   private async reconcileRestore(ctx: ReconcileContext): Promise<ReconcileResult> {
-    const { namespace, name } = ctx.ref;
-    const restore = this.restores.get(namespace, name);
-    if (!restore || restore.metadata?.deletionTimestamp || this.finished.has(restore.metadata!.uid!))
-      return reconcileDone();
-    const status: Status<RuntimeRestore> = { ...(restore.status ?? {}) };
-    if (status.phase === "Completed" || status.phase === "Failed") return reconcileDone();
-    const fail = (reason: string, message: string) =>
-      this.end(restore, "RuntimeRestore", status, "Failed", reason, message);
+    const run = this.openRun(this.restores, "RuntimeRestore", ctx);
+    if (!run) return reconcileDone();
+    const { namespace, obj: restore } = run;
     const backup = this.backups.get(namespace, restore.spec.backup);
-    if (!backup) return fail("BackupNotFound", `backup ${namespace}/${restore.spec.backup} does not exist`);
+    if (!backup)
+      return run.fail("BackupNotFound", `backup ${namespace}/${restore.spec.backup} does not exist`);
     if (backup.status?.phase !== "Completed")
-      return fail(
+      return run.fail(
         "BackupNotCompleted",
         `backup ${restore.spec.backup} is ${backup.status?.phase ?? "Pending"}, not Completed`,
       );
-    const tenant = backup.status.tenant!;
-    const location = backup.status.location!;
+    return this.restoreFrom({ ...run, backup, backedUp: backup.status });
+  }
+
+  /** The restore's steps: the runtime out of the way, its metadata back, then its claims' data. */
+  private async restoreFrom(run: RestoreRun): Promise<ReconcileResult> {
+    const { namespace, obj: restore, status, backup, backedUp } = run;
+    const tenant = backedUp.tenant!;
     if (!status.phase || status.phase === "Pending")
       await this.begin(restore, "RuntimeRestore", status, { message: "restoring" });
     let key: Buffer;
     try {
-      key = keyOf(backup.status, await this.tenantKey(tenant, false));
+      key = keyOf(backedUp, await this.tenantKey(tenant, false));
     } catch (err) {
-      return fail("KeyUnavailable", `the key of tenant ${tenant} cannot be read: ${describeError(err)}`);
+      return run.fail("KeyUnavailable", `the key of tenant ${tenant} cannot be read: ${describeError(err)}`);
     }
-    let runtime = await this.readRuntime(namespace!, backup.spec.runtime);
+    let runtime = await this.readRuntime(namespace, backup.spec.runtime);
+    const inTheWay = await this.runtimeInTheWay(run, runtime);
+    if (inTheWay) return inTheWay;
+    if (backedUp.metadataObjects !== undefined) {
+      const failed = await this.restoreMetadata(run, key, runtime);
+      if (failed) return failed;
+      runtime ??= await this.readRuntime(namespace, backup.spec.runtime);
+    }
+    if (!runtime)
+      return run.fail(
+        "RuntimeNotFound",
+        `runtime ${backup.spec.runtime} does not exist and the backup holds no metadata`,
+      );
+    const unfinished = await this.restoreVolumes(run, key, runtime);
+    return unfinished ?? this.finishRestore(run, runtime);
+  }
+
+  /** Whether the runtime is in the restore's way: one that is to run fails it, one still stopping is waited for. */
+  private async runtimeInTheWay(
+    run: RestoreRun,
+    runtime: Runtime | undefined,
+  ): Promise<ReconcileResult | undefined> {
     // A start held for this very restore (a runtime torn down while idle) waits for it.
     const heldForIt =
-      runtime?.metadata?.annotations?.[RESTORE_FROM_ANNOTATION] === restore.spec.backup &&
+      runtime?.metadata?.annotations?.[RESTORE_FROM_ANNOTATION] === run.obj.spec.backup &&
       startGateOf(runtime) !== undefined &&
       runtime.status?.endpoint === undefined;
     if (
@@ -557,97 +673,102 @@ export class BackupControllers {
       runtime.status?.phase !== "Stopped" &&
       runtime.spec.desiredState !== "Stopped"
     )
-      return fail(
+      return run.fail(
         "RuntimeRunning",
-        `runtime ${backup.spec.runtime} is ${runtime.status?.phase ?? "starting"}: stop it first`,
+        `runtime ${run.backup.spec.runtime} is ${runtime.status?.phase ?? "starting"}: stop it first`,
       );
     if (runtime && !heldForIt && runtime.status?.phase !== "Stopped") return requeueAfter(POLL_MS);
-    if (backup.status.metadataObjects !== undefined) {
-      let archive: Awaited<ReturnType<typeof getMetadata>>;
-      try {
-        archive = await getMetadata(this.store, metadataKey(location), key);
-      } catch (err) {
-        return fail(
-          "StoreUnavailable",
-          `reading the metadata from ${this.store.description} failed: ${describeError(err)}`,
-        );
-      }
-      // Only what is missing is created: a stopped runtime's own objects are left as they are.
-      const missing = [
-        ...(runtime
-          ? []
-          : [{ ...archive.runtime, spec: { ...archive.runtime.spec, desiredState: "Stopped" } }]),
-        ...archive.secrets,
-        ...archive.configMaps,
-        ...archive.claims,
-      ] as KubernetesObject[];
-      for (const obj of missing) {
-        try {
-          await this.client.objects.create(obj);
-        } catch (err) {
-          if (!isAlreadyExists(err))
-            return fail("MetadataRestore", `${obj.kind} ${obj.metadata?.name}: ${describeError(err)}`);
-        }
-      }
-      runtime ??= await this.readRuntime(namespace!, backup.spec.runtime);
-    }
-    if (!runtime)
-      return fail(
-        "RuntimeNotFound",
-        `runtime ${backup.spec.runtime} does not exist and the backup holds no metadata`,
+    return undefined;
+  }
+
+  /** Creates the objects of the backup's metadata that are missing. */
+  private async restoreMetadata(
+    run: RestoreRun,
+    key: Buffer,
+    runtime: Runtime | undefined,
+  ): Promise<ReconcileResult | undefined> {
+    let archive: Awaited<ReturnType<typeof getMetadata>>;
+    try {
+      archive = await getMetadata(this.store, metadataKey(run.backedUp.location!), key);
+    } catch (err) {
+      return run.fail(
+        "StoreUnavailable",
+        `reading the metadata from ${this.store.description} failed: ${describeError(err)}`,
       );
-    const volumes = backup.status.volumes ?? [];
-    if (volumes.length > 0) {
-      const service = await this.readService(runtime.spec.service);
-      let secret: string;
+    }
+    // Only what is missing is created: a stopped runtime's own objects are left as they are.
+    const missing = [
+      ...(runtime
+        ? []
+        : [{ ...archive.runtime, spec: { ...archive.runtime.spec, desiredState: "Stopped" } }]),
+      ...archive.secrets,
+      ...archive.configMaps,
+      ...archive.claims,
+    ] as KubernetesObject[];
+    for (const obj of missing) {
       try {
-        secret = await this.ensureAgentSecret(restore, key);
+        await this.client.objects.create(obj);
       } catch (err) {
-        return fail("AgentSecret", describeError(err));
-      }
-      let done = 0;
-      for (const [index, volume] of volumes.entries()) {
-        const job = await this.ensureJob(
-          agentJob({
-            mode: "restore",
-            name: agentJobName(name, index),
-            namespace: namespace!,
-            claim: volume.claim,
-            key: volume.key,
-            ...(volume.sha256 ? { sha256: volume.sha256 } : {}),
-            image: this.options.agentImage ?? DEFAULT_AGENT_IMAGE,
-            secret,
-            owner: restore,
-            ownerLabel: RESTORE_NAME_LABEL,
-            pods: service?.spec.pods,
-          }),
-        );
-        const outcome = await jobOutcome(this.client, job);
-        if (outcome.state === "failed")
-          return fail("AgentFailed", `claim ${volume.claim}: ${outcome.message}`);
-        if (outcome.state === "succeeded") done++;
-      }
-      if (done < volumes.length) {
-        const message = `restored ${done} of ${volumes.length} claims`;
-        if (status.message !== message)
-          await this.writeStatus(restore, "RuntimeRestore", { ...status, message });
-        status.message = message;
-        return requeueAfter(POLL_MS * 5);
+        if (!isAlreadyExists(err))
+          return run.fail("MetadataRestore", `${obj.kind} ${obj.metadata?.name}: ${describeError(err)}`);
       }
     }
+    return undefined;
+  }
+
+  /** Runs an agent Job for each claim of the backup; undefined once every one has succeeded. */
+  private async restoreVolumes(
+    run: RestoreRun,
+    key: Buffer,
+    runtime: Runtime,
+  ): Promise<ReconcileResult | undefined> {
+    const volumes = run.backedUp.volumes ?? [];
+    if (volumes.length === 0) return undefined;
+    const agents = await this.prepareAgents(run, runtime, key, RESTORE_NAME_LABEL);
+    if ("failed" in agents) return agents.failed;
+    let done = 0;
+    for (const [index, volume] of volumes.entries()) {
+      const outcome = await this.runAgent(run, agents, {
+        mode: "restore",
+        index,
+        claim: volume.claim,
+        key: volume.key,
+        ...(volume.sha256 ? { sha256: volume.sha256 } : {}),
+      });
+      if (outcome.state === "failed")
+        return run.fail("AgentFailed", `claim ${volume.claim}: ${outcome.message}`);
+      if (outcome.state === "succeeded") done++;
+    }
+    if (done < volumes.length) {
+      await this.recordRestoreProgress(run, `restored ${done} of ${volumes.length} claims`);
+      return requeueAfter(POLL_MS * 5);
+    }
+    return undefined;
+  }
+
+  /** The restore's progress, written when it changed. */
+  private async recordRestoreProgress({ obj: restore, status }: RestoreRun, message: string): Promise<void> {
+    if (status.message !== message) await this.writeStatus(restore, "RuntimeRestore", { ...status, message });
+    status.message = message;
+  }
+
+  /** Records the restore Completed, then starts the runtime if the restore asks for it. */
+  private async finishRestore(run: RestoreRun, runtime: Runtime): Promise<ReconcileResult> {
+    const { obj: restore, backedUp } = run;
+    const volumes = backedUp.volumes ?? [];
     await this.end(
       restore,
       "RuntimeRestore",
-      status,
+      run.status,
       "Completed",
       "Completed",
-      `restored ${backup.status.metadataObjects ?? 0} objects and ${volumes.length} claims from ${restore.spec.backup}, verified`,
+      `restored ${backedUp.metadataObjects ?? 0} objects and ${volumes.length} claims from ${restore.spec.backup}, verified`,
     );
     if (restore.spec.startAfter) {
       await applyObject(this.client, {
         apiVersion: TENANTS_API_VERSION,
         kind: "Runtime",
-        metadata: { name: runtime.metadata!.name!, namespace: namespace! },
+        metadata: { name: runtime.metadata!.name!, namespace: run.namespace },
         spec: { ...runtime.spec, desiredState: "Running", startRequestedAt: now() },
       } as KubernetesObject);
     }
@@ -658,4 +779,17 @@ export class BackupControllers {
 /** The key a backup is encrypted under: its own (derived), or the tenant's for backups from before. */
 function keyOf(status: Status<RuntimeBackup>, tenantKey: Buffer): Buffer {
   return status.keyScope === "Backup" ? backupKey(tenantKey, status.location!) : tenantKey;
+}
+
+/** The backup's manifest: what it holds, written last. */
+function backupManifest({ namespace, name, runtime, status }: BackupRun, volumes: VolumeRecord[]): Buffer {
+  return Buffer.from(
+    JSON.stringify({
+      runtime: { namespace, name: runtime.metadata!.name, ...runtime.spec },
+      backup: name,
+      metadataObjects: status.metadataObjects,
+      volumes,
+      completedAt: now(),
+    }),
+  );
 }
