@@ -79,8 +79,9 @@ describe("pod network of the shared home cluster", () => {
       api,
       namespace,
       "client",
-      // kube-proxy programs the Service shortly after its EndpointSlice: until then it refuses.
-      `curl -sS --max-time 10 --retry 20 --retry-delay 1 --retry-connrefused http://web.${namespace}.svc.cluster.local/by-name; echo; curl -sS --max-time 10 http://web/short-name`,
+      // kube-proxy programs the Service shortly after its EndpointSlice: until then the connection
+      // fails at once (refused, or unreachable, which curl's own --retry does not retry), so retry it.
+      `for i in $(seq 1 30); do curl -sS --max-time 10 http://web.${namespace}.svc.cluster.local/by-name && break; sleep 1; done; echo; curl -sS --max-time 10 http://web/short-name`,
     );
     assert.equal(phase, "Succeeded", log);
     assert.match(log, /Request served by web\n\nGET \/by-name HTTP\/1\.1/);
