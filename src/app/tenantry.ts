@@ -42,6 +42,7 @@ import {
   type ClusterClient,
   InformerCache,
   LeaderElector,
+  Lifecycle,
   loadClusterClient,
   loadInClusterClient,
   readNamespaceIfExists,
@@ -110,7 +111,6 @@ import {
 } from "../webhooks/index.js";
 import { BackupPolicyCulling } from "./backup-culling.js";
 import { ALL_CRDS } from "./crds.js";
-import { Lifecycle } from "./lifecycle.js";
 
 export const TENANTRY_NAMESPACE = "tenantry-system";
 /** The Lease whose holder runs the controllers. */
