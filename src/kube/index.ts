@@ -145,6 +145,7 @@ export {
 } from "./list-watch.js";
 export { silentLogger } from "./logging.js";
 export {
+  allStarted,
   type Capability,
   type Drainable,
   type Elector,
@@ -157,6 +158,7 @@ export {
   type SharedContext,
   Slot,
   type Started,
+  StartedState,
 } from "./manager.js";
 export { isDnsLabel, readNamespaceIfExists } from "./names.js";
 export { DynamicObjectApi, type SubresourcePatchOptions } from "./object-api.js";

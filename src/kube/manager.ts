@@ -65,8 +65,42 @@ export interface SharedContext extends ManagedContext {
   metrics: Registry;
   /** tenantry's own namespace. */
   namespace: string;
+  /** Who this cluster is to its peers (its cluster identity's id). */
+  clusterId: string;
   /** Where the servers listen unless told otherwise. */
   host: string;
+}
+
+/**
+ * What a capability keeps from its start for what is asked of it later (its admission checks, its
+ * controllers), refusing to be read before.
+ */
+export class StartedState<T> {
+  private value?: T;
+  constructor(private readonly capability: string) {}
+
+  set(value: T): T {
+    this.value = value;
+    return value;
+  }
+
+  get(): T {
+    if (this.value === undefined) throw new Error(`the ${this.capability} capability has not started`);
+    return this.value;
+  }
+}
+
+/**
+ * Waits for every start, like Promise.all, but also for the ones still going when one fails: each
+ * registers itself with the lifecycle as it ends, and a failed start stops whatever did start.
+ */
+export async function allStarted<T extends readonly unknown[]>(
+  starts: readonly [...{ [K in keyof T]: Promise<T[K]> }],
+): Promise<T> {
+  const results = await Promise.allSettled(starts);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }
 
 /** What a started capability contributes besides the values it provided. */
@@ -144,11 +178,12 @@ export class Manager<C extends ManagedContext = SharedContext> {
       }
       return done;
     };
-    const results = await Promise.allSettled(this.capabilities.map(startOne));
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
-    if (!failed) return;
-    await context.lifecycle.stop().catch(() => undefined);
-    throw failed.reason;
+    try {
+      await allStarted(this.capabilities.map(startOne));
+    } catch (err) {
+      await context.lifecycle.stop().catch(() => undefined);
+      throw err;
+    }
   }
 
   /** Every started capability's servers ask their clients to reconnect elsewhere. */
