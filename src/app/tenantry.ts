@@ -1,32 +1,22 @@
 import { hostname } from "node:os";
-import { Registry } from "prom-client";
 import { AccessCapability } from "../access/index.js";
 import { BackupCapability } from "../backup/index.js";
-import { CLOUDS, CloudsCapability } from "../clouds/index.js";
-import { CLUSTER_REGISTRY, ClustersCapability } from "../clusters/index.js";
-import { UserError } from "../common/index.js";
-import { DASHBOARD, DashboardCapability } from "../dashboard/index.js";
-import { GATEWAY, GatewayCapability } from "../gateway/index.js";
-import { IDENTITY, IdentityCapability } from "../identity/index.js";
+import { CloudsCapability } from "../clouds/index.js";
+import { ClustersCapability } from "../clusters/index.js";
+import { DashboardCapability } from "../dashboard/index.js";
+import { GatewayCapability } from "../gateway/index.js";
+import { IdentityCapability } from "../identity/index.js";
 import * as kube from "../kube/index.js";
 import { MonitorCapability } from "../monitor/index.js";
-import {
-  type ClusterIdentity,
-  ensureClusterIdentity,
-  MulticlusterCapability,
-} from "../multicluster/index.js";
-import { NODES, NodesCapability } from "../nodes/index.js";
-import { RUNTIMES, RuntimesCapability } from "../runtimes/index.js";
+import { MulticlusterCapability } from "../multicluster/index.js";
+import { NodesCapability } from "../nodes/index.js";
+import { RuntimesCapability } from "../runtimes/index.js";
 import { StorageCapability } from "../storage/index.js";
-import { installCrds, TENANT_INFORMERS, TENANT_LABEL, TenantsCapability } from "../tenants/index.js";
-import { ADMISSION_URL, AdmissionCapability, WebhookCertificateCapability } from "../webhooks/index.js";
-import { ALL_CRDS } from "./crds.js";
-import {
-  CONTROLLERS_LEASE,
-  type RunningTenantry,
-  TENANTRY_NAMESPACE,
-  type TenantryOptions,
-} from "./options.js";
+import { TENANT_LABEL, TenantsCapability } from "../tenants/index.js";
+import { AdmissionCapability, WebhookCertificateCapability } from "../webhooks/index.js";
+import { sharedContext } from "./context.js";
+import { runningTenantry } from "./handle.js";
+import { CONTROLLERS_LEASE, type RunningTenantry, type TenantryOptions } from "./options.js";
 
 export {
   CONTROLLERS_LEASE,
@@ -51,7 +41,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
     const elector = (callbacks: kube.LeadershipCallbacks) =>
       new kube.LeaderElector({ lease, identity, logger: options.logger, ...callbacks });
     const leadership = manager.lead(context, elector, options.controllers !== false);
-    return running(context, clusterIdentity, manager, leadership);
+    return runningTenantry(context, clusterIdentity, manager, leadership);
   } catch (err) {
     // Nothing started on the way stays running (or keeps the process alive) after a failed start.
     await lifecycle.stop().catch(() => undefined);
@@ -95,85 +85,4 @@ function capabilities(options: TenantryOptions): kube.Capability[] {
     new DashboardCapability(options.dashboard),
     certificate.keeper(["webhooks", "identity", "clouds"]),
   ];
-}
-
-/** The cluster with tenantry's CRDs, its identity, the metrics and the shared cache (stopped last). */
-async function sharedContext(options: TenantryOptions, lifecycle: kube.Lifecycle) {
-  const { logger } = options;
-  const namespace = options.namespace ?? TENANTRY_NAMESPACE;
-  const client = clusterClient(options);
-  await installCrds(client.kubeConfig, { crds: ALL_CRDS });
-  const clusterIdentity = await ensureClusterIdentity(client, {
-    namespace,
-    clusterName: options.clusterName ?? options.cluster,
-    ...(options.clusterLabels ? { labels: options.clusterLabels } : {}),
-  });
-  logger.info(clusterIdentity, "cluster identity");
-  const metrics = options.metricsRegistry ?? new Registry();
-  kube.registerControllerMetrics(metrics);
-  const cache = lifecycle.started("cache", new kube.InformerCache(client));
-  const host = options.webhookHost ?? "127.0.0.1";
-  const { clusterId } = clusterIdentity;
-  const values = new kube.Provided();
-  const context: kube.SharedContext = {
-    client,
-    cache,
-    logger,
-    metrics,
-    namespace,
-    clusterId,
-    host,
-    lifecycle,
-    values,
-  };
-  return { context, clusterIdentity };
-}
-
-function running(
-  context: kube.SharedContext,
-  clusterIdentity: ClusterIdentity,
-  manager: kube.Manager,
-  leadership: kube.LeaderControllers,
-): RunningTenantry {
-  const { client, values, metrics, lifecycle } = context;
-  const { builtinIdentity, ...identity } = values.get(IDENTITY);
-  const { admin, proxy } = values.get(RUNTIMES);
-  const [gateway, dashboard, clouds] = [values.find(GATEWAY), values.find(DASHBOARD), values.get(CLOUDS).api];
-  const informers = values.get(TENANT_INFORMERS);
-  return {
-    client,
-    clusterIdentity,
-    webhookUrl: values.get(ADMISSION_URL),
-    accessUrl: identity.accessUrl,
-    accessCaPem: identity.accessCaPem,
-    informers,
-    clusterRegistry: values.get(CLUSTER_REGISTRY),
-    ...(builtinIdentity ? { builtinIdentity } : {}),
-    authenticator: identity.authenticator,
-    metrics,
-    ...(gateway ? { gateway } : {}),
-    ...(admin ? { runtimesAdmin: admin } : {}),
-    ...(proxy ? { runtimesProxy: proxy } : {}),
-    ...(clouds ? { logicalClouds: clouds } : {}),
-    nodes: values.get(NODES),
-    ...(dashboard ? { dashboard } : {}),
-    isLeader: () => leadership.isLeader(),
-    ready: () =>
-      [informers.tenants, informers.templates, informers.tenantNamespaces, informers.quotas].every((i) =>
-        i.hasSynced(),
-      ),
-    controllersRunning: () => leadership.running(),
-    // Every server asks its clients to reconnect elsewhere; those kube-apiserver calls answer what they have.
-    drain: () => manager.drain(),
-    stop: () => lifecycle.stop(),
-  };
-}
-
-function clusterClient(options: TenantryOptions): kube.ClusterClient {
-  if (options.inCluster) {
-    if (options.kubeconfig) throw new UserError("give either a kubeconfig or in-cluster mode, not both");
-    return kube.loadInClusterClient(options.cluster);
-  }
-  if (!options.kubeconfig) throw new UserError("a kubeconfig is needed outside in-cluster mode");
-  return kube.loadClusterClient(options.cluster, options.kubeconfig);
 }
