@@ -50,7 +50,7 @@ export async function startTenantry(options: TenantryOptions): Promise<RunningTe
 }
 
 /** Every capability, listed in the order the leader starts their controllers. */
-function capabilities(options: TenantryOptions): kube.Capability[] {
+export function capabilities(options: TenantryOptions): kube.Capability[] {
   const certificate = new WebhookCertificateCapability(options.webhookCertificate);
   const [tenants, multicluster, access] = [
     new TenantsCapability(),

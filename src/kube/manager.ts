@@ -155,11 +155,6 @@ export class Manager<C extends ManagedContext = SharedContext> {
     checkDependencies(capabilities, this.byName);
   }
 
-  /** The capabilities' names, in the order they are listed. */
-  get names(): string[] {
-    return this.capabilities.map((c) => c.name);
-  }
-
   /**
    * Starts every capability; when one fails, waits for those still starting, stops everything the
    * context's lifecycle recorded and rejects with the first failure.
