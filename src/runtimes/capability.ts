@@ -1,4 +1,4 @@
-import { IDENTITY, type IdentityServices } from "../identity/index.js";
+import { IDENTITY } from "../identity/index.js";
 import {
   applyObject,
   type Capability,
@@ -113,7 +113,7 @@ export class RuntimesCapability implements Capability {
   ): Promise<RuntimesAdmin | undefined> {
     const options = this.options.runtimesAdmin;
     if (options === false) return undefined;
-    const identity: IdentityServices = values.get(IDENTITY);
+    const identity = values.get(IDENTITY);
     const backups = values.get(RUNTIME_BACKUPS);
     const admin = await startRuntimesAdmin({
       client,

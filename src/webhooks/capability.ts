@@ -61,7 +61,7 @@ export class WebhookCertificateCapability implements Capability {
     return undefined;
   }
 
-  tlsOptions(namespace: string, host: string): WebhookTlsOptions {
+  private tlsOptions(namespace: string, host: string): WebhookTlsOptions {
     const { validDays, renewBeforeDays } = this.options;
     return {
       namespace,
