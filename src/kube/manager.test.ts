@@ -113,6 +113,17 @@ describe("Manager", () => {
     assert.deepEqual(events, ["start tenants", "start storage", "stop storage", "stop tenants"]);
   });
 
+  it("starts nothing more once a capability failed", async () => {
+    const events: string[] = [];
+    const manager = new Manager([
+      recorded(events, "identity", [], { fails: true }),
+      recorded(events, "tenants", [], { delayMs: 10 }),
+      recorded(events, "nodes", ["tenants"]),
+    ]);
+    await assert.rejects(manager.start(context()), /identity cannot start/);
+    assert.deepEqual(events, ["start tenants", "stop tenants"]);
+  });
+
   it("drains every started server", async () => {
     const drained: string[] = [];
     const server = (name: string) => ({ drain: () => void drained.push(name) });

@@ -156,29 +156,32 @@ export class Manager<C extends ManagedContext = SharedContext> {
   }
 
   /**
-   * Starts every capability; when one fails, waits for those still starting, stops everything the
-   * context's lifecycle recorded and rejects with the first failure.
+   * Starts every capability; once one fails, starts no more, waits for those still starting, stops
+   * everything the context's lifecycle recorded and rejects with that failure.
    */
   async start(context: C): Promise<void> {
+    let failure: { reason: unknown } | undefined;
     const starting = new Map<string, Promise<void>>();
     const startOne = (capability: Capability<C>): Promise<void> => {
       let done = starting.get(capability.name);
       if (!done) {
-        done = Promise.all((capability.dependsOn ?? []).map((d) => startOne(this.byName.get(d)!))).then(
-          async () => {
+        const dependencies = (capability.dependsOn ?? []).map((d) => startOne(this.byName.get(d)!));
+        done = Promise.all(dependencies).then(async () => {
+          if (failure) return;
+          try {
             this.started.set(capability.name, (await capability.start(context)) ?? {});
-          },
-        );
+          } catch (err) {
+            failure ??= { reason: err };
+          }
+        });
         starting.set(capability.name, done);
       }
       return done;
     };
-    try {
-      await allStarted(this.capabilities.map(startOne));
-    } catch (err) {
-      await context.lifecycle.stop().catch(() => undefined);
-      throw err;
-    }
+    await Promise.all(this.capabilities.map(startOne));
+    if (!failure) return;
+    await context.lifecycle.stop().catch(() => undefined);
+    throw failure.reason;
   }
 
   /** Every started capability's servers ask their clients to reconnect elsewhere. */
