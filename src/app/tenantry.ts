@@ -73,7 +73,9 @@ export function capabilities(options: TenantryOptions): kube.Capability[] {
     new CloudsCapability(options.logicalClouds),
     nodes,
     access,
-    // The declared order of admission; the node pool's tolerations are in place when the tenants' pod checks look.
+    // The declared order of admission: mutators change the object in this order, and the quota
+    // reservation runs after every other validator allowed the request. The nodes' checks come after
+    // the tenants' pod checks: the node pool's tolerations are in place when they look.
     new AdmissionCapability([tenants, multicluster, access, nodes], {
       webhooks: options.webhooks,
       clientCa: options.webhookClientCa,
