@@ -17,4 +17,5 @@ export {
   ruleMatches,
   type SubjectAccessReviewSpec,
 } from "./authorizer.js";
+export { AccessCapability, AUTHORIZER } from "./capability.js";
 export { accessGrantWebhook } from "./grant-admission.js";

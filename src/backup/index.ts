@@ -34,6 +34,7 @@ export { BACKUP_CRDS, BACKUP_POLICY_CRD, RUNTIME_BACKUP_CRD, RUNTIME_RESTORE_CRD
 export { BackupBroker, type BackupBrokerOptions } from "./broker/broker.js";
 export { HttpStoreBroker } from "./broker/client.js";
 export { PRESIGN_PATH } from "./broker/paths.js";
+export { BackupCapability, type BackupOptions } from "./capability.js";
 export { type BackupControllerOptions, BackupControllers } from "./controller/backup-controller.js";
 export { backupLocation } from "./controller/layout.js";
 export { backupKey, decryptor, encryptor, newTenantKey, TENANT_KEY_BYTES } from "./crypto.js";

@@ -16,7 +16,12 @@ import { errorMessage, UserError } from "../common/index.js";
 import { inClusterNamespace } from "../kube/index.js";
 import { endWhenStopped } from "./shutdown.js";
 
-/** The parts of tenantry one process runs; a replica can run any subset. */
+/**
+ * The parts of tenantry one process runs; a replica can run any subset. Each is a role of the
+ * capabilities (docs/ARCHITECTURE.md, "Capabilities and the manager"): `controllers` every
+ * capability's leader-only controllers, `webhooks` the admission server, `identity` the access
+ * server, `gateway` the gateway, `runtimes` the runtimes Admin API and proxy.
+ */
 export const RUN_COMPONENTS = ["controllers", "webhooks", "gateway", "identity", "runtimes"] as const;
 export type RunComponent = (typeof RUN_COMPONENTS)[number];
 

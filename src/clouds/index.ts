@@ -30,6 +30,7 @@ export {
   type LogicalCloudsApiOptions,
   startLogicalCloudsApi,
 } from "./api-server/server.js";
+export { CLOUDS, CloudsCapability, type LogicalCloudsOptions, type RunningClouds } from "./capability.js";
 export {
   CERTIFICATE_SECONDS,
   CLOUD_FINALIZER,

@@ -11,6 +11,7 @@ export {
   type UserCa,
 } from "./api/cluster.js";
 export { CLUSTER_CRD, CLUSTERS_CRDS } from "./api/crds.js";
+export { CLUSTER_REGISTRY, ClustersCapability, type ClustersOptions } from "./capability.js";
 export { ClusterHealthController, type ClusterHealthControllerOptions } from "./controller.js";
 export {
   DEFAULT_REQUEST_TIMEOUT_MS,

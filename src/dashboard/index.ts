@@ -6,4 +6,5 @@ export {
   dashboardAssetsStale,
   ensureDashboardAssets,
 } from "./build.js";
+export { DASHBOARD, DashboardCapability, type DashboardCapabilityOptions } from "./capability.js";
 export { type DashboardOptions, type RunningDashboard, startDashboard } from "./server.js";

@@ -6,6 +6,7 @@ export {
   CLIENT_CA_CONFIGMAP,
   readClientCa,
 } from "./authentication.js";
+export { GATEWAY, GatewayCapability, type GatewayCapabilityOptions } from "./capability.js";
 export type { RateLimit } from "./rate-limit.js";
 export { GATEWAY_CLUSTER_ROLE, gatewayClusterRole } from "./rbac.js";
 export { type Caller, callerTenants } from "./scope.js";

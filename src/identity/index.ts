@@ -15,6 +15,7 @@ export {
   type NewUser,
   TOKEN_AUDIENCE,
 } from "./builtin/builtin-identity.js";
+export { IDENTITY, IdentityCapability, type IdentityOptions, type IdentityServices } from "./capability.js";
 export {
   kubeconfigCertificates,
   renderUserKubeconfig,

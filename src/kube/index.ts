@@ -133,6 +133,7 @@ export {
   shouldAcquire,
   validateLeaseTimings,
 } from "./leader-election.js";
+export { Lifecycle, type Stoppable } from "./lifecycle.js";
 export {
   KubeListWatch,
   type ListResult,
@@ -143,6 +144,22 @@ export {
   type WatchHandle,
 } from "./list-watch.js";
 export { silentLogger } from "./logging.js";
+export {
+  allStarted,
+  type Capability,
+  type Drainable,
+  type Elector,
+  type LeaderControllers,
+  type LeadershipCallbacks,
+  type ManagedContext,
+  Manager,
+  Provided,
+  type Runnable,
+  type SharedContext,
+  Slot,
+  type Started,
+  StartedState,
+} from "./manager.js";
 export { isDnsLabel, readNamespaceIfExists } from "./names.js";
 export { DynamicObjectApi, type SubresourcePatchOptions } from "./object-api.js";
 export {

@@ -12,6 +12,7 @@ export {
   type MonitorRuleSpec,
   REMEDIATIONS,
 } from "./api/monitor-rule.js";
+export { MonitorCapability, type MonitorCapabilityOptions } from "./capability.js";
 export { evaluateTimed, type Verdict } from "./conditions.js";
 export { MonitorMetrics } from "./metrics.js";
 export {

@@ -46,6 +46,12 @@ export {
   type ReplicatedDeploymentStatus,
 } from "./api/replicated-deployment.js";
 export {
+  CLUSTER_LABELS,
+  MULTICLUSTER_INFORMERS,
+  MulticlusterCapability,
+  type MulticlusterOptions,
+} from "./capability.js";
+export {
   CLUSTER_IDENTITY_CONFIGMAP,
   type ClusterIdentity,
   checkClusterLabels,

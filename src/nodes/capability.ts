@@ -1,7 +1,16 @@
 import type { Logger } from "pino";
-import { applyObject, type ClusterClient, type InformerCache } from "../kube/index.js";
-import { TENANTS_API_VERSION, type TenantInformers } from "../tenants/index.js";
-import type { AdmissionCheck } from "../webhooks/index.js";
+import {
+  applyObject,
+  type Capability,
+  type ClusterClient,
+  type InformerCache,
+  type SharedContext,
+  Slot,
+  type Started,
+  StartedState,
+} from "../kube/index.js";
+import { TENANT_INFORMERS, TENANTS_API_VERSION, type TenantInformers } from "../tenants/index.js";
+import type { AdmissionCheck, AdmissionSource } from "../webhooks/index.js";
 import { NodeAdmission } from "./admission.js";
 import type { NodeProvider } from "./api/node-provider.js";
 import { NodeInformers } from "./informers.js";
@@ -96,5 +105,48 @@ export class Nodes {
 
   stop(): Promise<void> {
     return this.informers.stop();
+  }
+}
+
+/** Worker nodes' caches and provider registry. */
+export const NODES = new Slot<Nodes>("worker nodes");
+
+/** What tenantry's options say of worker nodes. */
+export type NodesCapabilityOptions = Pick<NodesOptions, "localMachines" | "apiServer" | "timings">;
+
+/** Worker nodes on demand as one of tenantry's capabilities: needs the tenants' informers. */
+export class NodesCapability implements Capability, AdmissionSource {
+  readonly name = "nodes";
+  readonly dependsOn = ["tenants"];
+  private readonly started = new StartedState<Nodes>("nodes");
+
+  constructor(private readonly options: NodesCapabilityOptions = {}) {}
+
+  async start({
+    client,
+    cache,
+    namespace,
+    clusterId,
+    logger,
+    lifecycle,
+    values,
+  }: SharedContext): Promise<Started> {
+    const nodes = new Nodes({
+      client,
+      cache,
+      tenants: values.get(TENANT_INFORMERS),
+      namespace,
+      clusterId,
+      logger,
+      ...this.options,
+    });
+    await nodes.start();
+    lifecycle.started("nodes", nodes);
+    this.started.set(values.set(NODES, nodes));
+    return { leaderControllers: () => nodes.controllers() };
+  }
+
+  admissionChecks(): AdmissionCheck[] {
+    return this.started.get().webhooks();
   }
 }

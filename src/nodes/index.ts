@@ -31,7 +31,14 @@ export {
   type WorkerNodeSpec,
   type WorkerNodeStatus,
 } from "./api/worker-node.js";
-export { Nodes, type NodesOptions, SIMULATED_PROVIDER } from "./capability.js";
+export {
+  NODES,
+  Nodes,
+  NodesCapability,
+  type NodesCapabilityOptions,
+  type NodesOptions,
+  SIMULATED_PROVIDER,
+} from "./capability.js";
 export { cordon, type DrainProgress, evictPods } from "./drain.js";
 export { NodeInformers } from "./informers.js";
 export {

@@ -58,6 +58,14 @@ export {
   type RuntimeServiceSpec,
   type RuntimeServiceStatus,
 } from "./api/runtime-service.js";
+export {
+  RUNTIME_BACKUPS,
+  RUNTIMES,
+  type RunningRuntimes,
+  type RuntimeBackups,
+  RuntimesCapability,
+  type RuntimesOptions,
+} from "./capability.js";
 export { KubeconfigClients, type RuntimesCluster, SECRETS_NAMESPACE } from "./clusters.js";
 export {
   AGENT_ENV,

@@ -15,6 +15,7 @@ export type {
   VolumePoolSpec,
   VolumePoolStatus,
 } from "./api/volume-pool.js";
+export { StorageCapability } from "./capability.js";
 export { type HostCapabilities, probeHost } from "./driver/capabilities.js";
 export {
   applyPool,

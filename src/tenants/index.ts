@@ -15,6 +15,7 @@ export { RUNTIMES_NODE_TAINT_KEY, tenantWebhooks } from "./admission/index.js";
 export { KeyedMutex } from "./admission/keyed-mutex.js";
 export { tenantNameOfNamespace } from "./admission/lookup.js";
 export * from "./api/index.js";
+export { TENANT_INFORMERS, TenantsCapability } from "./capability.js";
 export {
   MANAGED_BY,
   MANAGED_BY_LABEL,

@@ -1,4 +1,14 @@
 export {
+  ADMISSION_URL,
+  AdmissionCapability,
+  type AdmissionOptions,
+  type AdmissionSource,
+  SERVING_CERTIFICATE,
+  ServingCertificate,
+  WebhookCertificateCapability,
+  type WebhookCertificateOptions,
+} from "./capability.js";
+export {
   type WebhookCertificateIssuer,
   WebhookCertificateKeeper,
   type WebhookCertificateKeeperOptions,

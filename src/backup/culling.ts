@@ -5,7 +5,6 @@
  * runtimes the policy handles: those of this cluster (it leaves other clusters' alone).
  */
 import type { KubernetesObject } from "@kubernetes/client-node";
-import type { BackupPolicy } from "../backup/index.js";
 import {
   type ClusterClient,
   componentCache,
@@ -15,6 +14,7 @@ import {
 } from "../kube/index.js";
 import type { Runtime } from "../runtimes/index.js";
 import { TENANTS_API_VERSION } from "../tenants/index.js";
+import type { BackupPolicy } from "./api/backup.js";
 
 // Named after its reader: the cache's informers, and their indexes, are shared.
 const BY_SERVICE = "culling/service";
