@@ -15,6 +15,7 @@ import { RuntimeServiceController } from "./controller/service-controller.js";
 import { RuntimesInformers } from "./informers.js";
 import { PluginRegistry } from "./plugins/registry.js";
 import { KubeActivityWriter } from "./proxy/activity.js";
+import { ensureSessionKeySecret } from "./proxy/auth/keys.js";
 import type { ServiceModuleFactory } from "./proxy/modules/spi.js";
 import { type RuntimesProxy, startRuntimesProxy } from "./proxy/server.js";
 import { InformerRouteSource } from "./proxy/source.js";
@@ -44,7 +45,7 @@ export interface RuntimesOptions {
         publicUrl?: string;
         /** How often last activity is written to Runtime status (default 30 s). */
         activityIntervalMs?: number;
-        /** Service modules besides owner-auth and inject-headers. */
+        /** Service modules besides inject-headers. */
         modules?: Record<string, ServiceModuleFactory>;
         /** Behind a trusted ingress: keep its X-Forwarded-* headers. */
         trustForwardedHeaders?: boolean;
@@ -137,12 +138,18 @@ export class RuntimesCapability implements Capability {
     options: ProxyOptions,
     admin: RuntimesAdmin | undefined,
   ): Promise<RuntimesProxy> {
+    // Sessions are sealed under one key all replicas read: made once, by the first to come.
+    await ensureSessionKeySecret(client);
+    const identity = values.get(IDENTITY);
     const proxy = await startRuntimesProxy({
       source: new InformerRouteSource(client, { cache }),
-      ...(admin ? { admin: { handle: admin.handle } } : {}),
+      ...(admin ? { admin: { handle: admin.handle }, hubTokens: admin.hubTokenHolder } : {}),
       host: options.host ?? "127.0.0.1",
       port: options.port ?? 0,
-      authenticator: values.get(IDENTITY).authenticator,
+      authenticator: identity.authenticator,
+      ...(identity.accessUrl
+        ? { identityLogin: { url: identity.accessUrl, caPem: identity.accessCaPem } }
+        : {}),
       ...(options.modules ? { modules: options.modules } : {}),
       activity: {
         writer: new KubeActivityWriter(client),

@@ -32,12 +32,15 @@ export {
 export {
   DESIRED_STATES,
   type DesiredState,
+  MAX_ACCESS_ENTRIES,
+  MAX_GROUP_NAME,
   MAX_USER_NAME,
   RUNTIME_FINALIZER,
   RUNTIME_PAUSED_ANNOTATION,
   RUNTIME_PHASES,
   RUNTIME_START_GATE_ANNOTATION,
   type Runtime,
+  type RuntimeAccess,
   type RuntimePhase,
   RuntimeSchema,
   type RuntimeSpec,
@@ -53,6 +56,8 @@ export {
   NAMESPACE_MODES,
   type NamespaceMode,
   type PluginRef,
+  ROUTE_ACCESS,
+  type RouteAccess,
   type RuntimeService,
   RuntimeServiceSchema,
   type RuntimeServiceSpec,
@@ -115,9 +120,13 @@ export {
   KubeActivityWriter,
   PROXY_FIELD_MANAGER,
 } from "./proxy/activity.js";
+export type { Principal } from "./proxy/auth/access.js";
+export { SESSION_COOKIE, STATE_COOKIE } from "./proxy/auth/credentials.js";
+export { ensureSessionKeySecret, SESSION_KEY_SECRET } from "./proxy/auth/keys.js";
+export { LOGIN_PAGE } from "./proxy/auth/login.js";
+export { open as openSealed, seal } from "./proxy/auth/sealed.js";
 export { forwardRequestHeaders, forwardResponseHeaders, HeaderEdits } from "./proxy/headers.js";
 export { INJECT_HEADERS_MODULE } from "./proxy/modules/inject-headers.js";
-export { DEFAULT_SESSION_COOKIE, OWNER_AUTH_MODULE } from "./proxy/modules/owner-auth.js";
 export { BUILTIN_MODULES } from "./proxy/modules/registry.js";
 export {
   type HookOutcome,

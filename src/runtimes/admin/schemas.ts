@@ -2,7 +2,7 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { DNS1123_LABEL } from "../../apis/index.js";
 import { ProblemSchema } from "../../common/index.js";
-import { MAX_USER_NAME, RUNTIME_PHASES } from "../api/runtime.js";
+import { MAX_ACCESS_ENTRIES, MAX_GROUP_NAME, MAX_USER_NAME, RUNTIME_PHASES } from "../api/runtime.js";
 import { MAX_CULL_SECONDS, MIN_CULL_SECONDS } from "../api/runtime-service.js";
 
 export const MAX_PAGE = 500;
@@ -167,3 +167,22 @@ export const Problem = Type.Object(
   },
   { description: "An RFC 9457 problem.", additionalProperties: true },
 );
+
+const AccessList = (what: string, maxLength: number) =>
+  Type.Array(Type.String({ description: what, minLength: 1, maxLength }), {
+    description: `${what}s besides the runtime's own user; repeats count once.`,
+    maxItems: MAX_ACCESS_ENTRIES,
+  });
+
+/** `spec.access` of a Runtime as the Admin API reads and replaces it. */
+export const AccessBody = Type.Object(
+  {
+    users: Type.Optional(AccessList("A user, as the identity service names them", MAX_USER_NAME)),
+    groups: Type.Optional(AccessList("A group, as the identity service reports it", MAX_GROUP_NAME)),
+  },
+  {
+    description: "Who besides its user may use the runtime through the runtimes proxy.",
+    additionalProperties: false,
+  },
+);
+export type AccessBody = Static<typeof AccessBody>;

@@ -25,17 +25,20 @@ import {
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
 import { runtimeNamespaceAnnotations, runtimeNamespaceLabels, runtimePlacement } from "../api/placement.js";
-import { RUNTIME_FINALIZER, type Runtime, START_STEPS } from "../api/runtime.js";
+import { RUNTIME_FINALIZER, type Runtime, type RuntimeAccess, START_STEPS } from "../api/runtime.js";
 import type { RuntimeService } from "../api/runtime-service.js";
 import { KubeconfigClients, type RuntimesCluster, SECRETS_NAMESPACE } from "../clusters.js";
 import { type CullingLimits, cullRuntime, lastUsed } from "../controller/culling.js";
 import { recordRuntimeEvent } from "../events.js";
 import type { HubBackend } from "../hub/backend.js";
+import { callerOfOwner } from "../hub/caller.js";
 import { HUB_API_PREFIX, type HubRouteOptions, hubRoutes } from "../hub/routes.js";
+import { roleScopes, tokenScopes } from "../hub/scopes.js";
 import { HubTokens } from "../hub/tokens.js";
 import { BY_KEY, BY_SERVICE, BY_USER, RuntimesInformers, runtimeKeyOf } from "../informers.js";
 import type { ServicePlugin } from "../plugins/spi.js";
 import { KubeActivityWriter } from "../proxy/activity.js";
+import type { Principal } from "../proxy/auth/access.js";
 import { activityRoutes } from "./activity-routes.js";
 import {
   AdminCallers,
@@ -43,10 +46,12 @@ import {
   type Caller,
   ON_BEHALF_OF_HEADER,
   type PodCaller,
+  type UserCaller,
 } from "./callers.js";
 import { checkStartLimits, isStarting } from "./limits.js";
 import type { Acting, ActivityRouteContext } from "./route-context.js";
 import {
+  AccessBody,
   DEFAULT_PAGE,
   InstanceParams,
   MAX_BODY_BYTES,
@@ -263,6 +268,7 @@ export class RuntimesAdmin {
 
       this.instanceRoutes(api);
       this.endRoutes(api);
+      this.accessRoutes(api);
       this.pluginRoutes(api);
     });
     return shell;
@@ -363,6 +369,49 @@ export class RuntimesAdmin {
         const runtime = await this.find(params, acting);
         this.streamProgress(runtime, request, reply);
         return reply;
+      },
+    );
+  }
+
+  /** Who besides its user may use a runtime through the proxy (`spec.access`): read by them, changed by its user or an admin. */
+  private accessRoutes(api: FastifyInstance): void {
+    const path = "/services/:user/:service/:instance/access";
+    api.get(
+      path,
+      {
+        schema: {
+          summary: "Who besides its user may use the runtime through the runtimes proxy.",
+          params: InstanceParams,
+          response: { 200: AccessBody, ...problems },
+        },
+      },
+      async (request) => {
+        const params = request.params as InstanceParams;
+        const runtime = await this.find(params, await this.actingFor(request, params.user));
+        return accessBody(runtime.spec.access);
+      },
+    );
+    api.put(
+      path,
+      {
+        schema: {
+          summary:
+            "Share the runtime: the users and groups (besides its user) the runtimes proxy lets in, replacing those before. Empty lists share it with nobody.",
+          params: InstanceParams,
+          body: AccessBody,
+          response: { 200: AccessBody, ...problems },
+        },
+      },
+      async (request) => {
+        const params = request.params as InstanceParams;
+        const acting = await this.actingFor(request, params.user);
+        const runtime = await this.find(params, acting);
+        const access = accessBody(request.body as AccessBody);
+        const empty = access.users.length === 0 && access.groups.length === 0;
+        // A merge patch replaces lists whole; null removes the field.
+        const changed = await this.patchSpec(runtime, { access: (empty ? null : access) as RuntimeAccess });
+        await this.recordDelegation(acting, changed, "share");
+        return accessBody(changed.spec.access);
       },
     );
   }
@@ -556,6 +605,34 @@ export class RuntimesAdmin {
     };
   }
 
+  /** Whether the user holds the delegation permission (JupyterHub's admin role), cached briefly. */
+  private async isAdmin(caller: UserCaller): Promise<boolean> {
+    const key = `${caller.username}\n${caller.groups.join(",")}`;
+    const known = this.admins.get(key);
+    if (known !== undefined) return known;
+    const admin = await this.callers.mayDelegate(caller);
+    this.admins.set(key, admin);
+    return admin;
+  }
+
+  /**
+   * Who holds a JupyterHub API token of this API and what its scopes allow now (within its owner's
+   * role): the runtimes proxy lets it into the servers its `access:servers` covers.
+   */
+  readonly hubTokenHolder = async (token: string): Promise<Principal | undefined> => {
+    const record = this.hubTokens.find(token);
+    if (!record) return undefined;
+    const user = callerOfOwner(record.owner);
+    const admin = await this.isAdmin(user);
+    return {
+      username: user.username,
+      ...(user.tenant ? { tenant: user.tenant } : {}),
+      groups: user.groups,
+      scopes: tokenScopes(record.scopes, roleScopes(user.username, admin), user.username),
+      expiresAt: Date.parse(record.expiresAt),
+    };
+  };
+
   /** What the JupyterHub REST API uses of this one. */
   private hubBackend(): HubBackend {
     return {
@@ -563,14 +640,7 @@ export class RuntimesAdmin {
       services: this.services,
       tokens: this.hubTokens,
       authenticate: (token) => this.callers.authenticate({ authorization: `Bearer ${token}` }),
-      isAdmin: async (caller) => {
-        const key = `${caller.username}\n${caller.groups.join(",")}`;
-        const known = this.admins.get(key);
-        if (known !== undefined) return known;
-        const admin = await this.callers.mayDelegate(caller);
-        this.admins.set(key, admin);
-        return admin;
-      },
+      isAdmin: (caller) => this.isAdmin(caller),
       start: (acting, params, body, query) => this.startFor(acting, params, body, query),
       stop: async (acting, runtime) => {
         const stopped = await this.patchSpec(runtime, { desiredState: "Stopped" });
@@ -1119,4 +1189,9 @@ export async function startRuntimesAdmin(options: RuntimesAdminOptions): Promise
   const admin = new RuntimesAdmin(options);
   await admin.start();
   return admin;
+}
+
+/** A runtime's `spec.access` with both lists, each without repeats. */
+function accessBody(access: RuntimeAccess | undefined): { users: string[]; groups: string[] } {
+  return { users: [...new Set(access?.users ?? [])], groups: [...new Set(access?.groups ?? [])] };
 }

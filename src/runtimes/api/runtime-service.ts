@@ -80,6 +80,10 @@ export const PluginRefSchema = Type.Object(
 export type PluginRef = Static<typeof PluginRefSchema>;
 
 /** Shortest and longest idle timeout or maximum age a service or runtime may set. */
+/** `spec.routeAccess`: who the runtimes proxy lets into a service's runtimes. */
+export const ROUTE_ACCESS = ["Owner", "Public"] as const;
+export type RouteAccess = (typeof ROUTE_ACCESS)[number];
+
 export const MIN_CULL_SECONDS = 10;
 export const MAX_CULL_SECONDS = 31_536_000;
 
@@ -264,6 +268,13 @@ export const RuntimeServiceSpecSchema = Type.Object(
             "Where this service's pods run: merged into every pod template the plugin returns and into the service's image pre-pull DaemonSet.",
         },
       ),
+    ),
+    routeAccess: Type.Optional(
+      StringEnum(ROUTE_ACCESS, {
+        description:
+          "Who the runtimes proxy lets into this service's runtimes. Owner (the default): the runtime's user and those its `spec.access` names, signed in through tenantry's identity (a session cookie, an identity token, or a JupyterHub API token with `access:servers`). Public: anyone holding the runtime's URL — for services that authenticate on their own or serve public content; set it only on purpose.",
+        default: "Owner",
+      }),
     ),
     proxyModule: Type.Optional(
       Type.Object(

@@ -9,6 +9,7 @@ import {
   ConditionList,
   DnsLabel,
   ListMap,
+  ListSet,
   ObservedGeneration,
   ResourceSchema,
   StringEnum,
@@ -124,6 +125,41 @@ export function startGateOf(runtime: {
 /** Longest user name accepted (identity providers' names, e.g. `keystone:alice@example.com`). */
 export const MAX_USER_NAME = 256;
 
+/** Most users, and most groups, one runtime's `spec.access` may name. */
+export const MAX_ACCESS_ENTRIES = 64;
+/** Longest group name `spec.access.groups` takes. */
+export const MAX_GROUP_NAME = 256;
+
+export const RuntimeAccessSchema = Type.Object(
+  {
+    users: Type.Optional(
+      ListSet(
+        Type.String({
+          description: "A user, as the identity service names them.",
+          minLength: 1,
+          maxLength: MAX_USER_NAME,
+        }),
+        { description: "Users besides the runtime's own who may use it.", maxItems: MAX_ACCESS_ENTRIES },
+      ),
+    ),
+    groups: Type.Optional(
+      ListSet(
+        Type.String({
+          description: "A group, as the identity service reports it (e.g. `tenantry:tenant:<tenant>`).",
+          minLength: 1,
+          maxLength: MAX_GROUP_NAME,
+        }),
+        { description: "Groups whose members may use it.", maxItems: MAX_ACCESS_ENTRIES },
+      ),
+    ),
+  },
+  {
+    description:
+      "Who besides its user may use the runtime through the runtimes proxy (JupyterHub's `access:servers!server=<user>/<name>`). Changed only by its user or an admin (the Admin API's `PUT …/access`, or kubectl in the user's runtimes namespace); takes effect on the next request, and on open WebSocket connections at once.",
+  },
+);
+export type RuntimeAccess = Static<typeof RuntimeAccessSchema>;
+
 const immutable = (field: string) => ({ rule: "self == oldSelf", message: `${field} is immutable` });
 
 export const RuntimeSpecSchema = Type.Object(
@@ -176,6 +212,7 @@ export const RuntimeSpecSchema = Type.Object(
         maximum: MAX_CULL_SECONDS,
       }),
     ),
+    access: Type.Optional(RuntimeAccessSchema),
     startRequestedAt: Type.Optional(
       Type.String({
         description:

@@ -58,6 +58,8 @@ export interface RouteView {
   phase: string;
   reason?: string;
   message?: string;
+  /** Who besides its user may use it (`spec.access`). */
+  access: { users: ReadonlySet<string>; groups: ReadonlySet<string> };
   /** Set when `ready`; absent with `targetError` when the endpoint cannot be used. */
   target?: RouteTarget;
   targetError?: string;
@@ -94,6 +96,10 @@ function computeView(runtime: Runtime): RouteView | undefined {
     service: runtime.spec.service,
     instance: runtime.spec.instance,
     status: routeStatus(runtime),
+    access: {
+      users: new Set(runtime.spec.access?.users ?? []),
+      groups: new Set(runtime.spec.access?.groups ?? []),
+    },
     phase: runtime.metadata?.deletionTimestamp ? "Deleting" : phase,
     ...(status?.reason ? { reason: status.reason } : {}),
     ...(status?.message ? { message: status.message } : {}),

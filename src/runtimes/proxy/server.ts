@@ -17,6 +17,17 @@ import type { Authenticator } from "../../identity/index.js";
 import { describeError, silentLogger } from "../../kube/index.js";
 import type { Runtime } from "../api/runtime.js";
 import { ActivityRecorder, type ActivityWriter, LiveRoute } from "./activity.js";
+import { accessOf, type Principal } from "./auth/access.js";
+import { PROXY_COOKIES, SESSION_COOKIE, setCookie, withoutCookies } from "./auth/credentials.js";
+import { type HubTokenLookup, RouteGuard } from "./auth/guard.js";
+import { SessionKeys } from "./auth/keys.js";
+import {
+  CALLBACK_SEGMENT,
+  type IdentityLoginEndpoint,
+  LOGIN_PAGE,
+  LOGOUT_SEGMENT,
+  RuntimeLogin,
+} from "./auth/login.js";
 import {
   type ForwardContext,
   forwardRequestHeaders,
@@ -27,7 +38,7 @@ import { type AnsweredBy, ProxyMetrics } from "./metrics.js";
 import { type ModuleState, ServiceModules } from "./modules/registry.js";
 import type { HookOutcome, ProxyRequestOptions, ServiceModuleFactory } from "./modules/spi.js";
 import { PROGRESS_SEGMENT, ProgressStream, RETRY_AFTER_SECONDS, sendNotReady } from "./progress.js";
-import { type Problem, refuseUpgrade, sendProblem } from "./respond.js";
+import { type Problem, refuseUpgrade, sendProblem, wantsJson } from "./respond.js";
 import {
   parseRoutePath,
   RESERVED_SEGMENT,
@@ -48,8 +59,21 @@ export interface RuntimesProxyOptions {
   admin?: AdminBackend;
   host?: string;
   port?: number;
-  /** For modules that check tenantry's tokens (owner-auth). */
+  /**
+   * Checks tokens of tenantry's identity providers: who may use a runtime (its user, and those its
+   * `spec.access` names) unless its service is `routeAccess: Public`. Without it only JupyterHub
+   * API tokens (`hubTokens`) and nothing else sign anyone in.
+   */
   authenticator?: Authenticator;
+  /** Who holds a JupyterHub API token, with its scopes (the runtimes Admin API's tokens). */
+  hubTokens?: HubTokenLookup;
+  /** The identity service's password login, for the login page (absent: it takes tokens only). */
+  identityLogin?: IdentityLoginEndpoint;
+  /**
+   * The key sessions are sealed under (32 bytes), for a proxy whose routes are given in code.
+   * Absent: the Secret `tenantry-runtimes-proxy-session-key` the route source reads.
+   */
+  sessionKey?: Buffer;
   /** Modules besides the built-in ones, by name. */
   modules?: Record<string, ServiceModuleFactory>;
   /** Where last activity is written (absent: kept in memory only), and how often (default 30 s). */
@@ -125,6 +149,10 @@ export class RuntimesProxy {
   private readonly headersTimeout: number;
   private readonly connectTimeout: number;
   private readonly trustForwarded: boolean;
+  private readonly guard: RouteGuard;
+  private readonly login: RuntimeLogin;
+  /** Who opened each upgraded connection to a guarded runtime: a grant taken back closes theirs. */
+  private readonly socketPrincipals = new WeakMap<Duplex, Principal>();
   private unsubscribe: (() => void)[] = [];
 
   constructor(private readonly options: RuntimesProxyOptions) {
@@ -144,6 +172,20 @@ export class RuntimesProxy {
     };
     this.backends = new Backends(poolOptions);
     if (options.admin && "url" in options.admin) this.adminPool = new Pool(options.admin.url, poolOptions);
+    const keys = new SessionKeys(this.source, this.logger, options.sessionKey);
+    this.guard = new RouteGuard({
+      keys,
+      ...(options.authenticator ? { authenticator: options.authenticator } : {}),
+      ...(options.hubTokens ? { hubTokens: options.hubTokens } : {}),
+    });
+    this.login = new RuntimeLogin({
+      guard: this.guard,
+      keys,
+      ...(options.identityLogin ? { identityLogin: options.identityLogin } : {}),
+      passwordProviders: () =>
+        (options.authenticator?.providers ?? []).filter((p) => p.login).map((p) => p.name),
+      logger: this.logger,
+    });
     this.modules = new ServiceModules({
       ...(options.modules ? { factories: options.modules } : {}),
       ...(options.authenticator ? { authenticator: options.authenticator } : {}),
@@ -215,6 +257,7 @@ export class RuntimesProxy {
     this.modules.close();
     await this.backends.close();
     await this.adminPool?.destroy().catch(() => {});
+    await this.login.close();
     await this.source.stop();
   }
 
@@ -234,6 +277,8 @@ export class RuntimesProxy {
     if (before && beforeOrigin && !sameRoute) {
       // Stopped, deleted, restarted elsewhere or given a new token: its connections end now.
       this.live.get(before.key)?.closeAll(STOPPED);
+    } else if (sameRoute) {
+      this.closeRevoked(after);
     }
     if (afterOrigin !== beforeOrigin) {
       if (afterOrigin) this.backends.retain(afterOrigin);
@@ -241,6 +286,16 @@ export class RuntimesProxy {
     }
     if (before && before.token !== after?.token) this.notifyProgress(before.token);
     if (after) this.notifyProgress(after.token);
+  }
+
+  /** A grant taken back: the WebSocket connections it let in end now (new requests are refused anyway). */
+  private closeRevoked(view: RouteView): void {
+    const route = this.live.get(view.key);
+    if (!route) return;
+    for (const socket of [...route.sockets]) {
+      const principal = this.socketPrincipals.get(socket);
+      if (principal && !accessOf(principal, view)) socket.destroy();
+    }
   }
 
   private notifyProgress(token: string): void {
@@ -270,6 +325,13 @@ export class RuntimesProxy {
       return;
     }
     const started = performance.now();
+    if (url === LOGIN_PAGE || url.startsWith(`${LOGIN_PAGE}?`)) {
+      void this.login
+        .page(req, res)
+        .then(() => this.metrics.answered("proxy", res.statusCode, started))
+        .catch((err) => this.failed(res, started, "the login page", err));
+      return;
+    }
     const path = parseRoutePath(url);
     const runtime = path && this.source.byToken(path.token);
     const view = runtime && routeView(runtime);
@@ -277,17 +339,127 @@ export class RuntimesProxy {
       this.refuse(res, started, notFound());
       return;
     }
-    const state = this.moduleState(view);
-    if (state.kind === "none" || (state.kind === "ready" && !state.module.http)) {
-      this.afterModule(req, res, runtime, view, path, undefined, started);
-      return;
-    }
-    if (state.kind === "unavailable") {
-      this.refuse(res, started, moduleUnavailable(state.detail));
-      return;
-    }
-    void this.runHttpHook(req, res, state, runtime, view, path, started);
+    void this.serveRoute(req, res, view, path, started).catch((err) =>
+      this.failed(res, started, "a request", err),
+    );
   };
+
+  private failed(res: ServerResponse, started: number, what: string, err: unknown): void {
+    this.logger.error({ err: describeError(err) }, `the proxy failed ${what}`);
+    this.refuse(res, started, { status: 500, title: "internal error", detail: describeError(err) });
+  }
+
+  /** A request for a runtime: its sign-in endpoints, the guard, the service's module, then the runtime. */
+  private async serveRoute(
+    req: IncomingMessage,
+    res: ServerResponse,
+    view: RouteView,
+    path: RoutePath,
+    started: number,
+  ): Promise<void> {
+    const own = path.rest.split("?")[0];
+    if (own === CALLBACK_SEGMENT || own === LOGOUT_SEGMENT) {
+      if (own === CALLBACK_SEGMENT) await this.login.callback(req, res, view, path.rest, this.isSecure(req));
+      else this.login.logout(res, view, this.isSecure(req));
+      this.metrics.answered("proxy", res.statusCode, started);
+      return;
+    }
+    const edits = new HeaderEdits();
+    if (!(await this.admitRequest(req, res, view, path, edits, started))) return;
+    // The route may have changed while the caller was identified: decide on the current one.
+    const runtime = this.source.byToken(path.token);
+    const current = runtime && routeView(runtime);
+    if (!runtime || !current) return this.refuse(res, started, notFound());
+    let state = this.moduleState(current);
+    if (state.kind === "pending") {
+      await state.settled;
+      state = this.moduleState(current);
+    }
+    if (state.kind === "unavailable") return this.refuse(res, started, moduleUnavailable(state.detail));
+    if (state.kind !== "ready" || !state.module.http) {
+      return this.afterModule(req, res, runtime, current, path, edits, started);
+    }
+    await this.runHttpHook(req, res, state, current, path, edits, started);
+  }
+
+  /** Whether the caller may use the runtime (answering them when not); their credential is kept from it. */
+  private async admitRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    view: RouteView,
+    path: RoutePath,
+    edits: HeaderEdits,
+    started: number,
+  ): Promise<boolean> {
+    const admission = await this.admit(req, view, edits);
+    if (admission.ok) return true;
+    const browser =
+      (req.method === "GET" || req.method === "HEAD") &&
+      !wantsJson(req) &&
+      (req.headers.accept ?? "").includes("text/html");
+    if (browser && admission.status === 401) {
+      this.login.redirect(res, view, path.rest, this.isSecure(req), admission.badCookie);
+    } else if (browser && admission.username !== undefined) {
+      this.login.forbidden(res, view, admission.username);
+    } else {
+      this.refuse(res, started, admission.problem);
+      return false;
+    }
+    this.metrics.answered("proxy", res.statusCode, started);
+    return false;
+  }
+
+  /** The guard (unless the service is public): who calls, and whether the runtime is theirs or shared with them. */
+  private async admit(
+    req: IncomingMessage,
+    view: RouteView,
+    edits: HeaderEdits,
+  ): Promise<
+    | { ok: true; principal?: Principal }
+    | { ok: false; status: 401 | 403; problem: Problem; badCookie: boolean; username?: string }
+  > {
+    // Whatever the caller is, the proxy's own cookies are not the runtime's.
+    const cookies = req.headers.cookie;
+    if (cookies) {
+      const rest = withoutCookies(cookies, PROXY_COOKIES);
+      if (rest === undefined) edits.removeHeader("cookie");
+      else if (rest !== cookies) edits.setHeader("cookie", rest);
+    }
+    if (this.source.service(view.service)?.spec.routeAccess === "Public") return { ok: true };
+    const who = await this.guard.identify(req, view);
+    if (!who.principal) {
+      const clear: Record<string, string> = who.badCookie
+        ? { "set-cookie": clearedSession(view, this.isSecure(req)) }
+        : {};
+      return {
+        ok: false,
+        status: 401,
+        badCookie: who.badCookie,
+        problem: {
+          status: 401,
+          title: "unauthorized",
+          detail: who.reason,
+          headers: { "www-authenticate": 'Bearer realm="tenantry runtimes"', ...clear },
+        },
+      };
+    }
+    if (!accessOf(who.principal, view)) {
+      return {
+        ok: false,
+        status: 403,
+        badCookie: false,
+        username: who.principal.username,
+        problem: {
+          status: 403,
+          title: "forbidden",
+          detail: `runtime ${view.service}/${view.instance} is not shared with ${who.principal.username}`,
+        },
+      };
+    }
+    // The proxy's credential; any other Authorization (a runtime's own token) passes on.
+    if (who.via === "header") edits.removeHeader("authorization");
+    return { ok: true, principal: who.principal };
+  }
 
   /** The module state of a route's service; a service the proxy does not know is never served without its module. */
   private moduleState(view: RouteView): ModuleState {
@@ -304,28 +476,18 @@ export class RuntimesProxy {
   private async runHttpHook(
     req: IncomingMessage,
     res: ServerResponse,
-    state: ModuleState,
-    runtime: Runtime,
+    state: ModuleState & { kind: "ready" },
     view: RouteView,
     path: RoutePath,
+    edits: HeaderEdits,
     started: number,
   ): Promise<void> {
-    let current = state;
-    if (current.kind === "pending") {
-      await current.settled;
-      current = this.moduleState(view);
-    }
-    if (current.kind === "unavailable") return this.refuse(res, started, moduleUnavailable(current.detail));
-    if (current.kind !== "ready" || !current.module.http) {
-      return this.afterModule(req, res, runtime, view, path, undefined, started);
-    }
-    const edits = new HeaderEdits();
     let outcome: HookOutcome;
     try {
-      outcome = await current.module.http(req, res, this.hookOptions(req, view, path, edits));
+      outcome = await state.module.http!(req, res, this.hookOptions(req, view, path, edits));
     } catch (err) {
-      this.logger.error({ err: describeError(err), module: current.name }, "service module failed a request");
-      return this.refuse(res, started, moduleFailed(current.name, err));
+      this.logger.error({ err: describeError(err), module: state.name }, "service module failed a request");
+      return this.refuse(res, started, moduleFailed(state.name, err));
     }
     if (outcome === "handled" || res.headersSent || res.writableEnded) {
       this.metrics.answered("module", res.statusCode, started);
@@ -504,15 +666,20 @@ export class RuntimesProxy {
     let runtime = path && this.source.byToken(path.token);
     let view = runtime && routeView(runtime);
     if (!path || !runtime || !view) return this.refuseSocket(socket, notFound());
+    const edits = new HeaderEdits();
+    const admission = await this.admit(req, view, edits);
+    if (!admission.ok) return this.refuseSocket(socket, admission.problem);
+    runtime = this.source.byToken(path.token);
+    view = runtime && routeView(runtime);
+    if (!runtime || !view) return this.refuseSocket(socket, notFound());
+    if (admission.principal) this.socketPrincipals.set(socket, admission.principal);
     let state = this.moduleState(view);
     if (state.kind === "pending") {
       await state.settled;
       state = this.moduleState(view);
     }
     if (state.kind === "unavailable") return this.refuseSocket(socket, moduleUnavailable(state.detail));
-    let edits: HeaderEdits | undefined;
     if (state.kind === "ready" && state.module.wss) {
-      edits = new HeaderEdits();
       let outcome: HookOutcome;
       try {
         outcome = await state.module.wss(req, socket, head, this.hookOptions(req, view, path, edits));
@@ -722,6 +889,10 @@ function backendProblem(err: Error): Problem {
     };
   }
   return { status: 502, title: "bad gateway", detail: `the backend could not be reached: ${err.message}` };
+}
+
+function clearedSession(view: RouteView, secure: boolean): string {
+  return setCookie(SESSION_COOKIE, "", { path: `${ROUTE_PREFIX}${view.token}/`, maxAgeSeconds: 0, secure });
 }
 
 function notFound(): Problem {

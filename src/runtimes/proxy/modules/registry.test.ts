@@ -112,7 +112,7 @@ describe("service modules", () => {
     assert.ok(unknown.kind === "unavailable");
     assert.match(
       unknown.detail,
-      /"nosuch-module" .* not known to this proxy \(it knows inject-headers, owner-auth, rec\)/,
+      /"nosuch-module" .* not known to this proxy \(it knows inject-headers, rec\)/,
     );
   });
 

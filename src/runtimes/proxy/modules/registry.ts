@@ -12,12 +12,18 @@ import { describeError } from "../../../kube/index.js";
 import type { RuntimeService } from "../../api/runtime-service.js";
 import { MODULE_SECRETS_NAMESPACE, type RouteSource } from "../source.js";
 import { INJECT_HEADERS_MODULE, injectHeadersModule } from "./inject-headers.js";
-import { OWNER_AUTH_MODULE, ownerAuthModule } from "./owner-auth.js";
 import type { ModuleSettings, ServiceModule, ServiceModuleFactory } from "./spi.js";
+
+/**
+ * Modules the proxy no longer has, and why: a service naming one is told what took its place.
+ */
+export const RETIRED_MODULES: Readonly<Record<string, string>> = {
+  "owner-auth":
+    "is no longer a module: the proxy signs in every service's runtimes' users itself (spec.routeAccess Owner, the default; spec.access on a Runtime shares it); remove spec.proxyModule, or name inject-headers for its inject.* settings",
+};
 
 /** The modules every proxy knows. */
 export const BUILTIN_MODULES: Readonly<Record<string, ServiceModuleFactory>> = {
-  [OWNER_AUTH_MODULE]: ownerAuthModule,
   [INJECT_HEADERS_MODULE]: () => injectHeadersModule(),
 };
 
@@ -124,7 +130,10 @@ export class ServiceModules {
         entry.state = this.unavailable(entry, `could not be created: ${describeError(err)}`);
       }
     } else {
-      entry.state = this.unavailable(entry, `is not known to this proxy (it knows ${this.known.join(", ")})`);
+      entry.state = this.unavailable(
+        entry,
+        RETIRED_MODULES[ref.name] ?? `is not known to this proxy (it knows ${this.known.join(", ")})`,
+      );
     }
     this.entries.set(serviceName, entry);
     if (entry.module) this.configure(entry);

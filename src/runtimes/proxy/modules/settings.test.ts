@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { headerSettings, injectHeadersModule } from "./inject-headers.js";
-import { DEFAULT_SESSION_COOKIE, parseOwnerAuthSettings, readCookie, withoutCookie } from "./owner-auth.js";
 
 describe("inject-headers settings", () => {
   test("every key is a header to set", () => {
@@ -34,30 +33,5 @@ describe("inject-headers settings", () => {
       } as never,
     );
     assert.deepEqual(set, [["X-A", "1"]]);
-  });
-});
-
-describe("owner-auth settings", () => {
-  test("defaults, groups and headers to inject", () => {
-    const parsed = parseOwnerAuthSettings({
-      allowGroups: " ops, admins ,",
-      "inject.Authorization": "token t",
-    });
-    assert.equal(parsed.cookieName, DEFAULT_SESSION_COOKIE);
-    assert.deepEqual([...parsed.allowGroups], ["ops", "admins"]);
-    assert.deepEqual(parsed.inject, [["Authorization", "token t"]]);
-  });
-
-  test("unknown keys and bad cookie names are refused naming the key", () => {
-    assert.throws(() => parseOwnerAuthSettings({ allowGroup: "x" }), /setting allowGroup: unknown setting/);
-    assert.throws(() => parseOwnerAuthSettings({ cookieName: "a b" }), /setting cookieName/);
-    assert.throws(() => parseOwnerAuthSettings({ "inject.Bad Name": "x" }), /setting inject.Bad Name/);
-  });
-
-  test("the session cookie is read and left out of what the runtime receives", () => {
-    assert.equal(readCookie("a=1; s=tok; b=2", "s"), "tok");
-    assert.equal(readCookie("a=1", "s"), undefined);
-    assert.equal(withoutCookie("a=1; s=tok; b=2", "s"), "a=1; b=2");
-    assert.equal(withoutCookie("s=tok", "s"), undefined);
   });
 });
