@@ -345,19 +345,25 @@ async function startDemoRuntime(
     `  ${cli} stop ${service.name} ${DEMO_RUNTIME_INSTANCE} --kubeconfig ${kubeconfig}${endpoints}    # its URL stops working, its files stay`,
     `  ${cli} start ${service.name} ${DEMO_RUNTIME_INSTANCE} --kubeconfig ${kubeconfig}${endpoints}   # resumes at a new URL`,
   ];
+  // The proxy serves a runtime to its owner only: a browser signs in, curl brings the owner's token.
+  const password = DEMO_PASSWORDS[DEMO_OWNER];
+  const bearer = `-H "Authorization: Bearer $(kubectl config view --kubeconfig ${kubeconfig} --raw -o jsonpath='{.users[0].user.token}')"`;
   if (service.kind === "echo") {
     return [
       `and ${DEMO_OWNER}'s runtime ${name} (the echo server: no Jupyter Server here), through the runtimes proxy:`,
-      `  curl ${status.url}hello`,
-      ...manage,
+      `  open ${status.url}hello    # sign in as ${DEMO_OWNER} / ${password}`,
+      `  ${login}`,
+      `  curl ${bearer} ${status.url}hello`,
+      ...manage.slice(1),
     ];
   }
   const jupyterToken = await jupyterTokenOf(tenantry.client, status.namespace, status.name);
   return [
     `and ${DEMO_OWNER}'s runtime ${name}, a Jupyter Server, through the runtimes proxy:`,
-    `  open ${status.url}lab?token=${jupyterToken}`,
-    `  curl ${status.url}api    # its version, as JSON`,
-    `  curl -H "Authorization: token ${jupyterToken}" ${status.url}api/contents`,
-    ...manage,
+    `  open ${status.url}lab?token=${jupyterToken}    # sign in as ${DEMO_OWNER} / ${password}, then JupyterLab`,
+    `  ${login}`,
+    `  curl ${bearer} ${status.url}api    # its version, as JSON`,
+    `  curl ${bearer} "${status.url}api/contents?token=${jupyterToken}"`,
+    ...manage.slice(1),
   ];
 }

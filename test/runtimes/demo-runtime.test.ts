@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
+import WebSocket from "ws";
 import { type DemoRuntimeService, installDemoRuntimeService, jupyterTokenOf } from "../../src/app/demo.js";
 import { startRuntime } from "../../src/cli/runtime.js";
 import type { BuiltinIdentity } from "../../src/identity/index.js";
@@ -16,10 +17,14 @@ import type { Runtime } from "../../src/runtimes/index.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
 import { RUNTIMES_API as API, clusterClient, removeObject } from "../support/runtimes.js";
+import { browserLogin } from "./owner-session.js";
 
-/** Starts a Python kernel through the proxy and runs one cell over its WebSocket: the cell's result. */
-async function runCell(url: string, token: string, code: string): Promise<string> {
-  const auth = { Authorization: `token ${token}` };
+/**
+ * Starts a Python kernel through the proxy and runs one cell over its WebSocket: the cell's result.
+ * `cookie` is the owner's session with the proxy; `token` the Jupyter Server's own.
+ */
+async function runCell(url: string, cookie: string, token: string, code: string): Promise<string> {
+  const auth = { Authorization: `token ${token}`, Cookie: cookie };
   const started = await fetch(`${url}api/kernels`, {
     method: "POST",
     headers: { ...auth, "Content-Type": "application/json" },
@@ -28,7 +33,7 @@ async function runCell(url: string, token: string, code: string): Promise<string
   assert.equal(started.status, 201, await started.clone().text());
   const kernel = (await started.json()) as { id: string };
   const socketUrl = `${url.replace(/^http/, "ws")}api/kernels/${kernel.id}/channels?token=${token}`;
-  const socket = new WebSocket(socketUrl);
+  const socket = new WebSocket(socketUrl, { headers: { cookie } });
   try {
     return await new Promise<string>((resolve, reject) => {
       const msgId = randomUUID();
@@ -114,22 +119,32 @@ describe("the demo's runtime", () => {
     );
     assert.equal(status.phase, "Running", JSON.stringify(status));
     assert.ok(status.url?.startsWith(`${proxyUrl}/r/`), status.url);
+    // As `tenantry up` prints it: a browser opening the URL signs in with the user's password first.
+    const anonymous = await fetch(`${status.url}api`, { headers: { accept: "application/json" } });
+    assert.equal(anonymous.status, 401, "the URL alone opens nothing");
     if (service.kind === "jupyter") {
-      const version = await fetch(`${status.url}api`);
+      const jupyterToken = await jupyterTokenOf(home, status.namespace, status.name);
+      const printed = `${status.url}lab?token=${jupyterToken}`;
+      const { cookie, landed } = await browserLogin(proxyUrl, printed, { username: user, password });
+      assert.equal(landed, printed, "signed in, the browser is back on the printed URL");
+      const version = await fetch(`${status.url}api`, { headers: { cookie } });
       assert.equal(version.status, 200);
       assert.match(((await version.json()) as { version: string }).version, /^\d+\.\d+/);
-      const jupyterToken = await jupyterTokenOf(home, status.namespace, status.name);
       const contents = await fetch(`${status.url}api/contents`, {
-        headers: { Authorization: `token ${jupyterToken}` },
+        headers: { Authorization: `token ${jupyterToken}`, cookie },
       });
       assert.equal(contents.status, 200, "the token printed for the demo logs in");
+      const curl = await fetch(`${status.url}api/contents?token=${jupyterToken}`, {
+        headers: { Authorization: `Bearer ${token}` },
+      });
+      assert.equal(curl.status, 200, "curl with the owner's token and the Jupyter token in the query");
       // As in the real notebook images: JupyterLab, and a Python kernel that runs a cell.
-      const lab = await fetch(`${status.url}lab?token=${jupyterToken}`);
+      const lab = await fetch(landed, { headers: { cookie } });
       assert.equal(lab.status, 200);
       assert.match(await lab.text(), /JupyterLab/);
-      assert.equal(await runCell(status.url!, jupyterToken, "1 + 1"), "2");
+      assert.equal(await runCell(status.url!, cookie, jupyterToken, "1 + 1"), "2");
     } else {
-      const echoed = await fetch(`${status.url}hello`);
+      const echoed = await fetch(`${status.url}hello`, { headers: { Authorization: `Bearer ${token}` } });
       assert.equal(echoed.status, 200);
       assert.match(await echoed.text(), /GET \/hello/);
     }

@@ -42,7 +42,8 @@ describe("runtimes proxy data path", () => {
     silent = createNetServer(() => {});
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
     silentPort = (silent.address() as { port: number }).port;
-    source.putService(serviceObject("notebook"));
+    // The data path alone: a service serving anyone with the URL (who gets in is proxy-auth.test.ts's).
+    source.putService(serviceObject("notebook", undefined, { routeAccess: "Public" }));
     source.putRuntime(runtimeObject({ name: "ready", token: ready, endpoint: backend.url }));
     // A service that serves under its base path (Jupyter's base_url): the path is kept.
     source.putRuntime(
@@ -95,6 +96,23 @@ describe("runtimes proxy data path", () => {
     assert.equal(query.json<{ url: string }>().url, "/?q=1");
     const based = await httpRequest(`${proxy.url}/r/${underBase}/lab?q=1`);
     assert.equal(based.json<{ url: string }>().url, `/r/${underBase}/lab?q=1`);
+  });
+
+  test("a service not declared public serves nobody without credentials; the proxy's own cookies never reach a runtime", async () => {
+    source.putService(serviceObject("guarded"));
+    const guarded = newToken();
+    source.putRuntime(
+      runtimeObject({ name: "guarded", token: guarded, endpoint: backend.url, service: "guarded" }),
+    );
+    const refused = await httpRequest(`${proxy.url}/r/${guarded}/echo`, {
+      headers: { accept: "application/json" },
+    });
+    assert.equal(refused.status, 401);
+    await assert.rejects(openWebSocket(`${proxy.url}/r/${guarded}/ws`), { status: 401 });
+    const open = await httpRequest(`${proxy.url}/r/${ready}/echo`, {
+      headers: { cookie: "a=1; tenantry-runtime-session=x; tenantry-runtime-state=y" },
+    });
+    assert.equal(open.json<{ headers: Record<string, string> }>().headers.cookie, "a=1");
   });
 
   test("backend status codes pass through", async () => {
@@ -321,7 +339,7 @@ describe("runtimes proxy data path", () => {
     const r = await httpRequest(`${proxy.url}/r/${orphan}/`);
     assert.equal(r.status, 503);
     assert.match(r.json().detail as string, /service nosuch/);
-    source.putService(serviceObject("odd", { name: "no-such-module" }));
+    source.putService(serviceObject("odd", { name: "no-such-module" }, { routeAccess: "Public" }));
     const odd = newToken();
     source.putRuntime(runtimeObject({ name: "odd", token: odd, endpoint: backend.url, service: "odd" }));
     const m = await httpRequest(`${proxy.url}/r/${odd}/`);
@@ -376,7 +394,7 @@ describe("stopping the runtimes proxy", () => {
     const backend = await startBackend();
     const source = new StaticRouteSource();
     const token = newToken();
-    source.putService(serviceObject("notebook"));
+    source.putService(serviceObject("notebook", undefined, { routeAccess: "Public" }));
     source.putRuntime(runtimeObject({ name: "rt", token, endpoint: backend.url }));
     const proxy = new RuntimesProxy({ source });
     await proxy.start();

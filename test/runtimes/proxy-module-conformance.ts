@@ -2,7 +2,9 @@
  * The one conformance suite every service module of the runtimes proxy runs (Table 1): each
  * module's test file calls `serviceModuleConformance` with a fixture, and the suite drives the
  * module through the proxy of the tenantry serving the home cluster — a RuntimeService naming the
- * module, its Secret in tenantry-system, a ready Runtime whose endpoint is a real local server.
+ * module, its Secret in tenantry-system, a ready Runtime whose endpoint is a real local server,
+ * opened by its owner with the session a browser's login gives (the proxy's own guard passed, the
+ * module is what each test sees).
  */
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
@@ -13,7 +15,9 @@ import type { ModuleSettings } from "../../src/runtimes/index.js";
 import { type Backend, startBackend } from "../../testing/index.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
+import { stopSharedBuiltinIdentity } from "../support/identity.js";
 import { createRuntime, homeClient, removeObject } from "./cluster-support.js";
+import { browserLogin, type RuntimeUser, removeRuntimeUsers, runtimeUser } from "./owner-session.js";
 import { API, httpRequest, newToken, openWebSocket, serviceObject } from "./support.js";
 
 export interface ModuleFixture {
@@ -24,9 +28,7 @@ export interface ModuleFixture {
   changedSettings: ModuleSettings;
   /** Settings the module refuses, and the key its refusal names. */
   badSettings: { settings: ModuleSettings; key: string };
-  /** Whose runtime it is. */
-  owner(): { user: string; tenant: string };
-  /** Headers of a request the module lets through. */
+  /** Headers of a request (of the runtime's owner) the module lets through. */
   allowed(): Promise<Record<string, string>>;
   /** Headers of requests the module refuses, with the status it answers; absent for a module that refuses none. */
   refused?(): Promise<{ headers: Record<string, string>; status: number }[]>;
@@ -58,6 +60,10 @@ export function serviceModuleConformance(name: string, fixture: () => ModuleFixt
     let backend: Backend;
     let proxy: string;
     let base: string;
+    let owner: RuntimeUser;
+    /** The owner's session cookie for this runtime. */
+    let session: string;
+    const allowed = async () => ({ ...(await f.allowed()), cookie: session });
 
     const setSecret = async (settings: ModuleSettings) => {
       await client.objects.replace(secretOf(secretName, settings)).catch(async () => {
@@ -67,7 +73,7 @@ export function serviceModuleConformance(name: string, fixture: () => ModuleFixt
 
     /** An allowed request answers 200 and the runtime received it amended as `which` says. */
     const servedWith = async (which: "settings" | "changedSettings") => {
-      const got = await httpRequest(`${base}/echo`, { headers: await f.allowed() });
+      const got = await httpRequest(`${base}/echo`, { headers: await allowed() });
       assert.equal(got.status, 200, got.body);
       f.received(got.json<{ headers: IncomingHttpHeaders }>().headers, which);
     };
@@ -84,16 +90,18 @@ export function serviceModuleConformance(name: string, fixture: () => ModuleFixt
       await client.objects.create(
         serviceObject(service, { name: f.module, secretRef: { name: secretName } }) as KubernetesObject,
       );
-      const { user, tenant } = f.owner();
+      owner = await runtimeUser("modowner");
       await createRuntime(client, {
         namespace,
         name: "rt",
         token,
-        user,
-        tenant,
+        user: owner.user,
+        tenant: owner.tenant,
         service,
         endpoint: backend.url,
       });
+      session = (await browserLogin(proxy, `${base}/`, { username: owner.user, password: owner.password }))
+        .cookie;
       await eventually(() => servedWith("settings"));
     });
 
@@ -103,6 +111,8 @@ export function serviceModuleConformance(name: string, fixture: () => ModuleFixt
       await removeObject(client, secretOf(secretName, {}));
       await backend?.close();
       await f?.tearDown?.();
+      await removeRuntimeUsers(owner);
+      await stopSharedBuiltinIdentity();
     });
 
     it("is initialised with its Secret: an allowed request reaches the runtime, amended as the settings say", async () => {
@@ -110,7 +120,7 @@ export function serviceModuleConformance(name: string, fixture: () => ModuleFixt
     });
 
     it("lets an allowed WebSocket upgrade through, amended the same way", async () => {
-      const { ws, greeting } = await openWebSocket(`${base}/ws`, await f.allowed());
+      const { ws, greeting } = await openWebSocket(`${base}/ws`, await allowed());
       f.received(greeting.headers, "settings");
       ws.close();
     });
@@ -119,11 +129,12 @@ export function serviceModuleConformance(name: string, fixture: () => ModuleFixt
       if (!f.refused) return t.skip("this module refuses nothing");
       backend.seen.length = 0;
       for (const { headers, status } of await f.refused()) {
+        const asOwner = { ...headers, cookie: session };
         const got = await httpRequest(`${base}/echo`, {
-          headers: { ...headers, accept: "application/json" },
+          headers: { ...asOwner, accept: "application/json" },
         });
         assert.equal(got.status, status, got.body);
-        await assert.rejects(openWebSocket(`${base}/ws`, headers), { status });
+        await assert.rejects(openWebSocket(`${base}/ws`, asOwner), { status });
       }
       assert.deepEqual(backend.seen, [], "the runtime received nothing");
     });
@@ -132,7 +143,7 @@ export function serviceModuleConformance(name: string, fixture: () => ModuleFixt
       const body = randomBytes(8 * 1024 * 1024);
       const got = await httpRequest(`${base}/upload`, {
         method: "POST",
-        headers: { ...(await f.allowed()), "content-type": "application/octet-stream" },
+        headers: { ...(await allowed()), "content-type": "application/octet-stream" },
         body,
       });
       assert.equal(got.status, 200, got.body);
@@ -152,14 +163,14 @@ export function serviceModuleConformance(name: string, fixture: () => ModuleFixt
     it("settings it refuses make the service's routes answer 503 naming the module and the setting, until fixed", async () => {
       await setSecret(f.badSettings.settings);
       const refused = await eventually(async () => {
-        const got = await httpRequest(`${base}/echo`, { headers: await f.allowed() });
+        const got = await httpRequest(`${base}/echo`, { headers: await allowed() });
         assert.equal(got.status, 503, got.body);
         return got;
       });
       const detail = String(refused.json().detail);
       assert.match(detail, new RegExp(`"${f.module}"`));
       assert.ok(detail.includes(`setting ${f.badSettings.key}`), detail);
-      await assert.rejects(openWebSocket(`${base}/ws`, await f.allowed()), { status: 503 });
+      await assert.rejects(openWebSocket(`${base}/ws`, await allowed()), { status: 503 });
       await setSecret(f.settings);
       await eventually(() => servedWith("settings"));
     });
@@ -167,7 +178,7 @@ export function serviceModuleConformance(name: string, fixture: () => ModuleFixt
     it("a missing Secret makes the routes answer 503 naming it; recreated, they serve again", async () => {
       await removeObject(client, secretOf(secretName, {}));
       const missing = await eventually(async () => {
-        const got = await httpRequest(`${base}/echo`, { headers: await f.allowed() });
+        const got = await httpRequest(`${base}/echo`, { headers: await allowed() });
         assert.equal(got.status, 503, got.body);
         return got;
       });

@@ -1,7 +1,6 @@
 /** `inject-headers` against the service-module conformance suite. */
 import assert from "node:assert/strict";
 import { INJECT_HEADERS_MODULE } from "../../src/runtimes/index.js";
-import { uniqueName } from "../support/clusters.js";
 import { serviceModuleConformance } from "./proxy-module-conformance.js";
 
 const values = {
@@ -13,8 +12,7 @@ serviceModuleConformance(INJECT_HEADERS_MODULE, () => ({
   module: INJECT_HEADERS_MODULE,
   ...values,
   badSettings: { settings: { Connection: "close" }, key: "Connection" },
-  owner: () => ({ user: uniqueName("user"), tenant: uniqueName("tenant") }),
-  // Anyone may pass; what the caller sent under an injected name is replaced.
+  // The owner passes the proxy with their session; what they sent under an injected name is replaced.
   allowed: async () => ({ authorization: "Bearer the-callers-own", "x-other": "kept" }),
   received(headers, which) {
     assert.equal(headers["x-injected"], values[which]["X-Injected"]);

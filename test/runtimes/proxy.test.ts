@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { Registry } from "prom-client";
-import type { BuiltinIdentity } from "../../src/identity/index.js";
+import { Authenticator, type BuiltinIdentity } from "../../src/identity/index.js";
 import { LOCAL_IMAGES, PROCESS_NODE_PLACEMENT } from "../../src/localcluster/index.js";
 import {
   InformerRouteSource,
@@ -30,6 +30,7 @@ import {
   removeObject,
   writeStatus,
 } from "./cluster-support.js";
+import { type RuntimeUser, removeRuntimeUsers, runtimeUser } from "./owner-session.js";
 import {
   API,
   closed,
@@ -50,16 +51,22 @@ describe("runtimes proxy on the clusters", () => {
   /** A second replica: same cluster, its own informers; writes last activity every 300 ms. */
   let replica: RuntimesProxy;
   let tenantryProxy: string;
+  /** Whose runtimes these are: every request signs in as them (the proxy's default). */
+  let owner: RuntimeUser;
+  let identity: BuiltinIdentity;
   const shape = (name: string, extra: Partial<RuntimeShape> = {}): RuntimeShape => ({
     namespace,
     name,
     token: newToken(),
     service,
+    user: owner.user,
+    tenant: owner.tenant,
     ...extra,
   });
   const startReplica = () =>
     startRuntimesProxy({
       source: new InformerRouteSource(client),
+      authenticator: new Authenticator({ providers: [identity] }),
       activity: { writer: new KubeActivityWriter(client), intervalMs: 300 },
       registry: new Registry(),
     });
@@ -68,6 +75,8 @@ describe("runtimes proxy on the clusters", () => {
     const url = testEnvironment().tenantry.runtimesProxyUrl;
     assert.ok(url, "the test tenantry serves the runtimes proxy");
     tenantryProxy = url;
+    identity = await sharedBuiltinIdentity();
+    owner = await runtimeUser("pxowner");
     backend = await startBackend();
     await client.core.createNamespace({ body: { metadata: { name: namespace } } });
     await client.objects.create(serviceObject(service) as KubernetesObject);
@@ -84,6 +93,8 @@ describe("runtimes proxy on the clusters", () => {
       await removeObject(client, { apiVersion: API, kind: "RuntimeService", metadata: { name } });
     }
     await backend?.close();
+    await removeRuntimeUsers(owner);
+    await stopSharedBuiltinIdentity();
   });
 
   test("a Runtime's route is served by tenantry's proxy and by a second replica, HTTP and WebSocket", async () => {
@@ -91,12 +102,15 @@ describe("runtimes proxy on the clusters", () => {
     await createRuntime(client, rt);
     for (const proxy of [tenantryProxy, replica.url]) {
       const r = await eventually(async () => {
-        const got = await httpRequest(`${proxy}/r/${rt.token}/api/echo?x=1`);
+        const got = await httpRequest(`${proxy}/r/${rt.token}/api/echo?x=1`, { headers: owner.headers });
         assert.equal(got.status, 200, got.body);
         return got;
       });
       assert.equal(r.json().url, "/api/echo?x=1");
-      const { ws, greeting } = await openWebSocket(`${proxy}/r/${rt.token}/api/kernels/k/channels`);
+      const { ws, greeting } = await openWebSocket(
+        `${proxy}/r/${rt.token}/api/kernels/k/channels`,
+        owner.headers,
+      );
       assert.equal(greeting.url, "/api/kernels/k/channels");
       assert.equal(await echo(ws, "through the proxy"), "through the proxy");
       ws.close();
@@ -108,23 +122,35 @@ describe("runtimes proxy on the clusters", () => {
     const rt = shape("restart", { endpoint: backend.url });
     await createRuntime(client, rt);
     await eventually(async () =>
-      assert.equal((await httpRequest(`${replica.url}/r/${rt.token}/`)).status, 200),
+      assert.equal(
+        (await httpRequest(`${replica.url}/r/${rt.token}/`, { headers: owner.headers })).status,
+        200,
+      ),
     );
     await replica.stop();
     replica = await startReplica();
-    assert.equal((await httpRequest(`${replica.url}/r/${rt.token}/hello`)).body, "hello\n");
+    assert.equal(
+      (await httpRequest(`${replica.url}/r/${rt.token}/hello`, { headers: owner.headers })).body,
+      "hello\n",
+    );
   });
 
   test("an unknown token is 404; a deleted runtime's token is 404 on every replica, and its WebSockets close", async () => {
-    assert.equal((await httpRequest(`${tenantryProxy}/r/${newToken()}/`)).status, 404);
+    assert.equal(
+      (await httpRequest(`${tenantryProxy}/r/${newToken()}/`, { headers: owner.headers })).status,
+      404,
+    );
     const rt = shape("deleted", { endpoint: backend.url });
     await createRuntime(client, rt);
-    const { ws } = await eventually(() => openWebSocket(`${replica.url}/r/${rt.token}/ws`));
+    const { ws } = await eventually(() => openWebSocket(`${replica.url}/r/${rt.token}/ws`, owner.headers));
     await removeObject(client, { apiVersion: API, kind: "Runtime", metadata: { name: rt.name, namespace } });
     await closed(ws);
     for (const proxy of [tenantryProxy, replica.url]) {
       await eventually(async () =>
-        assert.equal((await httpRequest(`${proxy}/r/${rt.token}/hello`)).status, 404),
+        assert.equal(
+          (await httpRequest(`${proxy}/r/${rt.token}/hello`, { headers: owner.headers })).status,
+          404,
+        ),
       );
     }
   });
@@ -134,19 +160,20 @@ describe("runtimes proxy on the clusters", () => {
     await createRuntime(client, rt);
     const page = await eventually(async () => {
       const got = await httpRequest(`${tenantryProxy}/r/${rt.token}/lab`, {
-        headers: { accept: "text/html" },
+        headers: { ...owner.headers, accept: "text/html" },
       });
       assert.equal(got.status, 503);
       return got;
     });
     assert.match(page.body, new RegExp(`/r/${rt.token}/\\.tenantry/progress`));
     const json = await httpRequest(`${tenantryProxy}/r/${rt.token}/api`, {
-      headers: { accept: "application/json" },
+      headers: { ...owner.headers, accept: "application/json" },
     });
     assert.equal(json.json().phase, "Starting");
     assert.equal(json.headers["retry-after"], "2");
 
     const progress = fetch(`${tenantryProxy}/r/${rt.token}/.tenantry/progress`, {
+      headers: owner.headers,
       signal: AbortSignal.timeout(30_000),
     }).then((r) => r.text());
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -154,25 +181,34 @@ describe("runtimes proxy on the clusters", () => {
     const events = (await progress).split("\n\n").filter((e) => e.startsWith("data: "));
     assert.ok(events.length >= 1);
     assert.equal(JSON.parse(events.at(-1)!.slice(6)).ready, true);
-    assert.equal((await httpRequest(`${tenantryProxy}/r/${rt.token}/hello`)).body, "hello\n");
+    assert.equal(
+      (await httpRequest(`${tenantryProxy}/r/${rt.token}/hello`, { headers: owner.headers })).body,
+      "hello\n",
+    );
   });
 
   test("a stop closes the runtime's WebSockets at once; the next start's token replaces the old one", async () => {
     const rt = shape("stopped", { endpoint: backend.url });
     await createRuntime(client, rt);
-    const { ws } = await eventually(() => openWebSocket(`${tenantryProxy}/r/${rt.token}/ws`));
+    const { ws } = await eventually(() => openWebSocket(`${tenantryProxy}/r/${rt.token}/ws`, owner.headers));
     await patchSpec(client, rt, { desiredState: "Stopped" });
     await closed(ws);
     const stopped = await httpRequest(`${tenantryProxy}/r/${rt.token}/`, {
-      headers: { accept: "application/json" },
+      headers: { ...owner.headers, accept: "application/json" },
     });
     assert.equal(stopped.status, 503);
     await patchSpec(client, rt, { desiredState: "Running" });
     const resumed = { ...rt, token: newToken() };
     await writeStatus(client, resumed);
     await eventually(async () => {
-      assert.equal((await httpRequest(`${tenantryProxy}/r/${resumed.token}/hello`)).status, 200);
-      assert.equal((await httpRequest(`${tenantryProxy}/r/${rt.token}/hello`)).status, 404);
+      assert.equal(
+        (await httpRequest(`${tenantryProxy}/r/${resumed.token}/hello`, { headers: owner.headers })).status,
+        200,
+      );
+      assert.equal(
+        (await httpRequest(`${tenantryProxy}/r/${rt.token}/hello`, { headers: owner.headers })).status,
+        404,
+      );
     });
   });
 
@@ -181,7 +217,10 @@ describe("runtimes proxy on the clusters", () => {
     await createRuntime(client, rt);
     const before = Math.floor(Date.now() / 1000) * 1000;
     await eventually(async () =>
-      assert.equal((await httpRequest(`${replica.url}/r/${rt.token}/hello`)).status, 200),
+      assert.equal(
+        (await httpRequest(`${replica.url}/r/${rt.token}/hello`, { headers: owner.headers })).status,
+        200,
+      ),
     );
     const written = await eventually(async () => {
       const stamp = (await readRuntime(client, rt)).status?.lastActivity;
@@ -196,7 +235,7 @@ describe("runtimes proxy on the clusters", () => {
     const later = new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z");
     await writeStatus(client, rt, { lastActivity: later });
     await eventually(async () => {
-      await httpRequest(`${replica.url}/r/${rt.token}/hello`);
+      await httpRequest(`${replica.url}/r/${rt.token}/hello`, { headers: owner.headers });
       await replica.flushActivity();
       assert.equal((await readRuntime(client, rt)).status?.lastActivity, later);
     });
@@ -226,7 +265,9 @@ describe("runtimes proxy on the clusters", () => {
     const rt = shape("on-a-pod", { endpoint: `http://${running.status!.podIP}:8080` });
     await createRuntime(client, rt);
     const answer = await eventually(async () => {
-      const got = await httpRequest(`${tenantryProxy}/r/${rt.token}/notebooks?x=1`);
+      const got = await httpRequest(`${tenantryProxy}/r/${rt.token}/notebooks?x=1`, {
+        headers: owner.headers,
+      });
       assert.equal(got.status, 200, got.body);
       return got;
     });
@@ -236,6 +277,7 @@ describe("runtimes proxy on the clusters", () => {
       ["one"],
       {
         done: (received) => received.length === 2,
+        headers: owner.headers,
       },
     );
     assert.deepEqual(messages, ["Request served by echo", "one"]);
@@ -246,7 +288,7 @@ describe("runtimes proxy on the clusters", () => {
     await createRuntime(client, rt);
     const seen = backend.seen.length;
     const r = await eventually(async () => {
-      const got = await httpRequest(`${tenantryProxy}/r/${rt.token}/`);
+      const got = await httpRequest(`${tenantryProxy}/r/${rt.token}/`, { headers: owner.headers });
       assert.equal(got.status, 503);
       return got;
     });
@@ -311,7 +353,7 @@ describe("the Admin API through the runtimes proxy", () => {
     const status = await httpRequest(base, { headers });
     assert.equal(status.status, 200, status.body);
     assert.equal(status.json().url, url);
-    const served = await httpRequest(`${url}hello`);
+    const served = await httpRequest(`${url}hello`, { headers: { authorization: `Bearer ${token}` } });
     assert.equal(served.status, 200, served.body);
     assert.match(served.body, /^Request served by \S+\n\nGET \/hello HTTP\/1\.1/);
     // The progress of a runtime already ready is one event, and the stream ends.

@@ -71,15 +71,21 @@ export function runtimeObject(shape: RuntimeShape): Runtime {
   } as Runtime;
 }
 
+/** A RuntimeService; `routeAccess: "Public"` for one whose runtimes the proxy serves to anyone with the URL. */
 export function serviceObject(
   name: string,
   proxyModule?: { name: string; secretRef?: { name: string } },
+  options: { routeAccess?: "Owner" | "Public" } = {},
 ): RuntimeService {
   return {
     apiVersion: API,
     kind: "RuntimeService",
     metadata: { name },
-    spec: { plugin: { builtin: "generic" }, ...(proxyModule ? { proxyModule } : {}) },
+    spec: {
+      plugin: { builtin: "generic" },
+      ...(proxyModule ? { proxyModule } : {}),
+      ...(options.routeAccess ? { routeAccess: options.routeAccess } : {}),
+    },
   } as RuntimeService;
 }
 

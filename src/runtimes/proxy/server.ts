@@ -416,7 +416,7 @@ export class RuntimesProxy {
     edits: HeaderEdits,
   ): Promise<
     | { ok: true; principal?: Principal }
-    | { ok: false; status: 401 | 403; problem: Problem; badCookie: boolean; username?: string }
+    | { ok: false; status: 401 | 403 | 503; problem: Problem; badCookie: boolean; username?: string }
   > {
     // Whatever the caller is, the proxy's own cookies are not the runtime's.
     const cookies = req.headers.cookie;
@@ -425,7 +425,13 @@ export class RuntimesProxy {
       if (rest === undefined) edits.removeHeader("cookie");
       else if (rest !== cookies) edits.setHeader("cookie", rest);
     }
-    if (this.source.service(view.service)?.spec.routeAccess === "Public") return { ok: true };
+    const service = this.source.service(view.service);
+    if (!service) {
+      // How to guard it is its service's to say: until the proxy knows the service, nobody is served.
+      const detail = `service ${view.service} of this runtime is not a RuntimeService the proxy knows`;
+      return { ok: false, status: 503, badCookie: false, problem: moduleUnavailable(detail) };
+    }
+    if (service.spec.routeAccess === "Public") return { ok: true };
     const who = await this.guard.identify(req, view);
     if (!who.principal) {
       const clear: Record<string, string> = who.badCookie
