@@ -27,7 +27,13 @@ import { installCrds } from "../src/tenants/index.js";
 import { addChpRoute, CHP_VERSION, type Chp, deleteChpRoute, startChp } from "./runtimes-proxy/chp.js";
 import { type LoadResult, load } from "./runtimes-proxy/load.js";
 import { ask, type Child, forkTs, stop } from "./runtimes-proxy/processes.js";
-import { BENCH_NAMESPACE, benchRuntime, benchService, routePrefix } from "./runtimes-proxy/routes.js";
+import {
+  BENCH_CREDENTIAL,
+  BENCH_NAMESPACE,
+  benchRuntime,
+  benchService,
+  routePrefix,
+} from "./runtimes-proxy/routes.js";
 import { measureWebSocket } from "./runtimes-proxy/websocket.js";
 import {
   boundedAll,
@@ -98,7 +104,13 @@ interface Measured extends LoadResult {
 
 async function measure(url: string, pid: number, paths: string[], connections: number): Promise<Measured> {
   const before = cpuSecondsOfPid(pid) * 1000;
-  const result = await load({ url, paths, connections, durationSeconds: duration });
+  const result = await load({
+    url,
+    paths,
+    connections,
+    durationSeconds: duration,
+    headers: BENCH_CREDENTIAL,
+  });
   const cpuMs = cpuSecondsOfPid(pid) * 1000 - before;
   return { ...result, cpuUsPerRequest: result.requests ? (cpuMs * 1000) / result.requests : Number.NaN };
 }
@@ -129,6 +141,7 @@ async function throughput(p: Proxies, rows: Cell[][]): Promise<void> {
         paths,
         connections: 10,
         durationSeconds: routes === routeCounts[0] ? 6 : 3,
+        headers: BENCH_CREDENTIAL,
       });
     }
     for (const connections of connectionCounts) {
@@ -252,7 +265,7 @@ async function routeAdds(p: Proxies, rows: Cell[][], informer: number[] | undefi
 async function untilServed(url: string, timeoutMs = 30_000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
-    const res = await fetch(url).catch(() => undefined);
+    const res = await fetch(url, { headers: BENCH_CREDENTIAL }).catch(() => undefined);
     await res?.arrayBuffer();
     if (res?.status === 200) return;
     if (performance.now() > deadline) throw new Error(`${url} not served within ${timeoutMs} ms`);
@@ -274,7 +287,8 @@ async function memory(p: Proxies, rows: Cell[][]): Promise<void> {
     const readings = [rssMiBOfPid(pid)];
     let failures = 0;
     for (let i = 0; i < 4; i++) {
-      failures += (await load({ url, paths, connections: 100, amount: quarter })).failures;
+      failures += (await load({ url, paths, connections: 100, amount: quarter, headers: BENCH_CREDENTIAL }))
+        .failures;
       readings.push(rssMiBOfPid(pid));
     }
     memoryReadings.push({ name, readings, failures });
@@ -450,6 +464,7 @@ async function main(): Promise<void> {
       [
         "advantage: tenantry ÷ CHP for requests/s, CHP ÷ tenantry for times, CPU and memory (above 1× tenantry does better).",
         "Load rows: requests round-robin over every route (GET /r/<token>/hello, 6-byte answer written straight from the backend's socket so the rows measure the proxies); p50/p99 are nearest-rank over every answer of the run (autocannon's hrtime per response); proxy CPU is user+system time of the proxy's process ÷ requests.",
+        "Both proxies get the same requests, each with `Authorization: token <a JupyterHub API token allowed access:servers everywhere>`: configurable-http-proxy checks nothing and forwards it; tenantry's proxy guards the runtimes as by default (their service is not public) — the header read, its digest looked up in the guard's cache (the token's holder given in code, as the routes are; in tenantry an identity provider or the JupyterHub API's tokens, asked once per credential per 10 s), the access decision, the header kept from the runtime. A browser's session cookie costs one AES-256-GCM open more per request.",
         "tenantry's proxy is fed its routes by a route table in its process (StaticRouteSource) in the load, WebSocket and memory rows: the data path alone. The informer row follows a real local cluster: a Runtime's status written (route token, endpoint, Ready) → the first GET through an informer-fed proxy answering 200, with 10,000 Runtimes routed.",
         "CHP's route add: POST /api/routes/<prefix> → the first GET through it answering 200 (JupyterHub's way), with 10,000 routes; tenantry's table alone: one route put and found by its token, in µs-resolution ms.",
         `Memory: resident set of each proxy's process before and after each quarter of ${Number(flags.requests).toLocaleString("en")} requests at 100 connections over ${Math.max(...routeCounts).toLocaleString("en")} routes (autocannon, one run). tenantry's process starts larger: it runs under tsx and holds the Kubernetes client and ${Math.max(...routeCounts).toLocaleString("en")} Runtime objects; CHP is plain JavaScript.`,

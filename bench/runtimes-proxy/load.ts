@@ -29,6 +29,8 @@ export async function load(options: {
   connections: number;
   durationSeconds?: number;
   amount?: number;
+  /** Sent with every request (the benchmark's credential). */
+  headers?: Readonly<Record<string, string>>;
 }): Promise<LoadResult> {
   let next = 0;
   const { paths } = options;
@@ -44,6 +46,7 @@ export async function load(options: {
     {
       url: options.url,
       connections: options.connections,
+      ...(options.headers ? { headers: { ...options.headers } } : {}),
       ...(options.amount ? { amount: options.amount } : { duration: options.durationSeconds ?? 10 }),
       requests: [
         {

@@ -1,6 +1,6 @@
 /** The benchmark's routes: the same tokens and backend paths for tenantry's proxy and configurable-http-proxy. */
 import { createHash } from "node:crypto";
-import type { Runtime, RuntimeService } from "../../src/runtimes/index.js";
+import type { HubTokenLookup, Runtime, RuntimeService } from "../../src/runtimes/index.js";
 
 export const BENCH_SERVICE = "bench";
 export const BENCH_NAMESPACE = "bench-runtimes";
@@ -52,3 +52,22 @@ export function benchService(): RuntimeService {
     spec: { plugin: { builtin: "generic" } },
   } as RuntimeService;
 }
+
+/**
+ * The credential every request of the benchmark carries, to both proxies (configurable-http-proxy
+ * checks none and forwards it; tenantry's proxy checks it and keeps it from the runtime): a
+ * JupyterHub API token allowed `access:servers` on every server, as an admin's is.
+ */
+const BENCH_TOKEN = `thub_${createHash("sha256").update("bench-credential").digest("base64url")}`;
+export const BENCH_CREDENTIAL: Readonly<Record<string, string>> = { authorization: `token ${BENCH_TOKEN}` };
+
+/**
+ * Who holds the benchmark's token, for tenantry's proxy: credentials given in code, as the routes
+ * are, so the rows measure the proxy's guard on every request — the header read, its digest looked
+ * up in the guard's cache, the access decision, the header removed — and not an identity provider,
+ * which tenantry's proxy too asks at most once per credential per 10 s.
+ */
+export const benchCredentials: HubTokenLookup = async (token) =>
+  token === BENCH_TOKEN
+    ? { username: "bench-admin", groups: [], scopes: new Set(["access:servers"]) }
+    : undefined;

@@ -1,6 +1,6 @@
 /**
  * tenantry's runtimes proxy in a process of its own (so its memory and CPU are its own), with its
- * metrics on as in tenantry. Routes come from a route source given in code (the data path alone;
+ * metrics on as in tenantry and its guard on (see `benchCredentials`). Routes come from a route source given in code (the data path alone;
  * commands over IPC set them), or with `--kubeconfig FILE` from informers on that cluster's Runtime
  * objects, as in tenantry. Prints `{"url": …}` once serving.
  */
@@ -13,7 +13,7 @@ import {
   RuntimesProxy,
   StaticRouteSource,
 } from "../../src/runtimes/index.js";
-import { BENCH_NAMESPACE, benchRuntime, benchService } from "./routes.js";
+import { BENCH_NAMESPACE, benchCredentials, benchRuntime, benchService } from "./routes.js";
 
 const { values: args } = parseArgs({ options: { kubeconfig: { type: "string" } } });
 
@@ -26,7 +26,8 @@ if (args.kubeconfig) {
   table.putService(benchService());
   source = table;
 }
-const proxy = new RuntimesProxy({ source, registry: new Registry() });
+// Guarded as by default in tenantry (the service is not public): every request's credential checked.
+const proxy = new RuntimesProxy({ source, registry: new Registry(), hubTokens: benchCredentials });
 const url = await proxy.start();
 process.stdout.write(`${JSON.stringify({ url })}\n`);
 

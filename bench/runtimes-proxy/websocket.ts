@@ -1,9 +1,10 @@
 /** WebSocket through a proxy: connection set-up (upgrade answered, first message in) and echo round trips. */
 import WebSocket from "ws";
+import { BENCH_CREDENTIAL } from "./routes.js";
 
 function open(url: string): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url);
+    const ws = new WebSocket(url, { headers: { ...BENCH_CREDENTIAL } });
     // The backend greets each connection: the first message means the whole path is open.
     ws.once("message", () => {
       ws.off("error", reject);

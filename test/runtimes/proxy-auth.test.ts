@@ -240,7 +240,7 @@ describe("runtimes proxy: who gets in", () => {
       return r.json<{ token: string }>().token;
     };
     const serverToken = await hubToken([`access:servers!server=${owner.user}/mine`]);
-    const readOnly = await hubToken(["read:users"]);
+    const readOnly = await hubToken([`read:users!user=${owner.user}`]);
     await eventually(async () =>
       assert.equal(await status(tokens.mine, { authorization: `token ${serverToken}` }), 200),
     );
@@ -251,7 +251,7 @@ describe("runtimes proxy: who gets in", () => {
   test("bad grants are refused naming the field and the limit; nothing changes", async () => {
     const tooMany = await share({ users: Array.from({ length: 65 }, (_, i) => `u${i}`) }, owner.headers);
     assert.equal(tooMany.status, 400);
-    assert.equal(tooMany.headers["content-type"], "application/problem+json");
+    assert.match(String(tooMany.headers["content-type"]), /^application\/problem\+json/);
     const problem = tooMany.json<{ field: string; limit: number }>();
     assert.equal(problem.field, "users");
     assert.equal(problem.limit, 64);
