@@ -122,7 +122,7 @@ export {
 } from "./proxy/activity.js";
 export type { Principal } from "./proxy/auth/access.js";
 export { SESSION_COOKIE, STATE_COOKIE } from "./proxy/auth/credentials.js";
-export { type HubTokenLookup } from "./proxy/auth/guard.js";
+export type { HubTokenLookup } from "./proxy/auth/guard.js";
 export { ensureSessionKeySecret, SESSION_KEY_SECRET } from "./proxy/auth/keys.js";
 export { LOGIN_PAGE } from "./proxy/auth/login.js";
 export { open as openSealed, seal } from "./proxy/auth/sealed.js";

@@ -155,7 +155,7 @@ export const RuntimeAccessSchema = Type.Object(
   },
   {
     description:
-      "Who besides its user may use the runtime through the runtimes proxy (JupyterHub's `access:servers!server=<user>/<name>`). Changed only by its user or an admin (the Admin API's `PUT …/access`, or kubectl in the user's runtimes namespace); takes effect on the next request, and on open WebSocket connections at once.",
+      "Who besides its user may use the runtime through the runtimes proxy (JupyterHub's `access:servers!server=<user>/<name>`). Changed by its user or an admin (the Admin API's `PUT …/access`, or an edit RBAC allows); takes effect on the next request, and closes the WebSocket connections it no longer lets in.",
   },
 );
 export type RuntimeAccess = Static<typeof RuntimeAccessSchema>;
