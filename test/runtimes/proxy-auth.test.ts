@@ -12,7 +12,7 @@ import { SESSION_COOKIE, SESSION_KEY_SECRET, seal } from "../../src/runtimes/ind
 import { type Backend, startBackend } from "../../testing/index.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
-import { stopSharedBuiltinIdentity } from "../support/identity.js";
+import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
 import { createRuntime, homeClient, removeObject } from "./cluster-support.js";
 import { browserLogin, type RuntimeUser, removeRuntimeUsers, runtimeUser } from "./owner-session.js";
 import { API, closed, httpRequest, newToken, openWebSocket, serviceObject } from "./support.js";
@@ -181,7 +181,7 @@ describe("runtimes proxy: who gets in", () => {
     assert.equal(elsewhere.status, 400, "next stays on runtimes");
   });
 
-  test("a forged or expired cookie is refused, and cleared", async () => {
+  test("a forged, expired or revoked session is refused, and cleared", async () => {
     const forged = `${SESSION_COOKIE}=v1.AAAAAAAAAAAAAAAA.AAAA.AAAAAAAAAAAAAAAAAAAAAA`;
     const refused = await httpRequest(url(tokens.mine), {
       headers: { cookie: forged, accept: "application/json" },
@@ -211,6 +211,13 @@ describe("runtimes proxy: who gets in", () => {
       headers: { cookie: expired, accept: "text/html" },
     });
     assert.equal(browser.status, 302, "a browser with an expired session signs in again");
+    // A session whose sign-in was revoked (logout) ends with it.
+    const identity = await sharedBuiltinIdentity();
+    const fresh = (await identity.login({ username: owner.user, password: owner.password })).token;
+    const revocable = `${SESSION_COOKIE}=${seal(key, "session", { ...bound, tok: fresh, exp: Date.now() + 60_000 })}`;
+    assert.equal(await status(tokens.mine, { cookie: revocable }), 200);
+    await identity.revoke(fresh);
+    await eventually(async () => assert.equal(await status(tokens.mine, { cookie: revocable }), 401));
   });
 
   test("the owner shares with a user and a group, then takes it back; a JupyterHub token needs access:servers", async () => {

@@ -2,8 +2,9 @@
  * Who a request to a runtime comes from: the route's session cookie (a sealed token bound to this
  * runtime and this start of it), or a token in `Authorization` — of tenantry's identity providers
  * (through the Authenticator: expiry and revocation apply) or a JupyterHub API token. Answers are
- * kept in an LRU cache keyed by a digest of the credential, for 10 s at most and never past the
- * credential's expiry, so the data path does one hash and one Map lookup per request.
+ * kept in LRU caches keyed by a digest of the credential — the Authenticator's for identity tokens,
+ * this guard's for JupyterHub tokens — for 10 s at most and never past the credential's expiry, so
+ * the data path does one hash and one lookup per request (a cookie: one AES-GCM open more).
  */
 import type { IncomingMessage } from "node:http";
 import { LRUCache } from "lru-cache";
@@ -101,14 +102,16 @@ export class RouteGuard {
     };
   }
 
-  /** Who holds `token`: an identity of tenantry's providers, or a JupyterHub API token's owner. */
+  /**
+   * Who holds `token`: an identity of tenantry's providers (the Authenticator's own cache answers,
+   * so a logout it is told of counts here at once), or a JupyterHub API token's owner (cached here).
+   */
   async principalOf(token: string): Promise<Principal | undefined> {
+    if (!token.startsWith(HUB_TOKEN_PREFIX)) return this.identityOf(token);
     const key = digest(token);
     const cached = this.principals.get(key);
     if (cached) return cached;
-    const principal = token.startsWith(HUB_TOKEN_PREFIX)
-      ? await this.options.hubTokens?.(token)
-      : await this.identityOf(token);
+    const principal = await this.options.hubTokens?.(token);
     if (!principal) return undefined;
     const ttl = Math.min(this.ttl, (principal.expiresAt ?? Number.POSITIVE_INFINITY) - Date.now());
     if (ttl > 0) this.principals.set(key, principal, { ttl });
