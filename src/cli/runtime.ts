@@ -368,4 +368,45 @@ export function registerRuntimeCommands(program: Command): void {
   });
 
   registerRuntimeLogs(runtime);
+  registerRuntimeShare(runtime);
+}
+
+const collect = (value: string, previous: string[]) => [...previous, value];
+
+/** `runtime share`: who besides its user the runtimes proxy lets into a runtime (its `spec.access`). */
+function registerRuntimeShare(runtime: Command): void {
+  withConnection(
+    runtime
+      .command("share")
+      .description(
+        "share a runtime through the runtimes proxy with users and groups (replacing whom it was shared with); without options, show them",
+      )
+      .argument("<service>")
+      .argument("<instance>")
+      .option("--user <name>", "a user to share it with (repeatable)", collect, [])
+      .option("--group <name>", "a group whose members may use it (repeatable)", collect, [])
+      .option("--none", "share it with nobody"),
+  ).action(
+    async (
+      service: string,
+      instance: string,
+      opts: RuntimeOptions & { user: string[]; group: string[]; none?: boolean },
+    ) => {
+      const conn = adminConnection(opts);
+      const path = `${instancePath(conn, service, instance)}/access`;
+      const change = opts.none || opts.user.length > 0 || opts.group.length > 0;
+      if (opts.none && (opts.user.length > 0 || opts.group.length > 0)) {
+        throw new UserError("--none shares with nobody: give it without --user or --group", EXIT.badInput);
+      }
+      const answer = change
+        ? await request(conn, "PUT", path, { users: opts.user, groups: opts.group })
+        : await request(conn, "GET", path);
+      const access = answer.body as { users: string[]; groups: string[] };
+      printResult(access, opts.output, () =>
+        access.users.length === 0 && access.groups.length === 0
+          ? `${service}/${instance}: shared with nobody`
+          : `${service}/${instance}: shared with${access.users.length ? ` users ${access.users.join(", ")}` : ""}${access.groups.length ? `${access.users.length ? ";" : ""} groups ${access.groups.join(", ")}` : ""}`,
+      );
+    },
+  );
 }

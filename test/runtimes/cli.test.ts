@@ -101,6 +101,28 @@ describe("tenantry runtime", () => {
     assert.match(list.stdout, /two/);
   });
 
+  test("share shows and replaces whom the runtime is shared with; over the limit is bad input naming it", async () => {
+    const shown = await cli("share", service, "one");
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, /shared with nobody/);
+    const shared = await cli("share", service, "one", "--user", "frank", "--user", "gina", "--group", "team");
+    assert.equal(shared.code, 0, shared.stderr);
+    assert.match(shared.stdout, /shared with users frank, gina; groups team/);
+    const runtime = (await client.objects.read({
+      apiVersion: API,
+      kind: "Runtime",
+      metadata: runtimePlacement({ tenant, user, service, instance: "one" }),
+    })) as { spec: { access?: { users?: string[]; groups?: string[] } } } & KubernetesObject;
+    assert.deepEqual(runtime.spec.access, { users: ["frank", "gina"], groups: ["team"] });
+    const many = Array.from({ length: 65 }, (_, i) => ["--user", `u${i}`]).flat();
+    const tooMany = await cli("share", service, "one", ...many);
+    assert.equal(tooMany.code, 2);
+    assert.match(tooMany.stderr, /field users, limit 64/);
+    const json = await cli("share", service, "one", "--none", "-o", "json");
+    assert.equal(json.code, 0, json.stderr);
+    assert.deepEqual(JSON.parse(json.stdout), { users: [], groups: [] });
+  });
+
   test("exit codes: 2 bad input, 3 not found, 4 conflicting parameters", async () => {
     const bad = await cli("start", service, "Bad_Name", "--no-wait");
     assert.equal(bad.code, 2);
