@@ -383,23 +383,26 @@ function registerRuntimeShare(runtime: Command): void {
       )
       .argument("<service>")
       .argument("<instance>")
-      .option("--user <name>", "a user to share it with (repeatable)", collect, [])
-      .option("--group <name>", "a group whose members may use it (repeatable)", collect, [])
+      .option("--with <user>", "a user to share it with (repeatable)", collect, [])
+      .option("--with-group <group>", "a group whose members may use it (repeatable)", collect, [])
       .option("--none", "share it with nobody"),
   ).action(
     async (
       service: string,
       instance: string,
-      opts: RuntimeOptions & { user: string[]; group: string[]; none?: boolean },
+      opts: RuntimeOptions & { with: string[]; withGroup: string[]; none?: boolean },
     ) => {
       const conn = adminConnection(opts);
       const path = `${instancePath(conn, service, instance)}/access`;
-      const change = opts.none || opts.user.length > 0 || opts.group.length > 0;
-      if (opts.none && (opts.user.length > 0 || opts.group.length > 0)) {
-        throw new UserError("--none shares with nobody: give it without --user or --group", EXIT.badInput);
+      const change = opts.none || opts.with.length > 0 || opts.withGroup.length > 0;
+      if (opts.none && (opts.with.length > 0 || opts.withGroup.length > 0)) {
+        throw new UserError(
+          "--none shares with nobody: give it without --with or --with-group",
+          EXIT.badInput,
+        );
       }
       const answer = change
-        ? await request(conn, "PUT", path, { users: opts.user, groups: opts.group })
+        ? await request(conn, "PUT", path, { users: opts.with, groups: opts.withGroup })
         : await request(conn, "GET", path);
       const access = answer.body as { users: string[]; groups: string[] };
       printResult(access, opts.output, () =>

@@ -105,7 +105,17 @@ describe("tenantry runtime", () => {
     const shown = await cli("share", service, "one");
     assert.equal(shown.code, 0, shown.stderr);
     assert.match(shown.stdout, /shared with nobody/);
-    const shared = await cli("share", service, "one", "--user", "frank", "--user", "gina", "--group", "team");
+    const shared = await cli(
+      "share",
+      service,
+      "one",
+      "--with",
+      "frank",
+      "--with",
+      "gina",
+      "--with-group",
+      "team",
+    );
     assert.equal(shared.code, 0, shared.stderr);
     assert.match(shared.stdout, /shared with users frank, gina; groups team/);
     const runtime = (await client.objects.read({
@@ -114,7 +124,7 @@ describe("tenantry runtime", () => {
       metadata: runtimePlacement({ tenant, user, service, instance: "one" }),
     })) as { spec: { access?: { users?: string[]; groups?: string[] } } } & KubernetesObject;
     assert.deepEqual(runtime.spec.access, { users: ["frank", "gina"], groups: ["team"] });
-    const many = Array.from({ length: 65 }, (_, i) => ["--user", `u${i}`]).flat();
+    const many = Array.from({ length: 65 }, (_, i) => ["--with", `u${i}`]).flat();
     const tooMany = await cli("share", service, "one", ...many);
     assert.equal(tooMany.code, 2);
     assert.match(tooMany.stderr, /field users, limit 64/);
