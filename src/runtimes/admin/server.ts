@@ -31,6 +31,7 @@ import { KubeconfigClients, type RuntimesCluster, SECRETS_NAMESPACE } from "../c
 import { type CullingLimits, cullRuntime, lastUsed } from "../controller/culling.js";
 import { recordRuntimeEvent } from "../events.js";
 import type { HubBackend } from "../hub/backend.js";
+import { OAuthCodes } from "../hub/oauth.js";
 import { HUB_API_PREFIX, type HubRouteOptions, hubRoutes } from "../hub/routes.js";
 import { HubTokens } from "../hub/tokens.js";
 import { BY_KEY, BY_SERVICE, BY_USER, RuntimesInformers, runtimeKeyOf } from "../informers.js";
@@ -562,6 +563,7 @@ export class RuntimesAdmin {
       runtimes: this.runtimes,
       services: this.services,
       tokens: this.hubTokens,
+      oauthCodes: new OAuthCodes(this.options.client, this.options.namespace ?? SECRETS_NAMESPACE),
       authenticate: (token) => this.callers.authenticate({ authorization: `Bearer ${token}` }),
       isAdmin: async (caller) => {
         const key = `${caller.username}\n${caller.groups.join(",")}`;
