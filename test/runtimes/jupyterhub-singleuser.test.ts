@@ -1,0 +1,222 @@
+/**
+ * A KubeSpawner-style runtime: JupyterHub's own single-user server (`jupyterhub-singleuser` of
+ * jupyterhub 6.1.1 from PyPI) on the process node, given KubeSpawner's `JUPYTERHUB_*` environment
+ * by tenantry (RuntimeService `spec.jupyterhub`), talking to tenantry's JupyterHub API: it serves
+ * under its prefix through the proxy to its owner's token and refuses another user's, sends a
+ * browser to the Hub's authorize endpoint, logs the owner in through OAuth (authorize → code →
+ * token → its cookie), and reports its activity. The OAuth endpoints refuse what JupyterHub refuses.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { V1Secret } from "@kubernetes/client-node";
+import { LOCAL_IMAGES, PROCESS_NODE_PLACEMENT } from "../../src/localcluster/index.js";
+import type { Runtime, RuntimeServiceSpec } from "../../src/runtimes/index.js";
+import { testEnvironment, testKubeConfig } from "../support/clusters.js";
+import { eventually } from "../support/eventually.js";
+import { httpsJson } from "../support/https-json.js";
+import { ProcessNodeRuntimes, type TestUser } from "./process-node-support.js";
+
+const proxy = () => testEnvironment().tenantry.runtimesProxyUrl!;
+
+/** KubeSpawner's usual command, through the generic plugin. */
+function singleUserServiceSpec(): RuntimeServiceSpec {
+  return {
+    plugin: { builtin: "generic" },
+    defaults: {
+      image: LOCAL_IMAGES.jupyter,
+      command: ["jupyterhub-singleuser"],
+      port: 8888,
+      memory: "1Gi",
+      servesUnderBasePath: true,
+      readinessProbe: "tcp",
+      // Seconds between activity reports (JupyterHub's default is 300).
+      env: { JUPYTERHUB_ACTIVITY_INTERVAL: "3" },
+    },
+    pods: PROCESS_NODE_PLACEMENT,
+    jupyterhub: true,
+    startTimeoutSeconds: 900,
+  } as RuntimeServiceSpec;
+}
+
+const cookiesOf = (res: Response) =>
+  res.headers
+    .getSetCookie()
+    .map((c) => c.split(";")[0]!)
+    .join("; ");
+
+/** A Secret of the home cluster read with `token` (an identity token) through kube-apiserver. */
+function readSecretAs(token: string, namespace: string, name: string) {
+  const cluster = testKubeConfig("home").getCurrentCluster()!;
+  return httpsJson(`${cluster.server}/api/v1/namespaces/${namespace}/secrets/${name}`, {
+    ca: Buffer.from(cluster.caData!, "base64").toString("utf8"),
+    headers: { authorization: `Bearer ${token}` },
+  });
+}
+
+describe("a KubeSpawner-style runtime (jupyterhub-singleuser)", () => {
+  const runtimes = new ProcessNodeRuntimes();
+  let alice: TestUser;
+  let mallory: TestUser;
+  let service: string;
+  let url: string;
+  let runtime: Runtime;
+  let serverToken: string;
+  const clientId = () => `jupyterhub-user-${alice.name}-lab`;
+
+  before(async () => {
+    [alice, mallory] = await Promise.all([runtimes.user("sualice"), runtimes.user("sumallory")]);
+    service = await runtimes.service("singleuser", singleUserServiceSpec());
+    const started = await runtimes.start(alice, service, "lab", { timeoutMs: 900_000 });
+    url = started.body.url as string;
+    runtime = await runtimes.read(alice, service, "lab");
+    const secret = (await runtimes.home.core.readNamespacedSecret({
+      name: `${runtime.metadata!.name}-jupyterhub`,
+      namespace: runtime.metadata!.namespace!,
+    })) as V1Secret;
+    serverToken = Buffer.from(secret.data!.token!, "base64").toString("utf8");
+  });
+  after(() => runtimes.cleanUp());
+
+  test("its API token has the server role's scopes, and only its owner (and its pod) read the Secret", async () => {
+    const me = await fetch(`${proxy()}/hub/api/user`, { headers: { authorization: `token ${serverToken}` } });
+    assert.equal(me.status, 200);
+    assert.ok(me.headers.get("x-jupyterhub-version"), "single-user servers read the Hub's version here");
+    const model = (await me.json()) as { name: string; scopes: string[] };
+    assert.equal(model.name, alice.name);
+    assert.deepEqual(model.scopes, [
+      `access:servers!server=${alice.name}/lab`,
+      `users:activity!user=${alice.name}`,
+    ]);
+    const { namespace, name } = runtime.metadata as { namespace: string; name: string };
+    assert.equal((await readSecretAs(alice.token, namespace, `${name}-jupyterhub`)).status, 200);
+    assert.equal((await readSecretAs(mallory.token, namespace, `${name}-jupyterhub`)).status, 403);
+  });
+
+  test("serves /api/status under its prefix to its owner's token and refuses another user's", async () => {
+    const ok = await fetch(`${url}api/status`, { headers: { authorization: `token ${alice.token}` } });
+    assert.equal(ok.status, 200, await ok.clone().text());
+    assert.ok(((await ok.json()) as { started: string }).started);
+    const hubToken = await fetch(`${url}api/status`, { headers: { authorization: `token ${serverToken}` } });
+    assert.equal(hubToken.status, 200);
+    const other = await fetch(`${url}api/status`, { headers: { authorization: `token ${mallory.token}` } });
+    assert.equal(other.status, 403);
+    // JupyterHub 5+ ignores ?token= on pages and API calls unless JUPYTERHUB_ALLOW_TOKEN_IN_URL says otherwise.
+    const inUrl = await fetch(`${url}api/status?token=${alice.token}`);
+    assert.equal(inUrl.status, 403);
+  });
+
+  test("reports its activity: the server's last_activity advances in the Hub's user model", async () => {
+    const before = new Date();
+    // Straight to the pod, past the proxy: only the server's own report can tell the Hub of it.
+    const endpoint = runtime.status!.endpoint!.url!.replace(/\/?$/, "/");
+    const created = await fetch(`${endpoint}api/contents`, {
+      method: "POST",
+      headers: { authorization: `token ${serverToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ type: "notebook" }),
+    });
+    assert.equal(created.status, 201, await created.clone().text());
+    await eventually(
+      async () => {
+        const res = await fetch(`${proxy()}/hub/api/users/${alice.name}`, {
+          headers: { authorization: `token ${alice.token}` },
+        });
+        const user = (await res.json()) as { servers: Record<string, { last_activity: string | null }> };
+        const last = Date.parse(user.servers.lab?.last_activity ?? "");
+        assert.ok(last >= Math.floor(before.getTime() / 1000) * 1000, JSON.stringify(user.servers.lab));
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+  });
+
+  test("logs a browser in through OAuth: authorize → code → token → the server's cookie", async () => {
+    const page = await fetch(`${url}api/contents`, { redirect: "manual" });
+    assert.equal(page.status, 403, "an API call without credentials is refused");
+    const tree = await fetch(`${url}tree`, { redirect: "manual" });
+    assert.equal(tree.status, 302);
+    const authorize = new URL(tree.headers.get("location")!, proxy());
+    assert.equal(authorize.pathname, "/hub/api/oauth2/authorize");
+    assert.equal(authorize.searchParams.get("client_id"), clientId());
+    assert.equal(authorize.searchParams.get("code_challenge_method"), "S256");
+    const stateCookie = cookiesOf(tree);
+    // Nobody logged in: no code.
+    const anonymous = await fetch(authorize, { redirect: "manual" });
+    assert.equal(anonymous.status, 403);
+    // Another user may not open alice's server.
+    const refused = await fetch(authorize, {
+      redirect: "manual",
+      headers: { authorization: `token ${mallory.token}` },
+    });
+    assert.equal(refused.status, 403);
+    const granted = await fetch(authorize, {
+      redirect: "manual",
+      headers: { authorization: `token ${alice.token}` },
+    });
+    assert.equal(granted.status, 302, await granted.clone().text());
+    const callback = new URL(granted.headers.get("location")!, proxy());
+    assert.equal(callback.pathname, `${new URL(url).pathname}oauth_callback`);
+    const code = callback.searchParams.get("code")!;
+    const done = await fetch(callback, { redirect: "manual", headers: { cookie: stateCookie } });
+    assert.equal(done.status, 302, await done.clone().text());
+    const session = cookiesOf(done);
+    assert.match(session, new RegExp(`jupyterhub-user-${alice.name}-lab=`));
+    const status = await fetch(`${url}api/status`, { headers: { cookie: session } });
+    assert.equal(status.status, 200);
+    // The code was good once.
+    const again = await fetch(`${proxy()}/hub/api/oauth2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        client_id: clientId(),
+        client_secret: serverToken,
+        grant_type: "authorization_code",
+        code,
+        redirect_uri: callback.pathname,
+      }),
+    });
+    assert.equal(again.status, 400);
+    assert.equal(((await again.json()) as { error: string }).error, "invalid_grant");
+  });
+
+  test("the OAuth endpoints refuse an unknown client, a redirect URI not the client's and a wrong secret", async () => {
+    const authorize = (params: Record<string, string>) =>
+      fetch(`${proxy()}/hub/api/oauth2/authorize?${new URLSearchParams(params)}`, {
+        redirect: "manual",
+        headers: { authorization: `token ${alice.token}` },
+      });
+    const unknown = await authorize({ client_id: "jupyterhub-user-nobody", response_type: "code" });
+    assert.equal(unknown.status, 400);
+    assert.match(((await unknown.json()) as { message: string }).message, /client_id/);
+    const elsewhere = await authorize({
+      client_id: clientId(),
+      response_type: "code",
+      redirect_uri: "https://attacker.example/steal",
+    });
+    assert.equal(elsewhere.status, 400, "never redirected to a URI the client did not register");
+    assert.match(((await elsewhere.json()) as { message: string }).message, /redirect/i);
+    const wrongSecret = await fetch(`${proxy()}/hub/api/oauth2/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        client_id: clientId(),
+        client_secret: alice.token,
+        grant_type: "authorization_code",
+        code: "x",
+      }),
+    });
+    assert.equal(wrongSecret.status, 401);
+    assert.equal(((await wrongSecret.json()) as { error: string }).error, "invalid_client");
+  });
+
+  test("deleting the runtime revokes its token", async () => {
+    await runtimes.home.objects.delete(runtime as never);
+    await eventually(
+      async () => {
+        const me = await fetch(`${proxy()}/hub/api/user`, {
+          headers: { authorization: `token ${serverToken}` },
+        });
+        assert.equal(me.status, 403);
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+  });
+});
