@@ -7,16 +7,23 @@
  * token → its cookie), and reports its activity. The OAuth endpoints refuse what JupyterHub refuses.
  */
 import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { V1Secret } from "@kubernetes/client-node";
+import { request } from "undici";
 import { LOCAL_IMAGES, PROCESS_NODE_PLACEMENT } from "../../src/localcluster/index.js";
 import type { Runtime, RuntimeServiceSpec } from "../../src/runtimes/index.js";
+import { launchBrowser } from "../dashboard/support.js";
 import { testEnvironment, testKubeConfig } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { httpsJson } from "../support/https-json.js";
+import { runtimesSession } from "../support/runtimes-session.js";
 import { ProcessNodeRuntimes, type TestUser } from "./process-node-support.js";
 
 const proxy = () => testEnvironment().tenantry.runtimesProxyUrl!;
+/** Where the browser's picture of JupyterLab goes (beside the test run's logs). */
+const SCREENSHOTS = join(testEnvironment().dir, "screenshots");
 
 /** KubeSpawner's usual command, through the generic plugin. */
 function singleUserServiceSpec(): RuntimeServiceSpec {
@@ -83,8 +90,10 @@ describe("a KubeSpawner-style runtime (jupyterhub-singleuser)", () => {
     assert.ok(me.headers.get("x-jupyterhub-version"), "single-user servers read the Hub's version here");
     const model = (await me.json()) as { name: string; scopes: string[] };
     assert.equal(model.name, alice.name);
+    // Expanded, as JupyterHub lists them: users:activity holds read:users:activity.
     assert.deepEqual(model.scopes, [
       `access:servers!server=${alice.name}/lab`,
+      `read:users:activity!user=${alice.name}`,
       `users:activity!user=${alice.name}`,
     ]);
     const { namespace, name } = runtime.metadata as { namespace: string; name: string };
@@ -131,13 +140,13 @@ describe("a KubeSpawner-style runtime (jupyterhub-singleuser)", () => {
   test("logs a browser in through OAuth: authorize → code → token → the server's cookie", async () => {
     const page = await fetch(`${url}api/contents`, { redirect: "manual" });
     assert.equal(page.status, 403, "an API call without credentials is refused");
-    const tree = await fetch(`${url}tree`, { redirect: "manual" });
-    assert.equal(tree.status, 302);
-    const authorize = new URL(tree.headers.get("location")!, proxy());
+    const lab = await fetch(`${url}lab`, { redirect: "manual" });
+    assert.equal(lab.status, 302);
+    const authorize = new URL(lab.headers.get("location")!, proxy());
     assert.equal(authorize.pathname, "/hub/api/oauth2/authorize");
     assert.equal(authorize.searchParams.get("client_id"), clientId());
     assert.equal(authorize.searchParams.get("code_challenge_method"), "S256");
-    const stateCookie = cookiesOf(tree);
+    const stateCookie = cookiesOf(lab);
     // Nobody logged in: no code.
     const anonymous = await fetch(authorize, { redirect: "manual" });
     assert.equal(anonymous.status, 403);
@@ -159,8 +168,18 @@ describe("a KubeSpawner-style runtime (jupyterhub-singleuser)", () => {
     assert.equal(done.status, 302, await done.clone().text());
     const session = cookiesOf(done);
     assert.match(session, new RegExp(`jupyterhub-user-${alice.name}-lab=`));
-    const status = await fetch(`${url}api/status`, { headers: { cookie: session } });
-    assert.equal(status.status, 200);
+    // Opened as a browser opens a page (fetch() would say Sec-Fetch-Mode: cors, which needs an XSRF token).
+    const opened = await request(`${url}lab`, { headers: { cookie: session, "sec-fetch-mode": "navigate" } });
+    assert.equal(opened.statusCode, 200, "the cookie alone opens JupyterLab");
+    assert.match(await opened.body.text(), /JupyterLab/);
+    const status = await request(`${url}api/status`, {
+      headers: { cookie: session, "sec-fetch-mode": "navigate" },
+    });
+    assert.equal(status.statusCode, 200);
+    await status.body.dump();
+    const withoutCookie = await request(`${url}api/status`, { headers: { "sec-fetch-mode": "navigate" } });
+    assert.equal(withoutCookie.statusCode, 403);
+    await withoutCookie.body.dump();
     // The code was good once.
     const again = await fetch(`${proxy()}/hub/api/oauth2/token`, {
       method: "POST",
@@ -205,6 +224,31 @@ describe("a KubeSpawner-style runtime (jupyterhub-singleuser)", () => {
     });
     assert.equal(wrongSecret.status, 401);
     assert.equal(((await wrongSecret.json()) as { error: string }).error, "invalid_client");
+  });
+
+  test("/lab in Chromium: the owner's session logs in through OAuth and JupyterLab's launcher renders", async () => {
+    const browser = await launchBrowser();
+    try {
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+      await runtimesSession(context, proxy(), alice.token);
+      const page = await context.newPage();
+      await page.goto(`${url}lab`);
+      // The launcher's cards: a notebook with the Python kernel.
+      const card = page.locator(".jp-LauncherCard", { hasText: "Python 3 (ipykernel)" }).first();
+      await card.waitFor({ timeout: 120_000 });
+      assert.equal(new URL(page.url()).pathname, `${new URL(url).pathname}lab`);
+      assert.match(await page.title(), /JupyterLab/);
+      // A notebook opened from the launcher gets its kernel over the WebSocket, with the cookie alone.
+      await card.click();
+      await page
+        .locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+        .first()
+        .waitFor({ timeout: 120_000 });
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.screenshot({ path: join(SCREENSHOTS, "jupyterlab-singleuser.png") });
+    } finally {
+      await browser.close();
+    }
   });
 
   test("deleting the runtime revokes its token", async () => {

@@ -8,7 +8,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { V1Secret } from "@kubernetes/client-node";
-import { type ClusterClient, isNotFound, statusCode } from "../../kube/index.js";
+import { type ClusterClient, ignoreNotFound, isNotFound, statusCode } from "../../kube/index.js";
 import type { HubTokenOwner } from "./tokens.js";
 
 export const OAUTH_CODE_SECONDS = 300;
@@ -69,6 +69,7 @@ export class OAuthCodes {
   ) {}
 
   async issue(code: Omit<OAuthCode, "expiresAt">): Promise<string> {
+    await this.removeExpired();
     const value = randomBytes(24).toString("base64url");
     const record: OAuthCode = {
       ...code,
@@ -87,6 +88,20 @@ export class OAuthCodes {
     };
     await this.client.core.createNamespacedSecret({ namespace: this.namespace, body });
     return value;
+  }
+
+  /** Codes never redeemed go once expired, so abandoned logins leave nothing behind. */
+  private async removeExpired(): Promise<void> {
+    const codes = await this.client.core.listNamespacedSecret({
+      namespace: this.namespace,
+      labelSelector: `${CODE_LABEL}=true`,
+    });
+    for (const secret of codes.items) {
+      if (Date.parse(recordOf(secret)?.expiresAt ?? "") > Date.now()) continue;
+      await ignoreNotFound(
+        this.client.core.deleteNamespacedSecret({ name: secret.metadata!.name!, namespace: this.namespace }),
+      );
+    }
   }
 
   /** The code's record, once: the Secret is deleted by whoever read it; undefined if it was not there. */
@@ -110,7 +125,15 @@ export class OAuthCodes {
       if (isNotFound(err) || statusCode(err) === 409) return undefined;
       throw err;
     }
-    const record = JSON.parse(Buffer.from(secret.data?.code ?? "", "base64").toString("utf8")) as OAuthCode;
-    return Date.parse(record.expiresAt) > Date.now() ? record : undefined;
+    const record = recordOf(secret);
+    return record && Date.parse(record.expiresAt) > Date.now() ? record : undefined;
+  }
+}
+
+function recordOf(secret: V1Secret): OAuthCode | undefined {
+  try {
+    return JSON.parse(Buffer.from(secret.data?.code ?? "", "base64").toString("utf8")) as OAuthCode;
+  } catch {
+    return undefined;
   }
 }
