@@ -22,8 +22,8 @@ import { runtimesSession } from "../support/runtimes-session.js";
 import { ProcessNodeRuntimes, type TestUser } from "./process-node-support.js";
 
 const proxy = () => testEnvironment().tenantry.runtimesProxyUrl!;
-/** Where the browser's picture of JupyterLab goes (beside the test run's logs). */
-const SCREENSHOTS = join(testEnvironment().dir, "screenshots");
+/** Where the browser's picture of JupyterLab goes (beside the test run's logs unless told). */
+const SCREENSHOTS = process.env.TENANTRY_TEST_SCREENSHOTS ?? join(testEnvironment().dir, "screenshots");
 
 /** KubeSpawner's usual command, through the generic plugin. */
 function singleUserServiceSpec(): RuntimeServiceSpec {
