@@ -2,9 +2,10 @@
  * A KubeSpawner-style runtime: JupyterHub's own single-user server (`jupyterhub-singleuser` of
  * jupyterhub 6.1.1 from PyPI) on the process node, given KubeSpawner's `JUPYTERHUB_*` environment
  * by tenantry (RuntimeService `spec.jupyterhub`), talking to tenantry's JupyterHub API: it serves
- * under its prefix through the proxy to its owner's token and refuses another user's, sends a
- * browser to the Hub's authorize endpoint, logs the owner in through OAuth (authorize → code →
- * token → its cookie), and reports its activity. The OAuth endpoints refuse what JupyterHub refuses.
+ * under its prefix through the proxy to its owner's token and refuses another user's (a kernel's
+ * WebSocket with `?token=` too), sends a browser to the Hub's authorize endpoint, logs the owner in
+ * through OAuth (authorize → code → token → its cookie; JupyterLab in Chromium), and reports its
+ * activity. The OAuth endpoints refuse what JupyterHub refuses.
  */
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
@@ -19,6 +20,7 @@ import { testEnvironment, testKubeConfig } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { httpsJson } from "../support/https-json.js";
 import { runtimesSession } from "../support/runtimes-session.js";
+import { runCell } from "./jupyter-kernel.js";
 import { ProcessNodeRuntimes, type TestUser } from "./process-node-support.js";
 
 const proxy = () => testEnvironment().tenantry.runtimesProxyUrl!;
@@ -109,9 +111,11 @@ describe("a KubeSpawner-style runtime (jupyterhub-singleuser)", () => {
     assert.equal(hubToken.status, 200);
     const other = await fetch(`${url}api/status`, { headers: { authorization: `token ${mallory.token}` } });
     assert.equal(other.status, 403);
-    // JupyterHub 5+ ignores ?token= on pages and API calls unless JUPYTERHUB_ALLOW_TOKEN_IN_URL says otherwise.
+    // JupyterHub 5+ ignores ?token= on pages and API calls unless JUPYTERHUB_ALLOW_TOKEN_IN_URL says
+    // otherwise, and reads it on WebSockets: a kernel's channels take it, and run a cell.
     const inUrl = await fetch(`${url}api/status?token=${alice.token}`);
     assert.equal(inUrl.status, 403);
+    assert.equal(await runCell(url, alice.token, "6 * 7"), "42");
   });
 
   test("reports its activity: the server's last_activity advances in the Hub's user model", async () => {
@@ -226,26 +230,47 @@ describe("a KubeSpawner-style runtime (jupyterhub-singleuser)", () => {
     assert.equal(((await wrongSecret.json()) as { error: string }).error, "invalid_client");
   });
 
-  test("/lab in Chromium: the owner's session logs in through OAuth and JupyterLab's launcher renders", async () => {
+  test("/lab in Chromium: the owner's session logs in through OAuth, JupyterLab's launcher renders and a notebook runs a cell", async () => {
     const browser = await launchBrowser();
     try {
       const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
       await runtimesSession(context, proxy(), alice.token);
       const page = await context.newPage();
+      // What the page met on the way, told when it does not get there.
+      const seen: string[] = [];
+      page.on(
+        "response",
+        (r) => r.status() >= 400 && seen.push(`${r.status()} ${r.request().method()} ${r.url()}`),
+      );
+      page.on("websocket", (ws) => {
+        seen.push(`websocket ${ws.url()}`);
+        ws.on("socketerror", (e) => seen.push(`websocket error ${e}`));
+        ws.on("close", () => seen.push(`websocket closed ${ws.url()}`));
+      });
+      page.on("console", (m) => m.type() === "error" && seen.push(`console: ${m.text()}`));
       await page.goto(`${url}lab`);
       // The launcher's cards: a notebook with the Python kernel.
       const card = page.locator(".jp-LauncherCard", { hasText: "Python 3 (ipykernel)" }).first();
       await card.waitFor({ timeout: 120_000 });
       assert.equal(new URL(page.url()).pathname, `${new URL(url).pathname}lab`);
       assert.match(await page.title(), /JupyterLab/);
-      // A notebook opened from the launcher gets its kernel over the WebSocket, with the cookie alone.
+      // A notebook opened from the launcher runs a cell on its kernel, over the WebSocket, with the cookie alone.
       await card.click();
+      // Its kernel connected (a cell run before would find no kernel).
       await page
-        .locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")
-        .first()
+        .locator("#jp-main-statusbar", { hasText: "Python 3 (ipykernel) | Idle" })
         .waitFor({ timeout: 120_000 });
+      await page.locator(".jp-Notebook .jp-Cell .cm-content").first().click();
+      await page.keyboard.type("6 * 7");
+      await page.keyboard.press("Shift+Enter");
       mkdirSync(SCREENSHOTS, { recursive: true });
-      await page.screenshot({ path: join(SCREENSHOTS, "jupyterlab-singleuser.png") });
+      try {
+        await page.locator(".jp-OutputArea-output", { hasText: "42" }).first().waitFor({ timeout: 120_000 });
+      } catch (err) {
+        throw new Error(`${(err as Error).message}\nthe page met:\n${seen.join("\n")}`);
+      } finally {
+        await page.screenshot({ path: join(SCREENSHOTS, "jupyterlab-singleuser.png") });
+      }
     } finally {
       await browser.close();
     }
