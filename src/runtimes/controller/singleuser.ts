@@ -18,6 +18,8 @@ import { type HubOAuthClient, hubTokenKept, issueHubToken, revokeRuntimeTokens }
 export const SINGLEUSER_TOKEN_KEY = "token";
 /** On the token Secret: the start it belongs to (a hash of the route token). */
 const START_ANNOTATION = "tenantry.dev/jupyterhub-start";
+/** On the token Secret: the id of the token it holds (to tell whether it was revoked). */
+const TOKEN_ID_ANNOTATION = "tenantry.dev/jupyterhub-token-id";
 
 export interface SingleUserServer {
   user: string;
@@ -132,8 +134,6 @@ function secretObject(
     data: { [SINGLEUSER_TOKEN_KEY]: Buffer.from(token).toString("base64") },
   } as KubernetesObject;
 }
-
-const TOKEN_ID_ANNOTATION = "tenantry.dev/jupyterhub-token-id";
 
 function tokenOf(secret: V1Secret | undefined): string | undefined {
   const data = secret?.data?.[SINGLEUSER_TOKEN_KEY];
