@@ -6,10 +6,8 @@
  * JupyterLab loads and a Python kernel runs a cell over its WebSocket.
  */
 import assert from "node:assert/strict";
-import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
-import WebSocket from "ws";
 import { type DemoRuntimeService, installDemoRuntimeService, jupyterTokenOf } from "../../src/app/demo.js";
 import { startRuntime } from "../../src/cli/runtime.js";
 import type { BuiltinIdentity } from "../../src/identity/index.js";
@@ -17,65 +15,8 @@ import type { Runtime } from "../../src/runtimes/index.js";
 import { testEnvironment, uniqueName } from "../support/clusters.js";
 import { sharedBuiltinIdentity, stopSharedBuiltinIdentity } from "../support/identity.js";
 import { RUNTIMES_API as API, clusterClient, removeObject } from "../support/runtimes.js";
+import { runCell } from "./jupyter-kernel.js";
 import { browserLogin } from "./owner-session.js";
-
-/**
- * Starts a Python kernel through the proxy and runs one cell over its WebSocket: the cell's result.
- * `cookie` is the owner's session with the proxy; `token` the Jupyter Server's own.
- */
-async function runCell(url: string, cookie: string, token: string, code: string): Promise<string> {
-  const auth = { Authorization: `token ${token}`, Cookie: cookie };
-  const started = await fetch(`${url}api/kernels`, {
-    method: "POST",
-    headers: { ...auth, "Content-Type": "application/json" },
-    body: JSON.stringify({ name: "python3" }),
-  });
-  assert.equal(started.status, 201, await started.clone().text());
-  const kernel = (await started.json()) as { id: string };
-  const socketUrl = `${url.replace(/^http/, "ws")}api/kernels/${kernel.id}/channels?token=${token}`;
-  const socket = new WebSocket(socketUrl, { headers: { cookie } });
-  try {
-    return await new Promise<string>((resolve, reject) => {
-      const msgId = randomUUID();
-      const timer = setTimeout(() => reject(new Error(`no result for ${code} within 60 s`)), 60_000);
-      socket.onerror = () => reject(new Error(`the kernel's WebSocket failed (${socketUrl})`));
-      socket.onopen = () =>
-        socket.send(
-          JSON.stringify({
-            header: {
-              msg_id: msgId,
-              msg_type: "execute_request",
-              session: randomUUID(),
-              username: "",
-              version: "5.3",
-            },
-            parent_header: {},
-            metadata: {},
-            content: { code, silent: false, store_history: true, user_expressions: {}, allow_stdin: false },
-            channel: "shell",
-            buffers: [],
-          }),
-        );
-      socket.onmessage = (event) => {
-        const message = JSON.parse(String(event.data)) as {
-          msg_type: string;
-          parent_header: { msg_id?: string };
-          content: { data?: Record<string, string>; ename?: string; evalue?: string };
-        };
-        if (message.parent_header.msg_id !== msgId) return;
-        if (message.msg_type === "error")
-          reject(new Error(`${message.content.ename}: ${message.content.evalue}`));
-        if (message.msg_type === "execute_result") {
-          clearTimeout(timer);
-          resolve(message.content.data?.["text/plain"] ?? "");
-        }
-      };
-    });
-  } finally {
-    socket.close();
-    await fetch(`${url}api/kernels/${kernel.id}`, { method: "DELETE", headers: auth });
-  }
-}
 
 describe("the demo's runtime", () => {
   const home = clusterClient();
@@ -142,7 +83,7 @@ describe("the demo's runtime", () => {
       const lab = await fetch(landed, { headers: { cookie } });
       assert.equal(lab.status, 200);
       assert.match(await lab.text(), /JupyterLab/);
-      assert.equal(await runCell(status.url!, cookie, jupyterToken, "1 + 1"), "2");
+      assert.equal(await runCell(status.url!, jupyterToken, "1 + 1", { cookie }), "2");
     } else {
       const echoed = await fetch(`${status.url}hello`, { headers: { Authorization: `Bearer ${token}` } });
       assert.equal(echoed.status, 200);

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type { KubernetesObject } from "@kubernetes/client-node";
+import type { BrowserContext } from "playwright-core";
 import { LOGIN_PAGE, SESSION_COOKIE, STATE_COOKIE } from "../../src/runtimes/index.js";
 import { uniqueName } from "../support/clusters.js";
 import { sharedBuiltinIdentity } from "../support/identity.js";
@@ -110,4 +111,23 @@ export async function browserLogin(
     setCookie,
     landed: new URL(String(callback.headers.location), proxy).href,
   };
+}
+
+/**
+ * A browser context (Playwright's) holding `credentials`' session for the runtime at `url`, signed
+ * in as `browserLogin` does: the cookie the proxy set, for the route's path.
+ */
+export async function browserSession(
+  context: BrowserContext,
+  proxy: string,
+  url: string,
+  credentials: { username: string; password: string },
+): Promise<void> {
+  const { cookie } = await browserLogin(proxy, url, credentials);
+  const [name, ...value] = cookie.split("=");
+  const { hostname, pathname } = new URL(url);
+  const path = pathname.replace(/^(\/r\/[^/]+\/).*$/, "$1");
+  await context.addCookies([
+    { name: name!, value: value.join("="), domain: hostname, path, httpOnly: true, sameSite: "Lax" },
+  ]);
 }

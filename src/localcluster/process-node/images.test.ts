@@ -61,9 +61,16 @@ describe("images the process node runs", () => {
       program: "jupyter",
       args: ["--port=9000"],
     });
+    // JupyterHub's single-user server: KubeSpawner's command, or the images' start script for it.
     assert.deepEqual(containerProgram("jupyter", ["/usr/local/bin/start-singleuser.sh", "--ip=0.0.0.0"]), {
       program: "jupyter",
       args: ["--ip=0.0.0.0"],
+      singleuser: true,
+    });
+    assert.deepEqual(containerProgram("jupyter", ["jupyterhub-singleuser"], ["--port=8888"]), {
+      program: "jupyter",
+      args: ["--port=8888"],
+      singleuser: true,
     });
     // Only flags: what the start script would have been given.
     assert.deepEqual(containerProgram("jupyter", undefined, ["--ServerApp.token=t"]), {

@@ -31,6 +31,7 @@ const IMAGES: Record<LocalImageKind, ImageConfig> = {
       "start-notebook.sh": 1,
       "start-singleuser.py": 1,
       "start-singleuser.sh": 1,
+      "jupyterhub-singleuser": 1,
       "jupyter-server": 1,
       "jupyter-lab": 1,
       "jupyter-notebook": 1,
@@ -113,12 +114,14 @@ export function pullPolicy(image: string, policy: string | undefined): "Always" 
   return !tag || tag === "latest" ? "Always" : "IfNotPresent";
 }
 
+const SINGLEUSER_PROGRAMS = ["jupyterhub-singleuser", "start-singleuser.py", "start-singleuser.sh"];
+
 /** What one container runs on the process node. */
 export type ContainerProgram =
   | { program: "exit"; code: number }
   | { program: "sleep"; seconds?: number }
   | { program: "echo" }
-  | { program: "jupyter"; args: string[] }
+  | { program: "jupyter"; args: string[]; singleuser?: true }
   | { program: "backup-agent"; args: string[] }
   | { program: "shell"; args: string[] }
   | { program: "not-found"; message: string };
@@ -151,7 +154,11 @@ export function containerProgram(
   }
   const skip = image.programs[program];
   if (skip !== undefined) {
-    if (kind === "jupyter") return { program: "jupyter", args: argv.slice(skip) };
+    if (kind === "jupyter") {
+      // JupyterHub's single-user server, as the images' start-singleuser scripts exec it.
+      const singleuser = SINGLEUSER_PROGRAMS.includes(program) ? { singleuser: true as const } : {};
+      return { program: "jupyter", args: argv.slice(skip), ...singleuser };
+    }
     if (kind === "backupAgent") return { program: "backup-agent", args: argv.slice(skip) };
     if (kind === "busybox") return { program: "shell", args: argv.slice(skip) };
     if (kind === "runtimeAgent") return { program: "shell", args: runtimeAgentShellArgs(argv.slice(skip)) };

@@ -761,7 +761,7 @@ export class PodRuntime {
             ? "/home/jovyan/work"
             : "/home/jovyan";
         argv = [
-          install.program,
+          program.singleuser ? join(install.dir, "bin", "jupyterhub-singleuser") : install.program,
           ...jupyterServerArgs(program.args, {
             ip: this.ip!,
             defaultRoot: root,

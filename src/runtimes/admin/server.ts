@@ -32,6 +32,7 @@ import { type CullingLimits, cullRuntime, lastUsed } from "../controller/culling
 import { recordRuntimeEvent } from "../events.js";
 import type { HubBackend } from "../hub/backend.js";
 import { callerOfOwner } from "../hub/caller.js";
+import { OAuthCodes } from "../hub/oauth.js";
 import { HUB_API_PREFIX, type HubRouteOptions, hubRoutes } from "../hub/routes.js";
 import { roleScopes, tokenScopes } from "../hub/scopes.js";
 import { HubTokens } from "../hub/tokens.js";
@@ -639,6 +640,7 @@ export class RuntimesAdmin {
       runtimes: this.runtimes,
       services: this.services,
       tokens: this.hubTokens,
+      oauthCodes: new OAuthCodes(this.options.client, this.options.namespace ?? SECRETS_NAMESPACE),
       authenticate: (token) => this.callers.authenticate({ authorization: `Bearer ${token}` }),
       isAdmin: (caller) => this.isAdmin(caller),
       start: (acting, params, body, query) => this.startFor(acting, params, body, query),

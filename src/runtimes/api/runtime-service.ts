@@ -247,6 +247,12 @@ export const RuntimeServiceSpecSchema = Type.Object(
       }),
     ),
     agent: Type.Optional(RuntimeAgentSchema),
+    jupyterhub: Type.Optional(
+      Type.Boolean({
+        description:
+          "Runtimes of this service are JupyterHub single-user servers, as KubeSpawner runs them (`jupyterhub-singleuser`): the runtime's first container gets the `JUPYTERHUB_*` environment, with an API token of the server's own scopes (in the Secret `<runtime>-jupyterhub` of the runtime's namespace, revoked when the runtime stops or goes), and the server logs browsers in through tenantry's JupyterHub API (OAuth at `/hub/api/oauth2/`).",
+      }),
+    ),
     pods: Type.Optional(
       Type.Object(
         {

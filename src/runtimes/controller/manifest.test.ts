@@ -258,3 +258,46 @@ describe("the runtime agent sidecar", () => {
     );
   });
 });
+
+describe("a single-user server's manifest", () => {
+  const server = {
+    user: "alice",
+    server: "main",
+    prefix: "/r/abc/",
+    apiUrl: "http://127.0.0.1:9000/hub/api",
+    secretName: "echo-main-jupyterhub",
+  };
+  const secret = {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "echo-main-jupyterhub", namespace: context.namespace },
+    data: { token: "dGhlLXRva2Vu" },
+  };
+  const built = (yaml: string) =>
+    buildManifest({ yaml, endpoint: { port: 8080 } }, { ...context, singleUser: { server, secret } });
+
+  it("gives the first container KubeSpawner's environment and adds the token Secret, labelled as the runtime's", () => {
+    const manifest = built(yamlOf(deployment()));
+    const kept = manifest.objects.find((o) => o.kind === "Secret")!;
+    assert.equal(kept.metadata?.labels?.[RUNTIME_LABEL], "echo-main");
+    const workload = manifest.objects.find((o) => o.kind === "Deployment") as V1Deployment;
+    const env = workload.spec!.template.spec!.containers[0]!.env!;
+    const token = env.find((e) => e.name === "JUPYTERHUB_API_TOKEN")!;
+    assert.deepEqual(token.valueFrom, { secretKeyRef: { name: "echo-main-jupyterhub", key: "token" } });
+    assert.equal(env.find((e) => e.name === "JUPYTERHUB_SERVICE_URL")?.value, "http://0.0.0.0:8080/r/abc/");
+  });
+
+  it("refuses a plugin Secret of the token Secret's name", () => {
+    assert.throws(
+      () =>
+        built(
+          yamlOf(deployment(), {
+            apiVersion: "v1",
+            kind: "Secret",
+            metadata: { name: "echo-main-jupyterhub" },
+          }),
+        ),
+      /tenantry's/,
+    );
+  });
+});

@@ -31,6 +31,7 @@ import { RUNTIMES_AUDIENCE } from "../admin/callers.js";
 import { AGENT_CONTAINER, AGENT_ENV, AGENT_SIDECAR_ENV } from "../agent/env.js";
 import type { RuntimeAgent, RuntimeServiceSpec } from "../api/runtime-service.js";
 import { type DeployServiceResult, RUNTIME_LABEL, RUNTIME_SERVICE_LABEL } from "../plugins/spi.js";
+import { type SingleUserServer, singleUserEnv } from "./singleuser.js";
 
 export interface AllowedKind {
   apiVersion: string;
@@ -89,6 +90,8 @@ export interface ManifestContext {
   audience?: string;
   /** The runtime agent sidecar, when the service asks for it: its settings, image and report URL. */
   agent?: { spec: RuntimeAgent; image: string; reportUrl: string };
+  /** A JupyterHub single-user server (singleuser.ts): its first container's environment and token Secret. */
+  singleUser?: { server: SingleUserServer; secret: KubernetesObject };
 }
 
 export interface Manifest {
@@ -169,6 +172,15 @@ export function buildManifest(result: DeployServiceResult, context: ManifestCont
       `objects[${objects.indexOf(object)}]`,
     ),
   );
+  if (context.singleUser) {
+    if (seen.has(`Secret/${context.singleUser.server.secretName}`)) {
+      throw new ManifestError(
+        "objects",
+        `the Secret ${context.singleUser.server.secretName} is tenantry's (the server's JupyterHub token)`,
+      );
+    }
+    completed.push(complete(context.singleUser.secret as Obj, context, undefined, "jupyterhub"));
+  }
   completed.sort((a, b) => APPLY_ORDER.indexOf(a.kind!) - APPLY_ORDER.indexOf(b.kind!));
   return { objects: completed, endpoint };
 }
@@ -342,7 +354,7 @@ function podSpec(
       },
     ],
     containers: [
-      ...given.containers,
+      ...withSingleUserEnv(given.containers, context, endpoint),
       ...(context.agent ? [agentContainer(given, context.agent, endpoint, `${at}.containers`)] : []),
     ].map((container) => ({
       ...container,
@@ -353,6 +365,19 @@ function podSpec(
       ],
     })),
   };
+}
+
+/** The first container with KubeSpawner's `JUPYTERHUB_*` environment, when the runtime is a single-user server. */
+function withSingleUserEnv(
+  containers: V1Container[],
+  context: ManifestContext,
+  endpoint: { port: number; path: string },
+): V1Container[] {
+  if (!context.singleUser) return containers;
+  const hub = singleUserEnv(context.singleUser.server, endpoint.port);
+  const names = new Set(hub.map((e) => e.name));
+  const [first, ...rest] = containers;
+  return [{ ...first!, env: [...(first!.env ?? []).filter((e) => !names.has(e.name)), ...hub] }, ...rest];
 }
 
 /**

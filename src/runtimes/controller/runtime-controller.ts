@@ -50,7 +50,8 @@ import {
 import { DEFAULT_RUNTIME_AGENT_IMAGE, type RuntimeService } from "../api/runtime-service.js";
 import { KubeconfigClients } from "../clusters.js";
 import { recordRuntimeEvent } from "../events.js";
-import { BY_SERVICE, type RuntimesInformers } from "../informers.js";
+import { serverName } from "../hub/models.js";
+import { BY_SERVICE, BY_USER, type RuntimesInformers } from "../informers.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import { PluginError, RUNTIME_LABEL, type RuntimeRegistration, type ServicePlugin } from "../plugins/spi.js";
 import { cullDecision, cullingLimits, cullRuntime } from "./culling.js";
@@ -65,6 +66,12 @@ import {
 import { NamespaceNotReady, RuntimeNamespaces } from "./namespaces.js";
 import { observe } from "./progress.js";
 import { type OwnedStatus, StatusDraft, withLastWritten } from "./runtime-status.js";
+import {
+  revokeSingleUserTokens,
+  type SingleUserServer,
+  singleUserSecret,
+  singleUserSecretName,
+} from "./singleuser.js";
 import { BY_RUNTIME, runtimeIndexKey, type Target, Targets } from "./targets.js";
 
 const COMPONENT = "tenantry-runtimes-controller";
@@ -121,12 +128,14 @@ export class RuntimeController {
   /** Failed deregister-service calls per runtime key, for the retry schedule. */
   private readonly deregisterFailures = new Map<string, number>();
   private readonly cluster: string;
+  private readonly tenantryNamespace: string;
 
   constructor(private readonly options: RuntimeControllerOptions) {
     const { client, informers } = options;
     this.cluster = client.name;
     this.logger = options.logger.child({ component: "runtime-controller" });
     const tenantryNamespace = options.tenantryNamespace ?? "tenantry-system";
+    this.tenantryNamespace = tenantryNamespace;
     this.targets = new Targets(
       client,
       new KubeconfigClients(client, tenantryNamespace),
@@ -409,7 +418,11 @@ export class RuntimeController {
       registration,
       config: (runtime.spec.config as Record<string, unknown> | undefined) ?? {},
     });
+    const singleUser = service.spec.jupyterhub
+      ? await this.singleUser(runtime, target, registration)
+      : undefined;
     return buildManifest(result, {
+      ...(singleUser ? { singleUser } : {}),
       namespace,
       name,
       service: service.metadata!.name!,
@@ -427,6 +440,26 @@ export class RuntimeController {
           }
         : {}),
     });
+  }
+
+  /** A single-user server's settings and this start's token Secret (singleuser.ts). */
+  private async singleUser(runtime: Runtime, target: Target, registration: RuntimeRegistration) {
+    const base = (this.options.adminUrl() ?? "").replace(/\/+$/, "");
+    const server: SingleUserServer = {
+      user: runtime.spec.user,
+      server: serverName(runtime, this.options.informers.runtimes.byIndex(BY_USER, runtime.spec.user)),
+      prefix: registration.basePath,
+      apiUrl: `${base}/hub/api`,
+      secretName: singleUserSecretName(runtime.metadata!.name!),
+    };
+    const secret = await singleUserSecret(
+      this.options.client,
+      this.tenantryNamespace,
+      target.client,
+      runtime,
+      server,
+    );
+    return { server, secret };
   }
 
   /** deploy-service failed or its YAML was refused: the start fails with why. */
@@ -702,6 +735,9 @@ export class RuntimeController {
     )
       return reconcileDone();
     await this.removeWorkload(target, runtime);
+    // As JupyterHub at a server's stop: its API token and the OAuth tokens for it are revoked.
+    if (service.spec.jupyterhub)
+      await revokeSingleUserTokens(this.options.client, this.tenantryNamespace, runtime);
     delete current.endpoint;
     delete current.startedAt;
     status.condition("Ready", { status: "False", reason: "Stopped", message: "the runtime is stopped" });
@@ -758,6 +794,7 @@ export class RuntimeController {
     // Without its service the runtimes cluster is unknown: only this cluster can be cleaned.
     const target = service ? await this.targets.of(service) : this.targets.local;
     await this.removeAll(target, runtime);
+    await revokeSingleUserTokens(this.options.client, this.tenantryNamespace, runtime);
     if (service) {
       const token = runtime.status?.route?.token;
       const retry = await this.deregister(

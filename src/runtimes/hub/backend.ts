@@ -6,12 +6,15 @@ import type { Acting } from "../admin/route-context.js";
 import type { InstanceParams, ProgressFormat, RuntimeStatusBody, StartQuery } from "../admin/schemas.js";
 import type { Runtime } from "../api/runtime.js";
 import type { RuntimeService } from "../api/runtime-service.js";
+import type { OAuthCodes } from "./oauth.js";
 import type { HubTokens } from "./tokens.js";
 
 export interface HubBackend {
   runtimes: Informer<Runtime>;
   services: Informer<RuntimeService>;
   tokens: HubTokens;
+  /** One-time OAuth authorization codes. */
+  oauthCodes: OAuthCodes;
   /** A token of tenantry's identity providers, or any token the cluster accepts. */
   authenticate(token: string): Promise<CallerResult>;
   /** Whether the user holds the delegation permission (JupyterHub's admin role here); cached briefly. */

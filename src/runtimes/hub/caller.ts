@@ -5,6 +5,7 @@
  * clients send them: `Authorization: token …` or `Bearer …`, or `?token=`.
  */
 import type { FastifyRequest } from "fastify";
+import { PROVIDER_EXTRA_KEY } from "../../identity/index.js";
 import type { UserCaller } from "../admin/callers.js";
 import type { Acting } from "../admin/route-context.js";
 import type { HubBackend } from "./backend.js";
@@ -50,9 +51,26 @@ export function callerOfOwner(owner: HubTokenOwner): UserCaller {
   };
 }
 
+/** Whom a token issued to `user` belongs to (the identity provider that vouched for them included). */
+export function tokenOwner(user: UserCaller): HubTokenOwner {
+  return {
+    username: user.username,
+    ...(user.uid ? { uid: user.uid } : {}),
+    groups: user.groups,
+    ...(Object.keys(user.extra).length ? { extra: user.extra } : {}),
+    ...(user.tenant ? { tenant: user.tenant } : {}),
+    ...(user.extra[PROVIDER_EXTRA_KEY]?.[0] ? { provider: user.extra[PROVIDER_EXTRA_KEY][0] } : {}),
+  };
+}
+
 export async function hubCaller(request: FastifyRequest, backend: HubBackend): Promise<HubCaller> {
   const token = credentialOf(request);
   if (!token) throw new HubError(403, "Missing or invalid credentials.");
+  return callerOfToken(token, backend);
+}
+
+/** Who holds `token` (one of this API's, or of tenantry's identity providers), with their scopes. */
+export async function callerOfToken(token: string, backend: HubBackend): Promise<HubCaller> {
   if (token.startsWith(HUB_TOKEN_PREFIX)) {
     const record = backend.tokens.find(token);
     if (!record) throw new HubError(403, "Invalid or expired token.");

@@ -10,6 +10,7 @@ import type { FastifyInstance } from "fastify";
 import type { HubBackend } from "./backend.js";
 import { HubError, hubCaller, need } from "./caller.js";
 import { HubContext } from "./context.js";
+import { oauthRoutes } from "./oauth-routes.js";
 import { lenientJson } from "./request.js";
 import { serverRoutes } from "./server-routes.js";
 import { tokenRoutes } from "./token-routes.js";
@@ -22,12 +23,18 @@ export const HUB_API_VERSION = "6.0.0";
 export interface HubRouteOptions {
   /** How long a start or stop waits for the runtime before answering 202 (JupyterHub's slow_spawn_timeout). */
   waitMs?: number;
+  /** Where a browser without a session logs in before OAuth authorizes it (`?next=`). */
+  loginUrl?: string;
 }
 
 type ErrorWithStatus = Error & { statusCode?: number; status?: number; headers?: Record<string, string> };
 
 export function hubRoutes(api: FastifyInstance, backend: HubBackend, options: HubRouteOptions = {}): void {
   lenientJson(api);
+  // Single-user servers read the Hub's version off this header at startup (and warn on a mismatch).
+  api.addHook("onSend", async (_request, reply) => {
+    reply.header("X-JupyterHub-Version", HUB_API_VERSION);
+  });
   // Errors of the Admin API's start (limits, plugin checks) come as problems: JupyterHub's shape here.
   api.setErrorHandler((err: ErrorWithStatus, _request, reply) => {
     const status = err instanceof HubError ? err.status : (err.status ?? err.statusCode ?? 500);
@@ -57,4 +64,5 @@ export function hubRoutes(api: FastifyInstance, backend: HubBackend, options: Hu
   userRoutes(api, hub);
   serverRoutes(api, hub);
   tokenRoutes(api, backend);
+  oauthRoutes(api, backend, options.loginUrl ? { loginUrl: options.loginUrl } : {});
 }

@@ -5,11 +5,10 @@
  * never more than the requesting credential holds.
  */
 import type { FastifyInstance } from "fastify";
-import { PROVIDER_EXTRA_KEY } from "../../identity/index.js";
 import type { HubBackend } from "./backend.js";
-import { HubError, hubCaller, need } from "./caller.js";
+import { HubError, hubCaller, need, tokenOwner } from "./caller.js";
 import { ADMIN_SCOPES, scopesBeyond, tokenScopes } from "./scopes.js";
-import type { HubToken, HubTokenOwner } from "./tokens.js";
+import type { HubToken } from "./tokens.js";
 
 type Params = { name: string; id?: string };
 
@@ -32,7 +31,7 @@ function roleScopes(role: string, user: string): string[] {
 function tokenModel(token: HubToken) {
   return {
     id: token.id,
-    kind: "api_token",
+    kind: token.kind ?? "api_token",
     user: token.owner.username,
     roles: [],
     scopes: token.scopes,
@@ -109,17 +108,7 @@ export function tokenRoutes(api: FastifyInstance, backend: HubBackend): void {
     if (body.note !== undefined && typeof body.note !== "string")
       throw new HubError(400, "note must be a string");
     const scopes = [...tokenScopes(asked, caller.scopes, name)].sort();
-    const owner: HubTokenOwner = {
-      username: caller.user.username,
-      ...(caller.user.uid ? { uid: caller.user.uid } : {}),
-      groups: caller.user.groups,
-      ...(Object.keys(caller.user.extra).length ? { extra: caller.user.extra } : {}),
-      ...(caller.user.tenant ? { tenant: caller.user.tenant } : {}),
-      ...(caller.user.extra[PROVIDER_EXTRA_KEY]?.[0]
-        ? { provider: caller.user.extra[PROVIDER_EXTRA_KEY][0] }
-        : {}),
-    };
-    const { token, record } = await backend.tokens.issue(owner, {
+    const { token, record } = await backend.tokens.issue(tokenOwner(caller.user), {
       scopes,
       ...(typeof body.note === "string" ? { note: body.note } : {}),
       expiresInSeconds: expires,

@@ -9,6 +9,15 @@ import type { Runtime } from "../api/runtime.js";
 export const ROUTE_PREFIX = "/r/";
 /** Paths under a route the proxy answers itself (the start page's progress stream, modules' own pages). */
 export const RESERVED_SEGMENT = "/.tenantry/";
+/**
+ * JupyterHub's hub as a single-user server behind this route sees it: its `JUPYTERHUB_BASE_URL` is
+ * the route's base path plus this, so the browser's OAuth authorize request comes under the route,
+ * with the route's session cookie (see the proxy's `hubAuthorize`).
+ */
+export const HUB_SEGMENT = `${RESERVED_SEGMENT}hub/`;
+
+/** `JUPYTERHUB_BASE_URL` of a single-user server at `basePath` (`/r/<token>/`): the hub under its route. */
+export const hubBaseUrl = (basePath: string) => `${basePath}${RESERVED_SEGMENT.slice(1)}`;
 
 const TOKEN = /^[A-Za-z0-9_-]{32,128}$/;
 

@@ -40,6 +40,7 @@ import type { HookOutcome, ProxyRequestOptions, ServiceModuleFactory } from "./m
 import { PROGRESS_SEGMENT, ProgressStream, RETRY_AFTER_SECONDS, sendNotReady } from "./progress.js";
 import { type Problem, refuseUpgrade, sendProblem, wantsJson } from "./respond.js";
 import {
+  HUB_SEGMENT,
   parseRoutePath,
   RESERVED_SEGMENT,
   ROUTE_PREFIX,
@@ -357,7 +358,7 @@ export class RuntimesProxy {
     path: RoutePath,
     started: number,
   ): Promise<void> {
-    const own = path.rest.split("?")[0];
+    const own = path.rest.split("?")[0] ?? "";
     if (own === CALLBACK_SEGMENT || own === LOGOUT_SEGMENT) {
       if (own === CALLBACK_SEGMENT) await this.login.callback(req, res, view, path.rest, this.isSecure(req));
       else this.login.logout(res, view, this.isSecure(req));
@@ -365,7 +366,9 @@ export class RuntimesProxy {
       return;
     }
     const edits = new HeaderEdits();
-    if (!(await this.admitRequest(req, res, view, path, edits, started))) return;
+    const admitted = await this.admitRequest(req, res, view, path, edits, started);
+    if (!admitted) return;
+    if (own.startsWith(HUB_SEGMENT)) return this.hubAuthorize(req, res, own, admitted.token, started);
     // The route may have changed while the caller was identified: decide on the current one.
     const runtime = this.source.byToken(path.token);
     const current = runtime && routeView(runtime);
@@ -390,9 +393,9 @@ export class RuntimesProxy {
     path: RoutePath,
     edits: HeaderEdits,
     started: number,
-  ): Promise<boolean> {
+  ): Promise<{ token?: string } | undefined> {
     const admission = await this.admit(req, view, edits);
-    if (admission.ok) return true;
+    if (admission.ok) return admission;
     const browser =
       (req.method === "GET" || req.method === "HEAD") &&
       !wantsJson(req) &&
@@ -403,10 +406,33 @@ export class RuntimesProxy {
       this.login.forbidden(res, view, admission.username);
     } else {
       this.refuse(res, started, admission.problem);
-      return false;
+      return undefined;
     }
     this.metrics.answered("proxy", res.statusCode, started);
-    return false;
+    return undefined;
+  }
+
+  /**
+   * JupyterHub's OAuth authorize for a single-user server behind this route (its hub prefix is the
+   * route's `.tenantry/hub/`): the browser comes with the route's session, so the Admin API's
+   * authorize is asked as the credential that session holds. Nothing else of the hub is served here.
+   */
+  private hubAuthorize(
+    req: IncomingMessage,
+    res: ServerResponse,
+    own: string,
+    token: string | undefined,
+    started: number,
+  ): void {
+    if (own !== `${HUB_SEGMENT}api/oauth2/authorize` || req.method !== "GET" || !token) {
+      this.refuse(res, started, notFound());
+      return;
+    }
+    const query = (req.url ?? "").split("?")[1];
+    req.url = `/hub/api/oauth2/authorize${query ? `?${query}` : ""}`;
+    req.headers.authorization = `Bearer ${token}`;
+    delete req.headers.cookie;
+    this.toAdmin(req, res);
   }
 
   /** The guard (unless the service is public): who calls, and whether the runtime is theirs or shared with them. */
@@ -415,7 +441,7 @@ export class RuntimesProxy {
     view: RouteView,
     edits: HeaderEdits,
   ): Promise<
-    | { ok: true; principal?: Principal }
+    | { ok: true; principal?: Principal; token?: string }
     | { ok: false; status: 401 | 403 | 503; problem: Problem; badCookie: boolean; username?: string }
   > {
     // Whatever the caller is, the proxy's own cookies are not the runtime's.
@@ -449,7 +475,8 @@ export class RuntimesProxy {
         },
       };
     }
-    if (!accessOf(who.principal, view)) {
+    const reason = accessOf(who.principal, view);
+    if (!reason) {
       return {
         ok: false,
         status: 403,
@@ -462,9 +489,12 @@ export class RuntimesProxy {
         },
       };
     }
-    // The proxy's credential; any other Authorization (a runtime's own token) passes on.
-    if (who.via === "header") edits.removeHeader("authorization");
-    return { ok: true, principal: who.principal };
+    // The proxy's credential; any other Authorization (a runtime's own token) passes on. A
+    // JupyterHub single-user server checks its caller itself with the hub, as under JupyterHub, so
+    // its own user's credential goes on to it; nobody else's credential ever reaches their server.
+    const ownServer = service.spec.jupyterhub === true && reason === "owner";
+    if (who.via === "header" && !ownServer) edits.removeHeader("authorization");
+    return { ok: true, principal: who.principal, token: who.token };
   }
 
   /** The module state of a route's service; a service the proxy does not know is never served without its module. */

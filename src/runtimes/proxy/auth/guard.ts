@@ -35,7 +35,7 @@ export interface SessionValue {
 }
 
 export type Identified =
-  | { principal: Principal; via: "cookie" | "header" }
+  | { principal: Principal; via: "cookie" | "header"; token: string }
   | { principal?: undefined; reason: string; badCookie: boolean; hadCredential: boolean };
 
 export interface RouteGuardOptions {
@@ -63,7 +63,7 @@ export class RouteGuard {
       const session = this.openSession(cookie, view);
       if (session.ok) {
         const principal = await this.principalOf(session.value.tok);
-        if (principal) return { principal, via: "cookie" };
+        if (principal) return { principal, via: "cookie", token: session.value.tok };
         cookieReason = "the session's sign-in is no longer valid (expired or revoked)";
       } else {
         cookieReason = `the session cookie is refused: ${session.reason}`;
@@ -72,7 +72,7 @@ export class RouteGuard {
     const token = authorizationToken(request.headers.authorization);
     if (token) {
       const principal = await this.principalOf(token);
-      if (principal) return { principal, via: "header" };
+      if (principal) return { principal, via: "header", token };
       return {
         reason: "the token in Authorization is not valid (unknown, expired or revoked)",
         badCookie: cookie !== undefined,
