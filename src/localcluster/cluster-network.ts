@@ -45,14 +45,24 @@ export function kubeProxyConfig(options: {
   });
 }
 
+/**
+ * The Multi-Cluster Services zone: CoreDNS's `kubernetes` plugin (v1.15.0 as built here) answers
+ * `<svc>.<ns>.svc.clusterset.local` from ServiceImports and the EndpointSlices labelled
+ * `multicluster.kubernetes.io/service-name` (its `multicluster` option, mcs-api v0.5.2's
+ * v1alpha1 client). Until tenantry installs the ServiceImport CRD its informer keeps retrying, and
+ * CoreDNS serves the cluster zone meanwhile (after `startup_timeout`).
+ */
+export const CLUSTERSET_DOMAIN = "clusterset.local";
+
 export function corefile(options: { port: number; readyPort: number; kubeconfig: string }): string {
   return `.:${options.port} {
     bind 127.0.0.1
     errors
     ready 127.0.0.1:${options.readyPort}
-    kubernetes ${CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {
+    kubernetes ${CLUSTER_DOMAIN} ${CLUSTERSET_DOMAIN} in-addr.arpa ip6.arpa {
         kubeconfig ${options.kubeconfig}
         pods insecure
+        multicluster ${CLUSTERSET_DOMAIN}
         fallthrough in-addr.arpa ip6.arpa
         ttl 5
     }
@@ -133,6 +143,7 @@ export function clusterNetworkObjects(options: {
     ...readOnlyRole("system:coredns", [
       { apiGroups: [""], resources: ["services", "pods", "namespaces"] },
       { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"] },
+      { apiGroups: ["multicluster.x-k8s.io"], resources: ["serviceimports"] },
     ]),
     ...readOnlyRole("system:kube-router", [
       { apiGroups: [""], resources: ["namespaces", "pods", "services", "nodes", "endpoints"] },
