@@ -16,12 +16,14 @@ import {
   type ClusterClient,
   Controller,
   Informer,
+  ignoreNotFound,
   objectKey,
   type ReconcileContext,
   type ReconcileResult,
   reconcileDone,
 } from "../../kube/index.js";
 import type { MulticlusterInformers } from "../informers.js";
+import { ORIGIN_NAMESPACE_LABEL } from "../offloading/labels.js";
 import { acceptedReplicas, namespacesOfMap, peeringOfMap } from "../offloading/replicas.js";
 import { InformerPool } from "../reflection/informer-pool.js";
 import { acceptedReplicasOfPeer, REMOTE_RATE_LIMITER } from "../reflection/replicas.js";
@@ -173,7 +175,8 @@ export class MulticlusterServicesController {
     if (name.startsWith(`${WATCHES}.`)) return this.reconcileWatches(name.slice(WATCHES.length + 1));
     const offloading = this.options.informers.offloadingOf(namespace);
     if (!offloading || offloading.metadata?.deletionTimestamp) {
-      await this.writer.notOffloaded(this.homeView(namespace), name);
+      // A replica of a consumer's namespace: that consumer's controller answers its exports.
+      if (!(await this.isReplica(namespace))) await this.writer.notOffloaded(this.homeView(namespace), name);
       return reconcileDone();
     }
     const members = this.members(namespace);
@@ -203,6 +206,11 @@ export class MulticlusterServicesController {
     }
     if (failures.length) throw new Error(`${namespace}/${name}: ${failures.join("; ")}`);
     return reconcileDone();
+  }
+
+  private async isReplica(namespace: string): Promise<boolean> {
+    const found = await ignoreNotFound(this.options.client.core.readNamespace({ name: namespace }));
+    return found?.metadata?.labels?.[ORIGIN_NAMESPACE_LABEL] !== undefined;
   }
 
   /** Starts the informers of a peer's accepted replicas, stops those of replicas gone. */
