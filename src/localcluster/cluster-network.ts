@@ -2,6 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { stringify } from "yaml";
+import { SERVICE_IMPORT_CRD } from "../multicluster/index.js";
 import { CLUSTER_DOMAIN, DNS_SERVICE_IP, type NetworkPlan } from "./process-node/network/index.js";
 
 /**
@@ -49,8 +50,9 @@ export function kubeProxyConfig(options: {
  * The Multi-Cluster Services zone: CoreDNS's `kubernetes` plugin (v1.15.0 as built here) answers
  * `<svc>.<ns>.svc.clusterset.local` from ServiceImports and the EndpointSlices labelled
  * `multicluster.kubernetes.io/service-name` (its `multicluster` option, mcs-api v0.5.2's
- * v1alpha1 client). Until tenantry installs the ServiceImport CRD its informer keeps retrying, and
- * CoreDNS serves the cluster zone meanwhile (after `startup_timeout`).
+ * v1alpha1 client). CoreDNS is ready only once that informer has listed, so the harness installs
+ * the ServiceImport CRD with the network's objects, before CoreDNS starts, as an operator installs
+ * the MCS CRDs before turning the zone on; tenantry applies the same definition when it starts.
  */
 export const CLUSTERSET_DOMAIN = "clusterset.local";
 
@@ -119,7 +121,7 @@ function readOnlyRole(
   ];
 }
 
-/** The objects the cluster's network needs: roles of CoreDNS and kube-router, kube-dns, the API server's endpoints. */
+/** The objects the cluster's network needs: roles of CoreDNS and kube-router, kube-dns, the API server's endpoints, the ServiceImport CRD. */
 export function clusterNetworkObjects(options: {
   plan: NetworkPlan;
   dnsPort: number;
@@ -140,6 +142,7 @@ export function clusterNetworkObjects(options: {
       ports,
     }) as KubernetesObject;
   return [
+    SERVICE_IMPORT_CRD as unknown as KubernetesObject,
     ...readOnlyRole("system:coredns", [
       { apiGroups: [""], resources: ["services", "pods", "namespaces"] },
       { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"] },
