@@ -90,7 +90,7 @@ export class MulticlusterServicesController {
     this.controller.watch(home.slices, (o) => this.keyIfExported(o));
     this.controller.watch(options.informers.offloadings, (o) => this.namespaceKeys(o.metadata?.namespace));
     this.controller.watch(options.informers.maps, (map) => [
-      this.key("", `${WATCHES}.${peeringOfMap(map)}`),
+      objectKey(this.options.client.name, undefined, `${WATCHES}.${peeringOfMap(map)}`),
       ...namespacesOfMap(map).flatMap((ns) => this.namespaceKeys(ns)),
     ]);
   }
