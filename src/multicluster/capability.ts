@@ -1,10 +1,13 @@
+import type { KubernetesObject } from "@kubernetes/client-node";
 import {
   applyObject,
   type Capability,
+  type Informer,
   type SharedContext,
   Slot,
   type Started,
   StartedState,
+  startInformers,
 } from "../kube/index.js";
 import { authenticatedUsername, TENANT_INFORMERS } from "../tenants/index.js";
 import type { AdmissionCheck, AdmissionSource } from "../webhooks/index.js";
@@ -57,12 +60,6 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
 
   async start(context: SharedContext): Promise<Started> {
     const informers = new MulticlusterInformers(context.client, context.namespace);
-    await Promise.all([
-      informers.start(),
-      ...MCS_CLUSTER_ROLES.map((role) => applyObject(context.client, role)),
-    ]);
-    context.lifecycle.started("offloading informers", informers);
-    context.values.set(MULTICLUSTER_INFORMERS, informers);
     // Home's view of the multi-cluster services: the shared cache's.
     const services = {
       exports: context.cache.informer(MCS_VIEW_RESOURCES.exports),
@@ -70,6 +67,13 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
       services: context.cache.informer(MCS_VIEW_RESOURCES.services),
       slices: context.cache.informer(MCS_VIEW_RESOURCES.slices),
     } as ViewInformers;
+    await Promise.all([
+      informers.start(),
+      startInformers(Object.values(services) as Informer<KubernetesObject>[]),
+      ...MCS_CLUSTER_ROLES.map((role) => applyObject(context.client, role)),
+    ]);
+    context.lifecycle.started("offloading informers", informers);
+    context.values.set(MULTICLUSTER_INFORMERS, informers);
     this.started.set({ context, informers, services });
     return { leaderControllers: () => this.controllers() };
   }
@@ -115,7 +119,7 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
         logger,
       }),
       ...offloadingControllers({ client, informers, clusterId, logger }),
-      new ReflectionController({ client, informers, clusterId, logger }),
+      new ReflectionController({ client, informers, clusterId, logger, services: services.services }),
       new ReplicatedDeploymentController({ client, informers, logger }),
       new MulticlusterServicesController({
         client,

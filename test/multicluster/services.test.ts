@@ -330,7 +330,7 @@ describe("what a tenant cannot do with multi-cluster services", () => {
       metadata: { name: tenant },
       spec: {
         owners: [{ kind: "User", name: user.name }],
-        namespaces: [{ name: plain }],
+        namespaces: [{ name: "plain" }],
         // RBAC would let mallory write these: what stops her is tenantry's admission.
         users: [
           {
