@@ -180,8 +180,16 @@ async function identities(
   return { consumer: c.value, provider: p.value };
 }
 
-/** ServiceImports and the status of ServiceExports: the namespace admin role has neither. */
+/**
+ * ServiceImports, the imported EndpointSlices and the status of ServiceExports: the namespace admin
+ * role has none of them (it reads EndpointSlices only).
+ */
 export const MCS_PEER_PERMISSIONS = [
+  {
+    apiGroups: ["discovery.k8s.io"],
+    resources: ["endpointslices"],
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+  },
   {
     apiGroups: [MCS_GROUP],
     resources: ["serviceimports"],
