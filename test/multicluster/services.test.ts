@@ -297,6 +297,26 @@ describe("exporting a Service of an offloaded namespace", () => {
     assert.deepEqual(imported.spec?.ports, [{ name: "http", port: 80, protocol: "TCP" }]);
   }
 
+  test("the exported Service deleted: Valid=False NoService on the export, the headless import gone everywhere", async () => {
+    await home.core.deleteNamespacedService({ name: "db", namespace: ns });
+    const valid = await eventually(async () => {
+      const found = (await exportConditions(home, "db")).find((c) => c.type === "Valid");
+      assert.equal(found?.status, "False", JSON.stringify(found));
+      return found!;
+    });
+    assert.equal(valid.reason, "NoService");
+    for (const [cluster, client] of Object.entries(clients)) {
+      await eventually(async () => {
+        assert.equal(await readImport(client, "db"), undefined, cluster);
+        assert.deepEqual(await importedSlices(client, "db"), [], cluster);
+      });
+    }
+    // CoreDNS follows the import's deletion through its own watch.
+    await eventually(() =>
+      assert.rejects(resolverOf("edge-1").resolve4(`db.${ns}.svc.clusterset.local`), { code: "ENOTFOUND" }),
+    );
+  });
+
   test("the export deleted: the import, its slices and its derived Service are gone everywhere", async () => {
     await home.objects.delete({
       apiVersion: MCS,
@@ -316,9 +336,10 @@ describe("exporting a Service of an offloaded namespace", () => {
         { timeoutMs: 60_000 },
       );
     }
-    await assert.rejects(resolverOf("edge-1").resolve4(`web.${ns}.svc.clusterset.local`), {
-      code: "ENOTFOUND",
-    });
+    // CoreDNS follows the import's deletion through its own watch.
+    await eventually(() =>
+      assert.rejects(resolverOf("edge-1").resolve4(`web.${ns}.svc.clusterset.local`), { code: "ENOTFOUND" }),
+    );
   });
 });
 
