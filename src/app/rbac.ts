@@ -107,6 +107,8 @@ export const CLUSTER_RULES: Record<string, PolicyRule[]> = {
     },
     { apiGroups: [""], resources: ["nodes", "nodes/status", "pods/status"], verbs: MANAGE },
     { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: MANAGE },
+    /** Multi-cluster services: the imported EndpointSlices of every ServiceImport. */
+    { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: MANAGE },
     /** Approves its peers' renewals of their client certificates (reading the requests is the nodes' rule). */
     {
       apiGroups: ["certificates.k8s.io"],

@@ -2,6 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { stringify } from "yaml";
+import { SERVICE_IMPORT_CRD } from "../multicluster/index.js";
 import { CLUSTER_DOMAIN, DNS_SERVICE_IP, type NetworkPlan } from "./process-node/network/index.js";
 
 /**
@@ -45,14 +46,25 @@ export function kubeProxyConfig(options: {
   });
 }
 
+/**
+ * The Multi-Cluster Services zone: CoreDNS's `kubernetes` plugin (v1.15.0 as built here) answers
+ * `<svc>.<ns>.svc.clusterset.local` from ServiceImports and the EndpointSlices labelled
+ * `multicluster.kubernetes.io/service-name` (its `multicluster` option, mcs-api v0.5.2's
+ * v1alpha1 client). CoreDNS is ready only once that informer has listed, so the harness installs
+ * the ServiceImport CRD with the network's objects, before CoreDNS starts, as an operator installs
+ * the MCS CRDs before turning the zone on; tenantry applies the same definition when it starts.
+ */
+export const CLUSTERSET_DOMAIN = "clusterset.local";
+
 export function corefile(options: { port: number; readyPort: number; kubeconfig: string }): string {
   return `.:${options.port} {
     bind 127.0.0.1
     errors
     ready 127.0.0.1:${options.readyPort}
-    kubernetes ${CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {
+    kubernetes ${CLUSTER_DOMAIN} ${CLUSTERSET_DOMAIN} in-addr.arpa ip6.arpa {
         kubeconfig ${options.kubeconfig}
         pods insecure
+        multicluster ${CLUSTERSET_DOMAIN}
         fallthrough in-addr.arpa ip6.arpa
         ttl 5
     }
@@ -109,7 +121,7 @@ function readOnlyRole(
   ];
 }
 
-/** The objects the cluster's network needs: roles of CoreDNS and kube-router, kube-dns, the API server's endpoints. */
+/** The objects the cluster's network needs: roles of CoreDNS and kube-router, kube-dns, the API server's endpoints, the ServiceImport CRD. */
 export function clusterNetworkObjects(options: {
   plan: NetworkPlan;
   dnsPort: number;
@@ -130,9 +142,11 @@ export function clusterNetworkObjects(options: {
       ports,
     }) as KubernetesObject;
   return [
+    SERVICE_IMPORT_CRD as unknown as KubernetesObject,
     ...readOnlyRole("system:coredns", [
       { apiGroups: [""], resources: ["services", "pods", "namespaces"] },
       { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"] },
+      { apiGroups: ["multicluster.x-k8s.io"], resources: ["serviceimports"] },
     ]),
     ...readOnlyRole("system:kube-router", [
       { apiGroups: [""], resources: ["namespaces", "pods", "services", "nodes", "endpoints"] },

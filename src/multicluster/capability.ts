@@ -1,6 +1,17 @@
-import { type Capability, type SharedContext, Slot, type Started, StartedState } from "../kube/index.js";
-import { TENANT_INFORMERS } from "../tenants/index.js";
+import type { KubernetesObject } from "@kubernetes/client-node";
+import {
+  applyObject,
+  type Capability,
+  type Informer,
+  type SharedContext,
+  Slot,
+  type Started,
+  StartedState,
+  startInformers,
+} from "../kube/index.js";
+import { authenticatedUsername, TENANT_INFORMERS } from "../tenants/index.js";
 import type { AdmissionCheck, AdmissionSource } from "../webhooks/index.js";
+import { readClusterIdentity } from "./identity.js";
 import { MulticlusterInformers } from "./informers.js";
 import { offloadingControllers } from "./offloading/index.js";
 import { offloadingPodWebhook } from "./offloading/pod-webhook.js";
@@ -13,6 +24,13 @@ import {
 } from "./peering-controller.js";
 import { ReflectionController } from "./reflection/reflection-controller.js";
 import { ReplicatedDeploymentController } from "./replication/index.js";
+import {
+  MCS_CLUSTER_ROLES,
+  MCS_VIEW_RESOURCES,
+  MulticlusterServicesController,
+  multiclusterServicesChecks,
+  type ViewInformers,
+} from "./services/index.js";
 
 /** The Peerings', offloading's and reflection's informers. */
 export const MULTICLUSTER_INFORMERS = new Slot<MulticlusterInformers>("the multicluster informers");
@@ -31,27 +49,50 @@ export type MulticlusterOptions = Pick<
  */
 export class MulticlusterCapability implements Capability, AdmissionSource {
   readonly name = "multicluster";
-  private readonly started = new StartedState<{ context: SharedContext; informers: MulticlusterInformers }>(
-    "multicluster",
-  );
+  private readonly started = new StartedState<{
+    context: SharedContext;
+    informers: MulticlusterInformers;
+    services: ViewInformers;
+  }>("multicluster");
+  private controllerUsername?: Promise<string>;
 
   constructor(private readonly options: MulticlusterOptions = {}) {}
 
   async start(context: SharedContext): Promise<Started> {
     const informers = new MulticlusterInformers(context.client, context.namespace);
-    await informers.start();
+    // Home's view of the multi-cluster services: the shared cache's.
+    const services = {
+      exports: context.cache.informer(MCS_VIEW_RESOURCES.exports),
+      imports: context.cache.informer(MCS_VIEW_RESOURCES.imports),
+      services: context.cache.informer(MCS_VIEW_RESOURCES.services),
+      slices: context.cache.informer(MCS_VIEW_RESOURCES.slices),
+    } as ViewInformers;
+    await Promise.all([
+      informers.start(),
+      startInformers(Object.values(services) as Informer<KubernetesObject>[]),
+      ...MCS_CLUSTER_ROLES.map((role) => applyObject(context.client, role)),
+    ]);
     context.lifecycle.started("offloading informers", informers);
     context.values.set(MULTICLUSTER_INFORMERS, informers);
-    this.started.set({ context, informers });
+    this.started.set({ context, informers, services });
     return { leaderControllers: () => this.controllers() };
   }
 
   admissionChecks(): AdmissionCheck[] {
-    return [offloadingPodWebhook(this.started.get().informers)];
+    const { context, informers } = this.started.get();
+    const controllerUsername = () => {
+      this.controllerUsername ??= authenticatedUsername(context.client.kubeConfig).catch((err: unknown) => {
+        // Asked again at the next request; until then the checks' failurePolicy applies.
+        this.controllerUsername = undefined;
+        throw err;
+      });
+      return this.controllerUsername;
+    };
+    return [offloadingPodWebhook(informers), ...multiclusterServicesChecks(controllerUsername)];
   }
 
   private controllers() {
-    const { context, informers } = this.started.get();
+    const { context, informers, services } = this.started.get();
     const { client, namespace, logger, metrics, clusterId, values } = context;
     return [
       new PeeringController({
@@ -78,8 +119,15 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
         logger,
       }),
       ...offloadingControllers({ client, informers, clusterId, logger }),
-      new ReflectionController({ client, informers, clusterId, logger }),
+      new ReflectionController({ client, informers, clusterId, logger, services: services.services }),
       new ReplicatedDeploymentController({ client, informers, logger }),
+      new MulticlusterServicesController({
+        client,
+        logger,
+        informers,
+        home: services,
+        clusterName: async () => (await readClusterIdentity(client, namespace, "this cluster")).clusterName,
+      }),
     ];
   }
 }

@@ -6,7 +6,17 @@ export {
   NAMESPACE_OFFLOADING_CRD,
   PEERING_CRD,
   REPLICATED_DEPLOYMENT_CRD,
+  SERVICE_EXPORT_CRD,
+  SERVICE_IMPORT_CRD,
 } from "./api/crds.js";
+export {
+  MCS_API_VERSION,
+  MCS_GROUP,
+  MCS_SERVICE_NAME_LABEL,
+  MCS_SOURCE_CLUSTER_LABEL,
+  type ServiceExport,
+  type ServiceImport,
+} from "./api/mcs.js";
 export {
   type CurrentMapping,
   MAPPING_PHASES,

@@ -5,6 +5,7 @@
  * API; the private key is made here and stored only in the consumer. Nothing here ever gives a
  * cluster more than that tenant in its peer.
  */
+
 import { readFileSync } from "node:fs";
 import type {
   KubernetesObject,
@@ -27,6 +28,7 @@ import {
   statusCode,
 } from "../kube/index.js";
 import { TENANTS_API_VERSION, type Tenant } from "../tenants/index.js";
+import { MCS_GROUP } from "./api/mcs.js";
 import type { Peering } from "./api/peering.js";
 import { CLUSTER_IDENTITY_CONFIGMAP, type ClusterIdentity, readClusterIdentity } from "./identity.js";
 import { PEER_CERTIFICATE_SECONDS_ANNOTATION } from "./peer-certificates.js";
@@ -178,6 +180,28 @@ async function identities(
   return { consumer: c.value, provider: p.value };
 }
 
+/**
+ * ServiceImports, the imported EndpointSlices and the status of ServiceExports: the namespace admin
+ * role has none of them (it reads EndpointSlices only).
+ */
+export const MCS_PEER_PERMISSIONS = [
+  {
+    apiGroups: ["discovery.k8s.io"],
+    resources: ["endpointslices"],
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+  },
+  {
+    apiGroups: [MCS_GROUP],
+    resources: ["serviceimports"],
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+  },
+  {
+    apiGroups: [MCS_GROUP],
+    resources: ["serviceimports/status", "serviceexports/status"],
+    verbs: ["get", "update", "patch"],
+  },
+];
+
 function peerTenant(consumer: ClusterIdentity, options: PeerOptions): Tenant {
   return {
     apiVersion: TENANTS_API_VERSION,
@@ -193,6 +217,9 @@ function peerTenant(consumer: ClusterIdentity, options: PeerOptions): Tenant {
     },
     spec: {
       owners: [{ kind: "User", name: peerUsername(consumer.clusterId) }],
+      // Beyond namespace admin: what the consumer's multi-cluster services controller writes in
+      // the replica namespaces (this tenant's namespaces, and no others).
+      users: [{ name: peerUsername(consumer.clusterId), permissions: MCS_PEER_PERMISSIONS }],
       namespaceQuota: options.namespaceQuota,
       quota: { hard: { ...options.resources } },
     },

@@ -2,6 +2,7 @@
 
 export { type AllowedClasses, classAllowed } from "./admission/classes.js";
 export {
+  isCascadeDeleter,
   isClusterAdmin,
   isSystemComponent,
   type Requester,
@@ -11,12 +12,13 @@ export {
   tenantsOf,
   userLabelValue,
 } from "./admission/identity.js";
-export { RUNTIMES_NODE_TAINT_KEY, tenantWebhooks } from "./admission/index.js";
+export { authenticatedUsername, RUNTIMES_NODE_TAINT_KEY, tenantWebhooks } from "./admission/index.js";
 export { KeyedMutex } from "./admission/keyed-mutex.js";
 export { tenantNameOfNamespace } from "./admission/lookup.js";
 export * from "./api/index.js";
 export { TENANT_INFORMERS, TenantsCapability } from "./capability.js";
 export {
+  IN_TENANT_NAMESPACES,
   MANAGED_BY,
   MANAGED_BY_LABEL,
   NAMESPACE_ISOLATION,

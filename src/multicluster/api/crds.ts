@@ -4,6 +4,7 @@ import {
   type PrinterColumn,
 } from "../../apis/index.js";
 import { AGE_COLUMN, CRD_COMMON, READY_COLUMN } from "../../tenants/index.js";
+import { MCS_GROUP, MCS_VERSION, ServiceExportSchema, ServiceImportSchema } from "./mcs.js";
 import { NamespaceMapSchema, NamespaceOffloadingSchema } from "./offloading.js";
 import { PeeringSchema } from "./peering.js";
 import { ReplicatedDeploymentSchema } from "./replicated-deployment.js";
@@ -165,9 +166,43 @@ export const REPLICATED_DEPLOYMENT_CRD: CustomResourceDefinition = customResourc
   ],
 });
 
+/** The Multi-Cluster Services API's two kinds: group, version, names and columns as mcs-api v0.5.2 has them. */
+const MCS_COMMON = {
+  group: MCS_GROUP,
+  version: MCS_VERSION,
+  scope: "Namespaced",
+  labels: { "app.kubernetes.io/part-of": "tenantry" },
+} as const;
+
+export const SERVICE_EXPORT_CRD: CustomResourceDefinition = customResourceDefinition({
+  ...MCS_COMMON,
+  kind: "ServiceExport",
+  plural: "serviceexports",
+  singular: "serviceexport",
+  shortNames: ["svcex", "svcexport"],
+  schema: ServiceExportSchema,
+  printerColumns: [AGE_COLUMN],
+});
+
+export const SERVICE_IMPORT_CRD: CustomResourceDefinition = customResourceDefinition({
+  ...MCS_COMMON,
+  kind: "ServiceImport",
+  plural: "serviceimports",
+  singular: "serviceimport",
+  shortNames: ["svcim", "svcimport"],
+  schema: ServiceImportSchema,
+  printerColumns: [
+    { name: "Type", type: "string", jsonPath: ".spec.type", description: "The type of this ServiceImport" },
+    { name: "IP", type: "string", jsonPath: ".spec.ips", description: "The VIP for this ServiceImport" },
+    AGE_COLUMN,
+  ],
+});
+
 export const MULTICLUSTER_CRDS: readonly CustomResourceDefinition[] = [
   PEERING_CRD,
   NAMESPACE_OFFLOADING_CRD,
   NAMESPACE_MAP_CRD,
   REPLICATED_DEPLOYMENT_CRD,
+  SERVICE_EXPORT_CRD,
+  SERVICE_IMPORT_CRD,
 ];

@@ -46,6 +46,8 @@ export interface ObjectReflectorOptions {
   /** How often every replica namespace is pruned even when nothing was deleted. Default 5 minutes. */
   pruneIntervalMs?: number;
   workers?: number;
+  /** The local objects of the kind from a shared cache (started and stopped by its owner), instead of an own informer. */
+  shared?: Informer<KubernetesObject>;
 }
 
 export class ObjectReflector {
@@ -61,11 +63,13 @@ export class ObjectReflector {
     this.logger = options.logger.child({ component: "object-reflection", kind: options.kind });
     this.pruneIntervalMs = options.pruneIntervalMs ?? 300_000;
     const fieldSelector = LOCAL_FIELD_SELECTORS[this.kind];
-    this.objects = Informer.forResource<KubernetesObject>(
-      options.client,
-      { apiVersion: "v1", kind: this.kind, ...(fieldSelector ? { fieldSelector } : {}) },
-      { logger: this.logger },
-    );
+    this.objects =
+      options.shared ??
+      Informer.forResource<KubernetesObject>(
+        options.client,
+        { apiVersion: "v1", kind: this.kind, ...(fieldSelector ? { fieldSelector } : {}) },
+        { logger: this.logger },
+      );
     this.controller = new Controller({
       name: `reflect-${this.kind.toLowerCase()}s`,
       rateLimiter: REMOTE_RATE_LIMITER(),
@@ -87,14 +91,14 @@ export class ObjectReflector {
   }
 
   async start(): Promise<void> {
-    this.objects.start();
+    if (!this.options.shared) this.objects.start();
     await this.controller.start();
   }
 
   async stop(): Promise<void> {
     this.unsubscribe();
     await this.controller.stop();
-    await this.objects.stop();
+    if (!this.options.shared) await this.objects.stop();
   }
 
   /** A new replica gets every object of its namespace, and loses what it holds from an earlier life. */

@@ -115,3 +115,17 @@ describe("remoteServiceSpec", () => {
     );
   });
 });
+
+test("a derived Service of a ServiceImport is not reflected: each cluster derives its own", () => {
+  const derived = {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: {
+      name: "web-mcs-0123456789",
+      namespace: "shop",
+      labels: { "multicluster.tenantry.dev/service-import": "web" },
+    },
+    spec: { ports: [{ port: 80 }] },
+  };
+  assert.equal(isReflected("Service", derived), false);
+});

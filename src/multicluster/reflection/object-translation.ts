@@ -9,6 +9,7 @@ import type {
   V1Service,
   V1ServiceSpec,
 } from "@kubernetes/client-node";
+import { DERIVED_FROM_IMPORT_LABEL } from "../services/plan.js";
 import { originLabels, withoutLocalAnnotations } from "./labels.js";
 
 /** The kinds reflected into every replica namespace. */
@@ -40,6 +41,9 @@ export function isReflected(kind: ReflectedKind, obj: KubernetesObject): boolean
     case "Secret":
       return (obj as V1Secret).type !== SERVICE_ACCOUNT_TOKEN_TYPE;
     case "Service":
+      // A derived Service gives an import its clusterset IP in its own cluster: every cluster of
+      // the namespace makes its own.
+      if (obj.metadata?.labels?.[DERIVED_FROM_IMPORT_LABEL] !== undefined) return false;
       return !(namespace === "default" && name === "kubernetes");
   }
 }

@@ -4,8 +4,10 @@
  * copied there. Not reflected: EndpointSlices (the provider makes its own from the reflected
  * pods), Ingresses, PersistentVolumeClaims, ServiceAccounts and RBAC, Events.
  */
+
+import type { KubernetesObject, V1Service } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { ClusterClient } from "../../kube/index.js";
+import type { ClusterClient, Informer } from "../../kube/index.js";
 import type { MulticlusterInformers } from "../informers.js";
 import { ObjectReflector } from "./object-reflector.js";
 import { REFLECTED_KINDS } from "./object-translation.js";
@@ -20,6 +22,8 @@ export interface ReflectionControllerOptions {
   informers: MulticlusterInformers;
   /** How often replica namespaces are pruned of copies without a source, besides deletions. */
   pruneIntervalMs?: number;
+  /** Every local Service, from the shared cache (multi-cluster services read them too). */
+  services?: Informer<V1Service>;
 }
 
 /** The pod reflector and one object reflector per reflected kind, started and stopped together. */
@@ -43,6 +47,9 @@ export class ReflectionController {
             ...shared,
             kind,
             ...(options.pruneIntervalMs ? { pruneIntervalMs: options.pruneIntervalMs } : {}),
+            ...(kind === "Service" && options.services
+              ? { shared: options.services as unknown as Informer<KubernetesObject> }
+              : {}),
           }),
       ),
     ];
