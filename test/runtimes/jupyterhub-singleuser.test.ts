@@ -115,7 +115,7 @@ describe("a KubeSpawner-style runtime (jupyterhub-singleuser)", () => {
     // calls); a kernel's channels, past the proxy with the owner's header, run a cell.
     const inUrl = await fetch(`${url}api/status?token=${alice.token}`);
     assert.equal(inUrl.status, 401);
-    const owner = { authorization: `token ${alice.token}` };
+    const owner = { Authorization: `token ${alice.token}` };
     assert.equal(await runCell(url, alice.token, "6 * 7", owner), "42");
   });
 
