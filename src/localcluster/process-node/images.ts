@@ -58,6 +58,13 @@ const IMAGES: Record<LocalImageKind, ImageConfig> = {
     programs: { "tenantry-runtime-agent": 1 },
     description: "tenantry's runtime agent",
   },
+  networkGateway: {
+    repositories: ["ghcr.io/tenantry/network-gateway"],
+    entrypoint: ["tenantry-network-gateway"],
+    cmd: [],
+    programs: { "tenantry-network-gateway": 1 },
+    description: "tenantry's network gateway (wireguard-go)",
+  },
   pause: {
     repositories: ["registry.k8s.io/pause", "k8s.gcr.io/pause"],
     entrypoint: ["/pause"],
@@ -120,6 +127,7 @@ export type ContainerProgram =
   | { program: "echo" }
   | { program: "jupyter"; args: string[] }
   | { program: "backup-agent"; args: string[] }
+  | { program: "network-gateway" }
   | { program: "shell"; args: string[] }
   | { program: "not-found"; message: string };
 
@@ -153,6 +161,7 @@ export function containerProgram(
   if (skip !== undefined) {
     if (kind === "jupyter") return { program: "jupyter", args: argv.slice(skip) };
     if (kind === "backupAgent") return { program: "backup-agent", args: argv.slice(skip) };
+    if (kind === "networkGateway") return { program: "network-gateway" };
     if (kind === "busybox") return { program: "shell", args: argv.slice(skip) };
     if (kind === "runtimeAgent") return { program: "shell", args: runtimeAgentShellArgs(argv.slice(skip)) };
     return kind === "echo" ? { program: "echo" } : { program: "sleep" };

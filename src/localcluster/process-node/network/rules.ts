@@ -15,6 +15,12 @@ function portSet(ports: readonly number[]): string {
 }
 
 export const NODE_TABLE = "tenantry-node";
+/**
+ * Every local cluster's pods at their mapped addresses (198.18.<k>.<n>): the underlay between the
+ * clusters on this machine, as the internet is between real ones. Only UDP crosses it (what
+ * tunnels between clusters' gateways need), from a node's pods to another node's pods.
+ */
+export const UNDERLAY_CIDR = "198.18.0.0/16";
 export const POD_TABLE = "tenantry-pod";
 export const HOST_PORTS_SET = "host_ports";
 

@@ -17,7 +17,7 @@ export const LAUNCH_SCRIPT = fileURLToPath(new URL("./launch.sh", import.meta.ur
 
 /** One mount of the container's root filesystem. */
 export interface SandboxMount {
-  kind: "dir-ro" | "dir-rw" | "file-ro" | "file-rw" | "tmpfs";
+  kind: "dir-ro" | "dir-rw" | "file-ro" | "file-rw" | "tmpfs" | "device";
   source: string;
   /** Where inside the container. */
   target: string;
@@ -74,8 +74,17 @@ export function checkMountTarget(target: string, field: string): void {
 }
 
 /** A volume mount, as a folder or a single file, read-only or not. */
+/**
+ * The one device a pod may be given through a hostPath volume (type CharDevice): the TUN device a
+ * network gateway granted NET_ADMIN opens. Any other device is mounted as a file, unusable (nodev).
+ */
+export const USABLE_DEVICES = ["/dev/net/tun"];
+
 export function volumeMount(source: string, target: string, readOnly: boolean): SandboxMount {
-  const file = existsSync(source) && !statSync(source).isDirectory();
+  const status = existsSync(source) ? statSync(source) : undefined;
+  if (status?.isCharacterDevice() && USABLE_DEVICES.includes(source))
+    return { kind: "device", source, target };
+  const file = status !== undefined && !status.isDirectory();
   const kind = file ? (readOnly ? "file-ro" : "file-rw") : readOnly ? "dir-ro" : "dir-rw";
   return { kind, source, target };
 }
