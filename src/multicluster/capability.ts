@@ -2,6 +2,7 @@ import { type Capability, type SharedContext, Slot, type Started, StartedState }
 import { TENANT_INFORMERS } from "../tenants/index.js";
 import type { AdmissionCheck, AdmissionSource } from "../webhooks/index.js";
 import { MulticlusterInformers } from "./informers.js";
+import { type GatewayPlacement, NetworkController, PeerAddresses } from "./network/index.js";
 import { offloadingControllers } from "./offloading/index.js";
 import { offloadingPodWebhook } from "./offloading/pod-webhook.js";
 import { PeerCertificateApprover } from "./peer-certificate-approver.js";
@@ -19,11 +20,17 @@ export const MULTICLUSTER_INFORMERS = new Slot<MulticlusterInformers>("the multi
 /** Where the labels the administrator gave registered clusters come from (the cluster registry). */
 export const CLUSTER_LABELS = new Slot<ClusterLabelSource>("the registered clusters' labels");
 
-/** Virtual nodes for this cluster's Peerings: probe and heartbeat periods. */
+/** How this cluster reaches each peer's pods through the gateway (multi-cluster services read it). */
+export const PEER_ADDRESSES = new Slot<PeerAddresses>("the peers' pod addresses");
+
+/**
+ * Virtual nodes for this cluster's Peerings: probe and heartbeat periods; and the network gateway
+ * joining peers' pod networks (run only when its placement is given).
+ */
 export type MulticlusterOptions = Pick<
   PeeringControllerOptions,
   "probeIntervalMs" | "probeTimeoutMs" | "statusHeartbeatMs"
->;
+> & { network?: { gateway: GatewayPlacement; podCidr?: string } };
 
 /**
  * Peering and offloading: the informers, the offloaded pods' admission check, and for the leader
@@ -35,6 +42,8 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
     "multicluster",
   );
 
+  private readonly addresses = new PeerAddresses();
+
   constructor(private readonly options: MulticlusterOptions = {}) {}
 
   async start(context: SharedContext): Promise<Started> {
@@ -42,6 +51,7 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
     await informers.start();
     context.lifecycle.started("offloading informers", informers);
     context.values.set(MULTICLUSTER_INFORMERS, informers);
+    context.values.set(PEER_ADDRESSES, this.addresses);
     this.started.set({ context, informers });
     return { leaderControllers: () => this.controllers() };
   }
@@ -80,6 +90,26 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
       ...offloadingControllers({ client, informers, clusterId, logger }),
       new ReflectionController({ client, informers, clusterId, logger }),
       new ReplicatedDeploymentController({ client, informers, logger }),
+      ...this.networkControllers(),
+    ];
+  }
+
+  private networkControllers() {
+    const network = this.options.network;
+    if (!network) return [];
+    const { context, informers } = this.started.get();
+    return [
+      new NetworkController({
+        client: context.client,
+        namespace: context.namespace,
+        informers,
+        pods: context.cache.informer({ apiVersion: "v1", kind: "Pod" }),
+        tenantNamespaces: context.values.get(TENANT_INFORMERS).tenantNamespaces,
+        placement: network.gateway,
+        ...(network.podCidr ? { podCidr: network.podCidr } : {}),
+        addresses: this.addresses,
+        logger: context.logger,
+      }),
     ];
   }
 }

@@ -10,6 +10,8 @@ export const KEEPALIVE_SECONDS = 10;
 export interface GatewayPeerConfig {
   /** The peer's cluster id. */
   cluster: string;
+  /** The peer's own pod range. */
+  podCidr: string;
   publicKey: string;
   /** The peer gateway's `address:port`, when published. */
   endpoint?: string;
