@@ -73,6 +73,7 @@ export {
   type PeerMapping,
   PUBLIC_GATEWAY_CONFIGMAP,
   REMAPS_CONFIGMAP,
+  remapAddress,
   TUNNEL_INTERFACE,
 } from "./network/index.js";
 export {
