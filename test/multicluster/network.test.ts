@@ -5,9 +5,11 @@
  * choosing, and only pods of an offloaded namespace and of its replica talk across.
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import { LOCAL_IMAGES, PROCESS_NODE_NAME } from "../../src/localcluster/index.js";
+import { readRecordedNetwork } from "../../src/localcluster/process-node/network/claims.js";
 import { run } from "../../src/localcluster/process-node/network/commands.js";
 import {
   GATEWAY_NAME,
@@ -16,7 +18,7 @@ import {
   remapAddress,
 } from "../../src/multicluster/index.js";
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
-import { testKubeConfig, uniqueName } from "../support/clusters.js";
+import { testEnvironment, testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { podReady, processNodePod, runInPod } from "../support/process-node.js";
 import { adminClient, tenantryOn } from "./support.js";
@@ -118,11 +120,9 @@ describe("pods of peered clusters across the gateways", () => {
   const offloadedToo = uniqueName("net-b");
   const local = uniqueName("net-local");
   const other = uniqueName("net-other");
-  let namespacesBefore: string[];
   const addresses: Record<string, string> = {};
 
   before(async () => {
-    namespacesBefore = await machineNamespaces();
     await Promise.all([offload(offloaded), offload(offloadedToo)]);
     await home.core.createNamespace({ body: { metadata: { name: local } } });
     await edge1.core.createNamespace({ body: { metadata: { name: other } } });
@@ -270,19 +270,34 @@ describe("pods of peered clusters across the gateways", () => {
     assert.match(again.log, /Request served by web-edge/);
   });
 
-  test("the pods' namespaces are gone from the machine once the pods are", async () => {
+  test("nothing is left on the machine: every pod network namespace of both clusters belongs to a pod that exists", async () => {
     await Promise.all([
       ...[offloaded, offloadedToo, local].map((name) => home.core.deleteNamespace({ name }).catch(() => {})),
       edge1.core.deleteNamespace({ name: other }).catch(() => {}),
     ]);
-    await eventually(
-      async () => {
-        const now = await machineNamespaces();
-        const left = now.filter((n) => !namespacesBefore.includes(n) && !/-node$/.test(n));
-        // The restarted gateway pod is the one namespace the test leaves, as it leaves the gateway running.
-        assert.ok(left.length <= 1, `left on the machine: ${left.join(", ")}`);
-      },
-      { timeoutMs: 120_000 },
-    );
+    for (const [cluster, name] of [
+      [api.home, "home"],
+      [api.edge, "edge-1"],
+    ] as const) {
+      const network = (await readRecordedNetwork(join(testEnvironment().dir, name)))!;
+      await eventually(
+        async () => {
+          const pods = (await cluster.listPodForAllNamespaces()).items;
+          const ids = new Set(pods.map((p) => p.metadata!.uid!.replace(/-/g, "").slice(0, 8)));
+          const prefix = `tnr${network.index}-`;
+          const orphans = (await machineNamespaces())
+            .filter((n) => n.startsWith(prefix) && n !== `${prefix}node`)
+            .filter((n) => !ids.has(n.slice(prefix.length)));
+          assert.deepEqual(orphans, [], `${name}: network namespaces of no pod`);
+          // The gateway stops admitting the deleted namespaces: their policies are gone.
+          const config = await cluster.readNamespacedConfigMap({
+            name: "tenantry-gateway-config",
+            namespace: NAMESPACE,
+          });
+          assert.doesNotMatch(config.data?.["config.json"] ?? "", new RegExp(`${offloaded}|${offloadedToo}`));
+        },
+        { timeoutMs: 120_000 },
+      );
+    }
   });
 });

@@ -66,7 +66,18 @@ export interface NetworkControllerOptions {
 }
 
 /** Both sides' offloaded namespaces being gathered: key → this cluster's pods and the peers'. */
-type NamespacePods = Map<string, { local: Set<string>; remote: Set<string> }>;
+type NamespacePods = Map<
+  string,
+  { namespace: string; local: Set<string>; remote: Set<string>; peerRanges: Set<string> }
+>;
+
+/** The NetworkPolicy that admits a peer's pods (their remapped range) into an offloaded namespace. */
+export const PEER_POLICY = "tenantry-peer-network";
+const PEER_POLICY_LABEL = "network.tenantry.dev/peer-policy";
+
+function emptyEntry(namespace: string) {
+  return { namespace, local: new Set<string>(), remote: new Set<string>(), peerRanges: new Set<string>() };
+}
 
 const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
@@ -139,6 +150,7 @@ export class NetworkController {
     }
     await this.saveRemaps(remaps, peers);
     await this.configure(own.podCidr, peers, namespaces);
+    await this.admitPeers(namespaces);
   }
 
   private async ensureGateway(): Promise<void> {
@@ -155,7 +167,7 @@ export class NetworkController {
 
   /** Server-side applies `object` unless this controller wrote the same already. */
   private async write(object: KubernetesObject): Promise<void> {
-    const key = `${object.kind}/${object.metadata?.name}`;
+    const key = `${object.kind}/${object.metadata?.namespace}/${object.metadata?.name}`;
     const text = JSON.stringify(object);
     if (this.written.get(key) === text) return;
     await applyObject(this.options.client, object);
@@ -280,7 +292,8 @@ export class NetworkController {
       const localPods = this.localPods(local, own.podCidr);
       replicas[current.remoteNamespace] = localPods;
       const remotePods = await peer.core.listNamespacedPod({ namespace: current.remoteNamespace });
-      const entry = namespaces.get(`local/${local}`) ?? { local: new Set(), remote: new Set() };
+      const entry = namespaces.get(`local/${local}`) ?? emptyEntry(local);
+      entry.peerRanges.add(remapped);
       for (const ip of localPods) entry.local.add(ip);
       for (const pod of remotePods.items) {
         const address = pod.status?.phase === "Running" && pod.status.podIP;
@@ -348,13 +361,61 @@ export class NetworkController {
         );
         continue;
       }
-      const entry = namespaces.get(`replica/${replica}`) ?? { local: new Set(), remote: new Set() };
+      const entry = namespaces.get(`replica/${replica}`) ?? emptyEntry(replica);
+      entry.peerRanges.add(remapped);
       for (const ip of this.localPods(replica, own.podCidr)) entry.local.add(ip);
       for (const address of addresses) {
         const seen = remapAddress(address, consumer.podCidr, remapped);
         if (seen) entry.remote.add(seen);
       }
       namespaces.set(`replica/${replica}`, entry);
+    }
+  }
+
+  /**
+   * Lets the peers' pods in past the namespaces' own NetworkPolicies (a tenant's isolation admits
+   * only its own namespaces): one more policy per offloaded namespace admitting the peers' ranges.
+   * The gateway's filter already narrows them to the namespace's counterpart. Stale ones go.
+   */
+  private async admitPeers(namespaces: NamespacePods): Promise<void> {
+    const { client } = this.options;
+    const wanted = new Map<string, string[]>();
+    for (const entry of namespaces.values()) {
+      const ranges = new Set([...(wanted.get(entry.namespace) ?? []), ...entry.peerRanges]);
+      wanted.set(entry.namespace, [...ranges].sort());
+    }
+    for (const [namespace, ranges] of wanted) {
+      await this.write({
+        apiVersion: "networking.k8s.io/v1",
+        kind: "NetworkPolicy",
+        metadata: { name: PEER_POLICY, namespace, labels: { [PEER_POLICY_LABEL]: "true" } },
+        spec: {
+          podSelector: {},
+          policyTypes: ["Ingress"],
+          ingress: [{ from: ranges.map((cidr) => ({ ipBlock: { cidr } })) }],
+        },
+      } as KubernetesObject);
+    }
+    const policy = { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy" };
+    const existing = await client.objects.list(
+      policy.apiVersion,
+      policy.kind,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      PEER_POLICY_LABEL,
+    );
+    for (const item of existing.items) {
+      const namespace = item.metadata!.namespace!;
+      if (wanted.has(namespace)) continue;
+      await client.objects
+        .delete({ ...policy, metadata: { name: PEER_POLICY, namespace } })
+        .catch((err: unknown) => {
+          if (!isNotFound(err)) throw err;
+        });
+      this.written.delete(`NetworkPolicy/${namespace}/${PEER_POLICY}`);
     }
   }
 

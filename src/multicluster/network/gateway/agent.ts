@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import { type CoreV1Api, PatchStrategy, setHeaderOptions, type V1Secret } from "@kubernetes/client-node";
+import { describeError } from "../../../kube/index.js";
 import { type GatewayConfig, KEEPALIVE_SECONDS, TUNNEL_INTERFACE } from "../config.js";
 import { generateGatewayKeys, isWireguardKey, publicKeyOf } from "../keys.js";
 import { gatewayRules } from "../rules.js";
@@ -108,7 +109,7 @@ export class GatewayAgent {
       try {
         await this.sync(privateKey);
       } catch (err) {
-        log("sync failed", { error: err instanceof Error ? err.message : String(err) });
+        log("sync failed", { error: describeError(err) });
       }
       await sleep(1000);
     }
@@ -135,9 +136,15 @@ export class GatewayAgent {
 
   private async sync(privateKey: string): Promise<void> {
     const { core, namespace } = this.options;
-    const map = await core.readNamespacedConfigMap({ name: GATEWAY_OBJECTS.config, namespace });
-    const version = map.metadata?.resourceVersion ?? "";
-    const text = map.data?.[CONFIG_KEY];
+    // No configuration before the controller knows this gateway's key: report it first.
+    const map = await core
+      .readNamespacedConfigMap({ name: GATEWAY_OBJECTS.config, namespace })
+      .catch((err) => {
+        if ((err as { code?: number }).code === 404) return undefined;
+        throw err;
+      });
+    const version = map?.metadata?.resourceVersion ?? "";
+    const text = map?.data?.[CONFIG_KEY];
     if (text && version !== this.appliedVersion) {
       await this.apply(privateKey, JSON.parse(text) as GatewayConfig);
       this.appliedVersion = version;
