@@ -430,7 +430,10 @@ export class NetworkController {
     const config: GatewayConfig = {
       listenPort: GATEWAY_PORT,
       podCidr,
-      peers: [...peers].sort((a, b) => a.cluster.localeCompare(b.cluster)),
+      // Two peerings, one each way, are one peer: the same key, the same range either side.
+      peers: [...new Map(peers.map((p) => [p.cluster, p])).values()].sort((a, b) =>
+        a.cluster.localeCompare(b.cluster),
+      ),
       namespaces: sorted.map(([name, pods], i) => ({
         id: i + 1,
         name,
