@@ -5,17 +5,29 @@
  * choosing, and only pods of an offloaded namespace and of its replica talk across.
  */
 import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
-import { LOCAL_IMAGES, PROCESS_NODE_NAME } from "../../src/localcluster/index.js";
+import pino from "pino";
+import { startEmbeddedTenantry } from "../../src/app/embedded.js";
+import { type ClusterClient, loadClusterClient } from "../../src/kube/index.js";
+import {
+  ClusterHarness,
+  type ClusterState,
+  LOCAL_IMAGES,
+  PROCESS_NODE_NAME,
+} from "../../src/localcluster/index.js";
 import { readRecordedNetwork } from "../../src/localcluster/process-node/network/claims.js";
 import { run } from "../../src/localcluster/process-node/network/commands.js";
 import {
   GATEWAY_NAME,
   GATEWAY_OBJECTS,
+  peerClusters,
   REMAPS_CONFIGMAP,
   remapAddress,
+  unpeerClusters,
 } from "../../src/multicluster/index.js";
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { testEnvironment, testKubeConfig, uniqueName } from "../support/clusters.js";
@@ -295,6 +307,133 @@ describe("pods of peered clusters across the gateways", () => {
             namespace: NAMESPACE,
           });
           assert.doesNotMatch(config.data?.["config.json"] ?? "", new RegExp(`${offloaded}|${offloadedToo}`));
+        },
+        { timeoutMs: 120_000 },
+      );
+    }
+  });
+});
+
+describe("two clusters with the same podCIDR, peered and unpeered", () => {
+  const podCidr = "10.202.0.0/24";
+  let dir: string;
+  let harness: ClusterHarness;
+  const stops: (() => Promise<unknown>)[] = [];
+  let a: ClusterClient;
+  let b: ClusterClient;
+  let states: ClusterState[];
+  const ns = "shop";
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), "tenantry-overlap-net-"));
+    harness = new ClusterHarness({ dir, log: () => {} });
+    states = await harness.up([
+      { name: "net-a", nodes: 1, podCidr },
+      { name: "net-b", nodes: 1, podCidr },
+    ]);
+    for (const state of states) {
+      const logger = pino(
+        { level: "info" },
+        pino.destination({ dest: join(dir, `tenantry-${state.name}.log`) }),
+      );
+      const running = await startEmbeddedTenantry(state, logger);
+      stops.push(() => running.stop());
+    }
+    [a, b] = states.map((s) => loadClusterClient(s.name, s.kubeconfig)) as [ClusterClient, ClusterClient];
+    await peerClusters({
+      consumer: a,
+      provider: b,
+      namespaceQuota: 5,
+      resources: { cpu: "8", memory: "8Gi", pods: "50" },
+    });
+    await a.core.createNamespace({ body: { metadata: { name: ns } } });
+    await a.objects.create({
+      apiVersion: TENANTS_API_VERSION,
+      kind: "NamespaceOffloading",
+      metadata: { name: "offloading", namespace: ns },
+      spec: { namespaceMappingStrategy: "EnforceSameName", podOffloadingStrategy: "LocalAndRemote" },
+    } as never);
+    await eventually(() => b.core.readNamespace({ name: ns }), { timeoutMs: 120_000 });
+  });
+
+  after(async () => {
+    for (const stop of stops.reverse()) await stop().catch(() => {});
+    await harness.reset().catch(() => {});
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test("a pod reaches the peer's pod at the remapped address though both have the same address", async () => {
+    await b.core.createNamespacedPod({ namespace: ns, body: echoPod("web-b") });
+    const [server, bId] = await Promise.all([
+      readyPod(b.core, ns, "web-b"),
+      b.core.readNamespacedConfigMap({ name: "tenantry-cluster-identity", namespace: NAMESPACE }),
+    ]);
+    const range = await remapOf(a.core, bId.data!.clusterId!);
+    const address = remapAddress(server.status!.podIP!, podCidr, range)!;
+    const { log, phase } = await runInPod(
+      a.core,
+      ns,
+      "client-a",
+      fetchUntilAnswered(`http://${address}:8080/overlap`),
+    );
+    assert.equal(phase, "Succeeded", log);
+    assert.match(log, /Request served by web-b\n\nGET \/overlap HTTP\/1\.1/);
+  });
+
+  test("unpeering removes the peer from both gateways: key, route, remapping rules and range", async () => {
+    await unpeerClusters({ consumer: a, provider: b });
+    for (const [client, state] of [
+      [a, states[0]!],
+      [b, states[1]!],
+    ] as const) {
+      const network = (await readRecordedNetwork(join(dir, state.name)))!;
+      await eventually(
+        async () => {
+          const config = JSON.parse(
+            (
+              await client.core.readNamespacedConfigMap({
+                name: "tenantry-gateway-config",
+                namespace: NAMESPACE,
+              })
+            ).data!["config.json"]!,
+          ) as { peers: unknown[] };
+          assert.deepEqual(config.peers, [], `${state.name}: peers`);
+          const status = JSON.parse(
+            (
+              await client.core.readNamespacedConfigMap({
+                name: GATEWAY_OBJECTS.status,
+                namespace: NAMESPACE,
+              })
+            ).data!["status.json"]!,
+          ) as { handshakes: Record<string, number> };
+          assert.deepEqual(status.handshakes, {}, `${state.name}: wireguard-go still has a peer`);
+          const remaps = await client.core.readNamespacedConfigMap({
+            name: REMAPS_CONFIGMAP,
+            namespace: NAMESPACE,
+          });
+          assert.deepEqual(remaps.data ?? {}, {}, `${state.name}: ranges`);
+          const routes = await run("ip", ["netns", "exec", `tnr${network.index}-node`, "ip", "route"]);
+          assert.doesNotMatch(routes, /^10\.24\d\./m, `${state.name}: node routes`);
+          const [gateway] = (
+            await client.core.listNamespacedPod({
+              namespace: NAMESPACE,
+              labelSelector: `app.kubernetes.io/name=${GATEWAY_NAME}`,
+            })
+          ).items;
+          const gatewayNetns = `tnr${network.index}-${gateway!.metadata!.uid!.replace(/-/g, "").slice(0, 8)}`;
+          const rules = await run("ip", [
+            "netns",
+            "exec",
+            gatewayNetns,
+            "nft",
+            "list",
+            "table",
+            "ip",
+            "tenantry-gateway",
+          ]);
+          assert.doesNotMatch(rules, /prefix to/, `${state.name}: remapping rules`);
+          const gatewayRoutes = await run("ip", ["netns", "exec", gatewayNetns, "ip", "route"]);
+          assert.doesNotMatch(gatewayRoutes, /dev wg0/, `${state.name}: tunnel routes`);
         },
         { timeoutMs: 120_000 },
       );
