@@ -148,12 +148,14 @@ try {
     spec: { namespaceMappingStrategy: "EnforceSameName", podOffloadingStrategy: "LocalAndRemote" },
   } as never);
   await until("the replica namespace", () => edge.core.readNamespace({ name: namespace }));
-  const peerProgram = await readFile(PEER, "utf8");
-  for (const client of [home, edge])
-    await client.core.createNamespacedConfigMap({
-      namespace,
-      body: { metadata: { name: "peer" }, data: { "peer.mjs": peerProgram } },
-    });
+  // Reflection copies the offloaded namespace's ConfigMaps to its replica: the peer program too.
+  await home.core.createNamespacedConfigMap({
+    namespace,
+    body: { metadata: { name: "peer" }, data: { "peer.mjs": await readFile(PEER, "utf8") } },
+  });
+  await until("the peer program in the replica", () =>
+    edge.core.readNamespacedConfigMap({ name: "peer", namespace }),
+  );
   await home.core.createNamespacedPod({ namespace, body: serverPod("server-home") });
   await edge.core.createNamespacedPod({ namespace, body: serverPod("server-edge") });
   await home.core.createNamespacedPod({ namespace, body: sleeper("client") });

@@ -104,6 +104,10 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
         namespace: context.namespace,
         informers,
         pods: context.cache.informer({ apiVersion: "v1", kind: "Pod" }),
+        networkPolicies: context.cache.informer({
+          apiVersion: "networking.k8s.io/v1",
+          kind: "NetworkPolicy",
+        }),
         tenantNamespaces: context.values.get(TENANT_INFORMERS).tenantNamespaces,
         placement: network.gateway,
         ...(network.podCidr ? { podCidr: network.podCidr } : {}),

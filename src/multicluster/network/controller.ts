@@ -4,6 +4,7 @@ import {
   setHeaderOptions,
   type V1ConfigMap,
   type V1Namespace,
+  type V1NetworkPolicy,
   type V1Pod,
 } from "@kubernetes/client-node";
 import type { Logger } from "pino";
@@ -54,6 +55,8 @@ export interface NetworkControllerOptions {
   informers: MulticlusterInformers;
   /** Every pod of the cluster (the shared cache's). */
   pods: Informer<V1Pod>;
+  /** NetworkPolicies (the shared cache's): only a namespace already isolated needs the peers admitted. */
+  networkPolicies: Informer<V1NetworkPolicy>;
   /** Tenant namespaces (the shared cache's): a replica must be the peer's tenant's. */
   tenantNamespaces: Informer<V1Namespace>;
   placement: GatewayPlacement;
@@ -99,7 +102,7 @@ export class NetworkController {
   constructor(private readonly options: NetworkControllerOptions) {}
 
   async start(): Promise<void> {
-    await this.options.pods.waitForSync();
+    await Promise.all([this.options.pods.waitForSync(), this.options.networkPolicies.waitForSync()]);
     const tick = async () => {
       try {
         await this.reconcile();
@@ -381,6 +384,8 @@ export class NetworkController {
     const { client } = this.options;
     const wanted = new Map<string, string[]>();
     for (const entry of namespaces.values()) {
+      // A namespace no policy isolates admits everyone already; a policy of ours would isolate it.
+      if (!this.isolated(entry.namespace)) continue;
       const ranges = new Set([...(wanted.get(entry.namespace) ?? []), ...entry.peerRanges]);
       wanted.set(entry.namespace, [...ranges].sort());
     }
@@ -417,6 +422,15 @@ export class NetworkController {
         });
       this.written.delete(`NetworkPolicy/${namespace}/${PEER_POLICY}`);
     }
+  }
+
+  /** Whether a NetworkPolicy other than ours selects the namespace's pods for ingress. */
+  private isolated(namespace: string): boolean {
+    return this.options.networkPolicies
+      .inNamespace(namespace)
+      .some(
+        (p) => p.metadata?.name !== PEER_POLICY && (p.spec?.policyTypes ?? ["Ingress"]).includes("Ingress"),
+      );
   }
 
   /** The gateway's configuration, and the node's routes through it (the pod's annotation). */
