@@ -1,4 +1,13 @@
-import { type Capability, type SharedContext, Slot, type Started, StartedState } from "../kube/index.js";
+import type { KubernetesObject, V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
+import {
+  type Capability,
+  type Informer,
+  type SharedContext,
+  Slot,
+  type Started,
+  StartedState,
+  startInformers,
+} from "../kube/index.js";
 import { TENANT_INFORMERS } from "../tenants/index.js";
 import type { AdmissionCheck, AdmissionSource } from "../webhooks/index.js";
 import { MulticlusterInformers } from "./informers.js";
@@ -43,6 +52,7 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
   );
 
   private readonly addresses = new PeerAddresses();
+  private networkInformers?: { pods: Informer<V1Pod>; networkPolicies: Informer<V1NetworkPolicy> };
 
   constructor(private readonly options: MulticlusterOptions = {}) {}
 
@@ -52,6 +62,17 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
     context.lifecycle.started("offloading informers", informers);
     context.values.set(MULTICLUSTER_INFORMERS, informers);
     context.values.set(PEER_ADDRESSES, this.addresses);
+    // The shared cache's informers run once someone starts them (starting twice is a no-op).
+    if (this.options.network) {
+      this.networkInformers = {
+        pods: context.cache.informer({ apiVersion: "v1", kind: "Pod" }),
+        networkPolicies: context.cache.informer({
+          apiVersion: "networking.k8s.io/v1",
+          kind: "NetworkPolicy",
+        }),
+      };
+      await startInformers(Object.values(this.networkInformers) as Informer<KubernetesObject>[]);
+    }
     this.started.set({ context, informers });
     return { leaderControllers: () => this.controllers() };
   }
@@ -103,11 +124,7 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
         client: context.client,
         namespace: context.namespace,
         informers,
-        pods: context.cache.informer({ apiVersion: "v1", kind: "Pod" }),
-        networkPolicies: context.cache.informer({
-          apiVersion: "networking.k8s.io/v1",
-          kind: "NetworkPolicy",
-        }),
+        ...this.networkInformers!,
         tenantNamespaces: context.values.get(TENANT_INFORMERS).tenantNamespaces,
         placement: network.gateway,
         ...(network.podCidr ? { podCidr: network.podCidr } : {}),
