@@ -5,9 +5,11 @@ import type { Logger } from "pino";
 import { registerCluster, standaloneKubeconfig } from "../clusters/index.js";
 import {
   type ClusterState,
+  LOCAL_IMAGES,
   type LocalObjectStoreState,
   letPodsReachHostPorts,
   PROCESS_NODE_NAME,
+  PROCESS_NODE_PLACEMENT,
   webhookClientCaFile,
 } from "../localcluster/index.js";
 import type { StorageOptions } from "../storage/index.js";
@@ -90,6 +92,10 @@ export async function startEmbeddedTenantry(
     webhookClientCa: await readFile(webhookClientCaFile(state), "utf8"),
     // No health server here: the metrics of every component on a loopback port of their own.
     metricsPort: 0,
+    // The gateway joining peers' pod networks runs on the process node, whose pods have real ones.
+    multicluster: {
+      network: { gateway: { image: LOCAL_IMAGES.networkGateway, ...PROCESS_NODE_PLACEMENT } },
+    },
     ...extra,
     ...(access
       ? {

@@ -14,6 +14,7 @@ import {
   objectStoreComponent,
   pinnedVersion,
   requiredGoVersion,
+  wireguardComponent,
 } from "./components.js";
 import { acquireLock } from "./lock.js";
 
@@ -329,4 +330,12 @@ export async function ensureObjectStoreBinary(
 export async function ensureHydra(options: BuildOptions = {}): Promise<{ program: string; version: string }> {
   const result = await buildOnDemand(hydraComponent, options);
   return { program: join(result.dir, "bin", "hydra"), version: result.version };
+}
+
+/** Builds (once) and returns wireguard-go, the userspace WireGuard the network gateways run. */
+export async function ensureWireguardGo(
+  options: BuildOptions = {},
+): Promise<{ program: string; version: string; reused: boolean }> {
+  const result = await buildOnDemand(wireguardComponent, options);
+  return { program: join(result.dir, "bin", "wireguard-go"), version: result.version, reused: result.reused };
 }

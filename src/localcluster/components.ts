@@ -155,6 +155,19 @@ export const objectStoreComponent: ComponentSpec<"versitygw"> = {
   ldflags: () => [],
 };
 
+/**
+ * wireguard-go, the userspace WireGuard of the clusters' network gateways (src/multicluster/network):
+ * kernel WireGuard is missing here, /dev/net/tun is not. Its module is published only as
+ * pseudo-versions, which name the build like a release does. Built on demand, like Helm.
+ */
+export const wireguardComponent: ComponentSpec<"wireguard-go"> = {
+  name: "wireguard-go",
+  module: "golang.zx2c4.com/wireguard",
+  packages: ["golang.zx2c4.com/wireguard"],
+  binaries: ["wireguard-go"],
+  ldflags: () => [],
+};
+
 /** The version pinned by the wrapper module's go.mod (`require <module> <version>`). */
 export function pinnedVersion(spec: ComponentSpec<string>): string {
   const goMod = readFileSync(join(modulesDir, spec.name, "go.mod"), "utf8");

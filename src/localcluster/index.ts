@@ -6,6 +6,7 @@ export {
   ensureHelm,
   ensureHydra,
   ensureObjectStoreBinary,
+  ensureWireguardGo,
 } from "./build.js";
 export type { ClusterPorts, ClusterState, ClusterStatus } from "./cluster.js";
 export { COMPONENT_ORDER, LocalCluster, webhookClientCaFile } from "./cluster.js";

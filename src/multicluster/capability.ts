@@ -1,4 +1,4 @@
-import type { KubernetesObject } from "@kubernetes/client-node";
+import type { KubernetesObject, V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
 import {
   applyObject,
   type Capability,
@@ -13,6 +13,7 @@ import { authenticatedUsername, TENANT_INFORMERS } from "../tenants/index.js";
 import type { AdmissionCheck, AdmissionSource } from "../webhooks/index.js";
 import { readClusterIdentity } from "./identity.js";
 import { MulticlusterInformers } from "./informers.js";
+import { type GatewayPlacement, NetworkController, PeerAddresses } from "./network/index.js";
 import { offloadingControllers } from "./offloading/index.js";
 import { offloadingPodWebhook } from "./offloading/pod-webhook.js";
 import { PeerCertificateApprover } from "./peer-certificate-approver.js";
@@ -37,11 +38,17 @@ export const MULTICLUSTER_INFORMERS = new Slot<MulticlusterInformers>("the multi
 /** Where the labels the administrator gave registered clusters come from (the cluster registry). */
 export const CLUSTER_LABELS = new Slot<ClusterLabelSource>("the registered clusters' labels");
 
-/** Virtual nodes for this cluster's Peerings: probe and heartbeat periods. */
+/** How this cluster reaches each peer's pods through the gateway (multi-cluster services read it). */
+export const PEER_ADDRESSES = new Slot<PeerAddresses>("the peers' pod addresses");
+
+/**
+ * Virtual nodes for this cluster's Peerings: probe and heartbeat periods; and the network gateway
+ * joining peers' pod networks (run only when its placement is given).
+ */
 export type MulticlusterOptions = Pick<
   PeeringControllerOptions,
   "probeIntervalMs" | "probeTimeoutMs" | "statusHeartbeatMs"
->;
+> & { network?: { gateway: GatewayPlacement; podCidr?: string } };
 
 /**
  * Peering and offloading: the informers, the offloaded pods' admission check, and for the leader
@@ -55,6 +62,9 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
     services: ViewInformers;
   }>("multicluster");
   private controllerUsername?: Promise<string>;
+
+  private readonly addresses = new PeerAddresses();
+  private networkInformers?: { pods: Informer<V1Pod>; networkPolicies: Informer<V1NetworkPolicy> };
 
   constructor(private readonly options: MulticlusterOptions = {}) {}
 
@@ -74,6 +84,18 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
     ]);
     context.lifecycle.started("offloading informers", informers);
     context.values.set(MULTICLUSTER_INFORMERS, informers);
+    context.values.set(PEER_ADDRESSES, this.addresses);
+    // The shared cache's informers run once someone starts them (starting twice is a no-op).
+    if (this.options.network) {
+      this.networkInformers = {
+        pods: context.cache.informer({ apiVersion: "v1", kind: "Pod" }),
+        networkPolicies: context.cache.informer({
+          apiVersion: "networking.k8s.io/v1",
+          kind: "NetworkPolicy",
+        }),
+      };
+      await startInformers(Object.values(this.networkInformers) as Informer<KubernetesObject>[]);
+    }
     this.started.set({ context, informers, services });
     return { leaderControllers: () => this.controllers() };
   }
@@ -127,6 +149,26 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
         informers,
         home: services,
         clusterName: async () => (await readClusterIdentity(client, namespace, "this cluster")).clusterName,
+      }),
+      ...this.networkControllers(),
+    ];
+  }
+
+  private networkControllers() {
+    const network = this.options.network;
+    if (!network) return [];
+    const { context, informers } = this.started.get();
+    return [
+      new NetworkController({
+        client: context.client,
+        namespace: context.namespace,
+        informers,
+        ...this.networkInformers!,
+        tenantNamespaces: context.values.get(TENANT_INFORMERS).tenantNamespaces,
+        placement: network.gateway,
+        ...(network.podCidr ? { podCidr: network.podCidr } : {}),
+        addresses: this.addresses,
+        logger: context.logger,
       }),
     ];
   }

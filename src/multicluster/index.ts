@@ -60,6 +60,7 @@ export {
   MULTICLUSTER_INFORMERS,
   MulticlusterCapability,
   type MulticlusterOptions,
+  PEER_ADDRESSES,
 } from "./capability.js";
 export {
   CLUSTER_IDENTITY_CONFIGMAP,
@@ -71,6 +72,20 @@ export {
   readClusterIdentity,
 } from "./identity.js";
 export { MulticlusterInformers } from "./informers.js";
+export {
+  EXCHANGE_LABEL,
+  exchangeConfigMapName,
+  GATEWAY_NAME,
+  GATEWAY_OBJECTS,
+  GATEWAY_TABLE,
+  type GatewayPlacement,
+  PeerAddresses,
+  type PeerMapping,
+  PUBLIC_GATEWAY_CONFIGMAP,
+  REMAPS_CONFIGMAP,
+  remapAddress,
+  TUNNEL_INTERFACE,
+} from "./network/index.js";
 export {
   type OffloadingControllersOptions,
   offloadingControllers,

@@ -31,6 +31,7 @@ import { TENANTS_API_VERSION, type Tenant } from "../tenants/index.js";
 import { MCS_GROUP } from "./api/mcs.js";
 import type { Peering } from "./api/peering.js";
 import { CLUSTER_IDENTITY_CONFIGMAP, type ClusterIdentity, readClusterIdentity } from "./identity.js";
+import { exchangeConfigMap, peerNetworkRules } from "./network/exchange.js";
 import { PEER_CERTIFICATE_SECONDS_ANNOTATION } from "./peer-certificates.js";
 import { KUBECONFIG_KEY } from "./remote.js";
 import { PEERING_LABEL, virtualNodeName } from "./virtual-node.js";
@@ -282,6 +283,8 @@ function peerRbac(consumer: ClusterIdentity, namespace: string): [V1Role, V1Role
           verbs: ["get"],
           resourceNames: [CLUSTER_IDENTITY_CONFIGMAP],
         },
+        // The gateways' public facts, and the one ConfigMap the two clusters exchange them in.
+        ...peerNetworkRules(consumer.clusterName),
       ],
     },
     {
@@ -465,7 +468,14 @@ async function planPeering(options: PeerOptions): Promise<PeeringPlan> {
     username: peerUsername(ids.consumer.clusterId),
     secretName: peerSecretName(ids.provider.clusterName),
     tenant,
-    providerObjects: [tenant, role, binding, renewalRole, renewalBinding],
+    providerObjects: [
+      tenant,
+      role,
+      binding,
+      renewalRole,
+      renewalBinding,
+      exchangeConfigMap(ids.consumer.clusterName, namespace, peerLabels(ids.consumer)),
+    ],
   };
 }
 
@@ -766,7 +776,15 @@ export async function unpeerClusters(options: UnpeerOptions): Promise<UnpeerResu
       };
       const [role, binding] = peerRbac(consumerId, namespace);
       const [renewalRole, renewalBinding] = peerRenewalRbac(consumerId);
-      for (const object of [renewalBinding, renewalRole, binding, role, tenant] as KubernetesObject[]) {
+      const exchange = exchangeConfigMap(consumerId.clusterName, namespace, {});
+      for (const object of [
+        exchange,
+        renewalBinding,
+        renewalRole,
+        binding,
+        role,
+        tenant,
+      ] as KubernetesObject[]) {
         if (await deleteObject(provider, object)) {
           removed.push(`${describeObject(object)} in provider "${provider.name}"`);
           progress("provider", provider.name, `deleted ${describeObject(object)}`);

@@ -216,6 +216,33 @@ describe("peering edge-1 with home", () => {
     await forbidden(["-n", "tenantry-system", "get", "secrets"], /forbidden/i);
     await forbidden(["-n", "tenantry-system", "get", "configmaps"], /forbidden/i);
     await forbidden(["-n", "tenantry-system", "get", "configmap", "tenantry-webhook-tls"], /forbidden/i);
+    // The network: its own exchange ConfigMap and the provider's public gateway facts, nothing more.
+    for (const name of ["tenantry-network-peer-edge-2", "tenantry-gateway-config", "tenantry-network-remaps"])
+      await forbidden(["-n", "tenantry-system", "get", "configmap", name], /forbidden/i);
+    await forbidden(["-n", "tenantry-system", "get", "secret", "tenantry-gateway-key"], /forbidden/i);
+    await forbidden(
+      [
+        "-n",
+        "tenantry-system",
+        "patch",
+        "configmap",
+        "tenantry-network-public",
+        "--type=merge",
+        "-p",
+        '{"data":{"x":"y"}}',
+      ],
+      /forbidden/i,
+    );
+    const exchange = await as([
+      "-n",
+      "tenantry-system",
+      "get",
+      "configmap",
+      "tenantry-network-peer-edge-1",
+      "-o",
+      "name",
+    ]);
+    assert.equal(exchange.code, 0, exchange.stderr);
     await forbidden(
       ["create", "clusterrolebinding", uniqueName("mine"), "--clusterrole=cluster-admin", "--user=x"],
       /forbidden/i,
@@ -292,6 +319,10 @@ stringData: { a: b }
     assert.equal(await readNode(consumer, "tenantry-home"), undefined);
     assert.equal(await exists(consumer, "v1", "Secret", peerSecretName("home"), "tenantry-system"), false);
     assert.equal(await exists(provider, TENANTS_API_VERSION, "Tenant", "peer-edge-1"), false);
+    assert.equal(
+      await exists(provider, "v1", "ConfigMap", "tenantry-network-peer-edge-1", "tenantry-system"),
+      false,
+    );
     assert.equal(
       await exists(
         provider,

@@ -49,6 +49,11 @@ export const LOCAL_IMAGES = {
   backupAgent: "ghcr.io/tenantry/backup-agent:0.1.0",
   /** tenantry's runtime agent (src/runtimes/agent), run with node: a runtime pod's sidecar reporting its activity. */
   runtimeAgent: "ghcr.io/tenantry/runtime-agent:0.1.0",
+  /**
+   * tenantry's network gateway (src/multicluster/network/gateway), run with node: wireguard-go
+   * (built from its Go module on first pull) on a TUN device, configured through its UAPI socket.
+   */
+  networkGateway: "ghcr.io/tenantry/network-gateway:0.1.0",
   /** Sleeps until stopped. */
   pause: "registry.k8s.io/pause:3.10",
   /**

@@ -59,6 +59,13 @@ const IMAGES: Record<LocalImageKind, ImageConfig> = {
     programs: { "tenantry-runtime-agent": 1 },
     description: "tenantry's runtime agent",
   },
+  networkGateway: {
+    repositories: ["ghcr.io/tenantry/network-gateway"],
+    entrypoint: ["tenantry-network-gateway"],
+    cmd: [],
+    programs: { "tenantry-network-gateway": 1 },
+    description: "tenantry's network gateway (wireguard-go)",
+  },
   pause: {
     repositories: ["registry.k8s.io/pause", "k8s.gcr.io/pause"],
     entrypoint: ["/pause"],
@@ -123,6 +130,7 @@ export type ContainerProgram =
   | { program: "echo" }
   | { program: "jupyter"; args: string[]; singleuser?: true }
   | { program: "backup-agent"; args: string[] }
+  | { program: "network-gateway" }
   | { program: "shell"; args: string[] }
   | { program: "not-found"; message: string };
 
@@ -160,6 +168,7 @@ export function containerProgram(
       return { program: "jupyter", args: argv.slice(skip), ...singleuser };
     }
     if (kind === "backupAgent") return { program: "backup-agent", args: argv.slice(skip) };
+    if (kind === "networkGateway") return { program: "network-gateway" };
     if (kind === "busybox") return { program: "shell", args: argv.slice(skip) };
     if (kind === "runtimeAgent") return { program: "shell", args: runtimeAgentShellArgs(argv.slice(skip)) };
     return kind === "echo" ? { program: "echo" } : { program: "sleep" };

@@ -123,7 +123,7 @@ export class ProcessNodeKubelet {
           "stopping an orphan pod's processes",
         );
       await Promise.all(processes.map((p) => stopTree(p, 2000)));
-      await this.options.network.detach(record.uid);
+      await this.options.network.detach(record.uid, record.ip);
       await removePodDir(this.options.clusterDir, record.uid);
       this.addresses.release(record.ip);
       this.records.delete(record.uid);
@@ -215,7 +215,7 @@ export class ProcessNodeKubelet {
 
   private async cleanUp(runtime: PodRuntime): Promise<void> {
     await runtime.close();
-    await this.options.network.detach(runtime.uid);
+    await this.options.network.detach(runtime.uid, runtime.ip);
     this.runtimes.delete(runtime.key);
     if (runtime.ip) this.addresses.release(runtime.ip);
     this.options.events.forget(runtime.uid);

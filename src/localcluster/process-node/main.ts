@@ -13,6 +13,7 @@ import { loadCertificateAuthority } from "../../pki/index.js";
 import { EventRecorder } from "./events.js";
 import { ProcessNodeKubelet } from "./kubelet.js";
 import { serveKubeletApi } from "./kubelet-server.js";
+import { LocalLoadBalancers } from "./load-balancers.js";
 import { hostPortsOf, NodeNetwork, networkPlan } from "./network/index.js";
 import { NodeHeartbeat } from "./node.js";
 import { LocalVolumeProvisioner } from "./provisioner.js";
@@ -59,6 +60,7 @@ async function main(): Promise<void> {
     { podCidr: plan.podCidr, mapped: plan.mappedCidr, directRoute: network.directRoute },
     "pod network ready",
   );
+  const loadBalancers = new LocalLoadBalancers(client, plan, logger);
   const provisioner = new LocalVolumeProvisioner(client, clusterDir, events, logger);
   await provisioner.start();
   const kubelet = new ProcessNodeKubelet({
@@ -104,6 +106,7 @@ async function main(): Promise<void> {
   await kubelet.start();
   await heartbeat.register();
   heartbeat.start();
+  loadBalancers.start();
   events.normal(node, "NodeReady", `Node ${nodeName} status is now: NodeReady`);
   logger.info({ node: nodeName, podCidr: values["pod-cidr"], kubeletPort }, "process node ready");
 
@@ -113,6 +116,7 @@ async function main(): Promise<void> {
     stopping = true;
     logger.info({ signal }, "stopping: every pod's processes are stopped");
     heartbeat.stop();
+    loadBalancers.stop();
     await kubelet.stop({ stopPods: true });
     await network.stop();
     await provisioner.stop();

@@ -7,6 +7,7 @@ import type { V1Container, V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { nodeProgram } from "../../common/index.js";
 import { describeError } from "../../kube/index.js";
+import { ensureWireguardGo } from "../build.js";
 import type { LocalImageKind } from "./constants.js";
 import { ContainerConfigError, containerEnv, expandReferences } from "./env.js";
 import type { EventRecorder } from "./events.js";
@@ -21,7 +22,7 @@ import {
   shellArgs,
   unknownImageMessage,
 } from "./images.js";
-import type { NodeNetwork } from "./network/index.js";
+import { type NodeNetwork, podSysctls, requestedRoutes } from "./network/index.js";
 import type { ContainerView, PodView, Terminated } from "./pod-status.js";
 import { type ProbeKind, ProbeWorker } from "./probes.js";
 import { type ContainerRecord, type PodRecord, podDir, writeRecord } from "./records.js";
@@ -55,6 +56,8 @@ export const ECHO_SERVER = join(dirname(fileURLToPath(import.meta.url)), "images
  */
 const BACKUP_AGENT_PROGRAM = nodeProgram("../../backup/agent/main.ts", import.meta.url);
 export const BACKUP_AGENT = BACKUP_AGENT_PROGRAM.at(-1)!;
+/** tenantry's network gateway (src/multicluster/network/gateway), run the same way. */
+const NETWORK_GATEWAY_PROGRAM = nodeProgram("../../multicluster/network/gateway/main.ts", import.meta.url);
 /** The checkout the agent runs from: the echo and backup agent images are its sources and node_modules. */
 const CHECKOUT = fileURLToPath(new URL("../../../", import.meta.url)).replace(/\/$/, "");
 
@@ -348,6 +351,7 @@ export class PodRuntime {
       await this.save();
     }
     if (!this.podFiles && !(await this.setUpSandbox(pod))) return;
+    await this.routeThrough(pod);
     if (!this.volumes || (this.renewAt !== undefined && Date.now() >= this.renewAt)) {
       try {
         const prepared = await prepareVolumes(
@@ -425,7 +429,8 @@ export class PodRuntime {
       return true;
     }
     try {
-      if (!this.netns || !this.hasProcesses) this.netns = await this.ctx.network.attach(this.uid, this.ip!);
+      if (!this.netns || !this.hasProcesses)
+        this.netns = await this.ctx.network.attach(this.uid, this.ip!, podSysctls(pod));
       this.podFiles = await writePodFiles(pod, this.ip!, this.dir);
       return true;
     } catch (err) {
@@ -434,6 +439,23 @@ export class PodRuntime {
       this.ctx.logger.warn({ pod: this.key, error: describeError(err) }, "pod sandbox failed");
       this.ctx.resync(this.key, 2000);
       return false;
+    }
+  }
+
+  /** The prefixes the node routes through this pod now (a gateway's annotation). */
+  private routed = "";
+
+  /** Routes what a gateway pod's annotation lists through it (network/gateways.ts); failures are Events. */
+  private async routeThrough(pod: V1Pod): Promise<void> {
+    if (!this.netns) return;
+    try {
+      const prefixes = requestedRoutes(this.ctx.network.plan, pod);
+      if (prefixes.join(",") === this.routed) return;
+      await this.ctx.network.routeThrough(this.ip!, prefixes);
+      this.routed = prefixes.join(",");
+    } catch (err) {
+      this.ctx.events.warning(this.target, "FailedRoutes", err instanceof Error ? err.message : String(err));
+      this.ctx.resync(this.key, 5000);
     }
   }
 
@@ -743,6 +765,14 @@ export class PodRuntime {
         argv = [process.execPath, ...BACKUP_AGENT_PROGRAM, ...backupAgentArgs(program.args, visible)];
         programDirs = [nodeInstallDir(), CHECKOUT];
         break;
+      case "network-gateway": {
+        // The image holds wireguard-go: its build (once, cached by version) is the pull.
+        const wireguard = await ensureWireguardGo();
+        argv = [process.execPath, ...NETWORK_GATEWAY_PROGRAM];
+        env.set("WIREGUARD_GO", wireguard.program);
+        programDirs = [nodeInstallDir(), CHECKOUT, dirname(dirname(wireguard.program))];
+        break;
+      }
       case "shell":
         argv = ["/bin/sh", ...shellArgs(program.args, visible)];
         // The runtime agent image is the shell exec'ing this Node.js on the checkout's agent program.

@@ -234,6 +234,10 @@ async function hostPath(volume: V1Volume): Promise<string> {
       if (!exists || !(await stat(path)).isFile())
         throw new VolumeError(`hostPath type check failed: ${path} is not a file`);
       break;
+    case "CharDevice":
+      if (!exists || !(await stat(path)).isCharacterDevice())
+        throw new VolumeError(`hostPath type check failed: ${path} is not a character device`);
+      break;
     default:
       break;
   }

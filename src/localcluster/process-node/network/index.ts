@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { forgetPodRoutes, routeThroughPod, writePodSysctls } from "./gateways.js";
 import { ensureNodeNetwork, listedHostPorts, listHostPorts, removeNetwork } from "./node-network.js";
 import { mappedAddress, type NetworkPlan, podNamespace, podNetworkId } from "./plan.js";
 import { attachPod, detachPod } from "./pods.js";
@@ -8,7 +9,13 @@ import { attachPod, detachPod } from "./pods.js";
 export { PodAddresses } from "./addresses.js";
 export { claimNetwork, readRecordedNetwork, releaseNetwork } from "./claims.js";
 export { run } from "./commands.js";
+export { POD_ROUTES_ANNOTATION, podSysctls, requestedRoutes } from "./gateways.js";
 export { plansTakenByRoutes, removeNetwork } from "./node-network.js";
+/** A pod address of this node as every local cluster's pods reach it over the underlay (rules.ts). */
+export function podAddressOnUnderlay(plan: NetworkPlan, podIP: string): string | undefined {
+  return mappedAddress(plan, podIP);
+}
+
 export {
   CLUSTER_DOMAIN,
   DNS_SERVICE_IP,
@@ -74,19 +81,28 @@ export class NodeNetwork {
     return network;
   }
 
-  /** Gives the pod its namespace with `ip`; answers the namespace's name. */
-  async attach(uid: string, ip: string): Promise<string> {
+  /** Gives the pod its namespace with `ip` and its network sysctls; answers the namespace's name. */
+  async attach(uid: string, ip: string, sysctls: [string, string][] = []): Promise<string> {
     const ports = await this.ports();
     const fresh = ports.filter((p) => !this.listed.has(p));
     if (fresh.length) {
       await listHostPorts(this.plan, fresh);
       for (const port of fresh) this.listed.add(port);
     }
-    return attachPod(this.plan, uid, ip, ports);
+    const namespace = await attachPod(this.plan, uid, ip, ports);
+    await writePodSysctls(namespace, sysctls);
+    return namespace;
   }
 
-  detach(uid: string): Promise<void> {
+  /** Removes the pod's namespace and whatever the node routed through it. */
+  async detach(uid: string, ip?: string): Promise<void> {
+    if (ip) await forgetPodRoutes(this.plan, ip);
     return detachPod(this.plan, uid);
+  }
+
+  /** Routes `prefixes` of the node through the pod at `ip` (a gateway pod's annotation asks). */
+  routeThrough(ip: string, prefixes: readonly string[]): Promise<void> {
+    return routeThroughPod(this.plan, ip, prefixes);
   }
 
   /** The pod's namespace, if it exists (a pod adopted after a restart of the agent). */

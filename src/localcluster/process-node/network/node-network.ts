@@ -3,7 +3,7 @@ import { writeFile } from "node:fs/promises";
 import { Cidr } from "./cidr.js";
 import { inNamespace, networkNamespaces, quietly, run } from "./commands.js";
 import { BRIDGE, type NetworkPlan, NODE_LINK, namespacePrefix } from "./plan.js";
-import { addPortsRule, HOST_PORTS_SET, hostRules, NODE_TABLE, nodeRules } from "./rules.js";
+import { addPortsRule, HOST_PORTS_SET, hostRules, NODE_TABLE, nodeRules, UNDERLAY_CIDR } from "./rules.js";
 
 /** A route of the machine, as `ip -j route show` gives it. */
 interface Route {
@@ -59,6 +59,8 @@ export async function ensureNodeNetwork(
   await run("ip", ["link", "set", plan.hostLink, "up"]);
   // The machine's end takes the pods' traffic for its 127.0.0.1 services (listed ports only).
   await writeFile(`/proc/sys/net/ipv4/conf/${plan.hostLink}/route_localnet`, "1\n");
+  // The underlay between clusters' pods (UDP only, rules.ts): forwarded from this link alone.
+  await writeFile(`/proc/sys/net/ipv4/conf/${plan.hostLink}/forwarding`, "1\n");
   const bridgeMissing = !(await inNamespace(node, "ip", ["-o", "link", "show"])).includes(` ${BRIDGE}:`);
   await inNamespace(
     node,
@@ -71,6 +73,7 @@ export async function ensureNodeNetwork(
       ...(bridgeMissing ? [`link add ${BRIDGE} type bridge`] : []),
       `addr replace ${plan.gateway}/24 dev ${BRIDGE}`,
       `link set ${BRIDGE} up`,
+      `route replace ${UNDERLAY_CIDR} via ${plan.hostAddress} dev ${NODE_LINK}`,
       "",
     ].join("\n"),
   );

@@ -15,6 +15,12 @@ function portSet(ports: readonly number[]): string {
 }
 
 export const NODE_TABLE = "tenantry-node";
+/**
+ * Every local cluster's pods at their mapped addresses (198.18.<k>.<n>): the underlay between the
+ * clusters on this machine, as the internet is between real ones. Only UDP crosses it (what
+ * tunnels between clusters' gateways need), from a node's pods to another node's pods.
+ */
+export const UNDERLAY_CIDR = "198.18.0.0/16";
 export const POD_TABLE = "tenantry-pod";
 export const HOST_PORTS_SET = "host_ports";
 
@@ -31,6 +37,11 @@ export function hostRules(plan: NetworkPlan, ports: readonly number[]): string {
 \tchain prerouting {
 \t\ttype nat hook prerouting priority dstnat; policy accept;
 \t\tiifname "${link}" ip daddr ${plan.hostAddress} meta l4proto { tcp, udp } th dport @${HOST_PORTS_SET} dnat to 127.0.0.1
+\t}
+\tchain forward {
+\t\ttype filter hook forward priority filter; policy accept;
+\t\tiifname "${link}" ip saddr ${plan.mappedCidr} ip daddr ${UNDERLAY_CIDR} meta l4proto udp oifname "tnr*" accept
+\t\tiifname "${link}" drop
 \t}
 \tchain input {
 \t\ttype filter hook input priority filter; policy accept;
@@ -80,6 +91,7 @@ export function nodeRules(plan: NetworkPlan, ports: readonly number[]): string {
 \t\ttype nat hook postrouting priority srcnat; policy accept;
 \t\toifname "${NODE_LINK}" ip saddr 127.0.0.0/8 masquerade
 \t\toifname "${NODE_LINK}" ip saddr ${plan.podCidr} ip daddr ${plan.hostAddress} masquerade
+\t\toifname "${NODE_LINK}" ip saddr ${plan.podCidr} ip daddr ${UNDERLAY_CIDR} snat ip prefix to ${plan.mappedCidr}
 \t}
 \tchain node-traffic {
 \t\ttype filter hook prerouting priority mangle; policy accept;
@@ -90,6 +102,8 @@ export function nodeRules(plan: NetworkPlan, ports: readonly number[]): string {
 \t\tct state established,related accept
 \t\tip daddr ${plan.podCidr} accept
 \t\tiifname "${BRIDGE}" ip saddr ${plan.podCidr} ip daddr ${plan.hostAddress} accept
+\t\tiifname "${BRIDGE}" ip saddr ${plan.podCidr} ip daddr ${UNDERLAY_CIDR} meta l4proto udp accept
+\t\tiifname "${BRIDGE}" oifname "${BRIDGE}" accept
 \t}
 `,
   );

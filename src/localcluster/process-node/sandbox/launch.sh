@@ -8,11 +8,11 @@
 #
 # ROOT     an empty folder to mount the container's root on (seen only inside these namespaces)
 # SPEC     a folder holding `mounts` (tab-separated lines: kind, source, target, in that order;
-#          kinds dir-ro, dir-rw, file-ro, file-rw, tmpfs) and `exec` (NUL-separated: NAME=VALUE of the
+#          kinds dir-ro, dir-rw, file-ro, file-rw, tmpfs, device — the TUN device, usable) and `exec` (NUL-separated: NAME=VALUE of the
 #          environment, then the program and its arguments), and `workdir`
 # UID GID  the user and group the program runs as; GROUPS its supplementary groups (`-`: none)
 # USERNS   1: the program runs as root of a user namespace of its own, mapped to UID outside
-# CAPS     capabilities kept (`-`: none; only net_bind_service is ever asked for)
+# CAPS     capabilities kept (`-`: none; only net_bind_service and net_admin are ever granted)
 #
 # The init (bash, as UID) forwards SIGTERM, SIGINT and SIGHUP to the program and exits with its
 # status; when it ends the kernel kills whatever else is left in the PID namespace.
@@ -74,6 +74,11 @@ while IFS=$tab read -r kind source target; do
     else
       mount -o remount,bind,nosuid,nodev "$at"
     fi
+    ;;
+  device)
+    mkdir -p "$(dirname "$at")"
+    [ -e "$at" ] || : >"$at"
+    mount --bind "$source" "$at"
     ;;
   tmpfs)
     mkdir -p "$at"

@@ -17,7 +17,7 @@ export const LAUNCH_SCRIPT = fileURLToPath(new URL("./launch.sh", import.meta.ur
 
 /** One mount of the container's root filesystem. */
 export interface SandboxMount {
-  kind: "dir-ro" | "dir-rw" | "file-ro" | "file-rw" | "tmpfs";
+  kind: "dir-ro" | "dir-rw" | "file-ro" | "file-rw" | "tmpfs" | "device";
   source: string;
   /** Where inside the container. */
   target: string;
@@ -65,7 +65,15 @@ function systemMounts(): SandboxMount[] {
 }
 
 /** A volume's mount path may not replace the container's system folders. */
+/**
+ * The one device a pod may be given through a hostPath volume (type CharDevice): the TUN device a
+ * network gateway granted NET_ADMIN opens. Any other device is mounted as a file, unusable (nodev).
+ */
+export const USABLE_DEVICES = ["/dev/net/tun"];
+
 export function checkMountTarget(target: string, field: string): void {
+  // The TUN device is the one file of /dev a volume may provide (see USABLE_DEVICES).
+  if (USABLE_DEVICES.includes(target)) return;
   const clash = RESERVED.find((r) => target === "/" || target === r || target.startsWith(`${r}/`));
   if (target === "/" || clash)
     throw new ContainerConfigError(
@@ -73,9 +81,12 @@ export function checkMountTarget(target: string, field: string): void {
     );
 }
 
-/** A volume mount, as a folder or a single file, read-only or not. */
+/** A volume mount, as a folder or a single file (or the TUN device), read-only or not. */
 export function volumeMount(source: string, target: string, readOnly: boolean): SandboxMount {
-  const file = existsSync(source) && !statSync(source).isDirectory();
+  const status = existsSync(source) ? statSync(source) : undefined;
+  if (status?.isCharacterDevice() && USABLE_DEVICES.includes(source))
+    return { kind: "device", source, target };
+  const file = status !== undefined && !status.isDirectory();
   const kind = file ? (readOnly ? "file-ro" : "file-rw") : readOnly ? "dir-ro" : "dir-rw";
   return { kind, source, target };
 }

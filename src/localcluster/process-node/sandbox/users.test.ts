@@ -61,13 +61,15 @@ describe("whom a container runs as on the process node", () => {
     );
   });
 
-  test("capabilities: only NET_BIND_SERVICE is granted, privileged and others are refused naming the field", () => {
+  test("capabilities: only NET_BIND_SERVICE and NET_ADMIN are granted, privileged and others are refused naming the field", () => {
     const bind = container({ capabilities: { add: ["NET_BIND_SERVICE"], drop: ["CHOWN"] } });
     assert.deepEqual(containerRunAs(pod(), bind, "echo", "c").capabilities, ["net_bind_service"]);
     const restricted = container({ capabilities: { add: ["CAP_NET_BIND_SERVICE"], drop: ["ALL"] } });
     assert.deepEqual(containerRunAs(pod(), restricted, "echo", "c").capabilities, ["net_bind_service"]);
     const dropped = container({ capabilities: { add: ["NET_BIND_SERVICE"], drop: ["NET_BIND_SERVICE"] } });
     assert.deepEqual(containerRunAs(pod(), dropped, "echo", "c").capabilities, []);
+    const gateway = container({ capabilities: { add: ["NET_ADMIN"], drop: ["ALL"] } });
+    assert.deepEqual(containerRunAs(pod(), gateway, "networkGateway", "c").capabilities, ["net_admin"]);
     assert.throws(
       () =>
         containerRunAs(

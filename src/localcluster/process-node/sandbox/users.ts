@@ -15,7 +15,7 @@ import { ContainerConfigError } from "../env.js";
  * - root (runAsUser 0, or group 0) is root only in a user namespace of the container's own, mapped
  *   to the pod's own user outside: it owns its own files and nothing of the machine's;
  * - supplementary groups: the pod's fsGroup and supplementalGroups (group 0 dropped);
- * - no capabilities, except NET_BIND_SERVICE when asked for; any other added capability, and
+ * - no capabilities, except NET_BIND_SERVICE and NET_ADMIN when asked for; any other added capability, and
  *   `privileged`, are refused (CreateContainerConfigError naming the field), and
  *   `runAsNonRoot: true` with an effective user 0 is refused as the kubelet refuses it.
  */
@@ -47,7 +47,11 @@ const IMAGE_USERS: Partial<Record<LocalImageKind, { uid: number; gid: number }>>
   pause: { uid: 65535, gid: 65535 },
 };
 
-const ALLOWED_CAPABILITIES = ["NET_BIND_SERVICE"];
+/**
+ * NET_ADMIN acts on the container's own network namespace (a gateway's TUN device, routes and
+ * nftables rules); only pods tenantry or an administrator applies reach the process node.
+ */
+const ALLOWED_CAPABILITIES = ["NET_BIND_SERVICE", "NET_ADMIN"];
 
 const normalise = (capability: string) => capability.toUpperCase().replace(/^CAP_/, "");
 
