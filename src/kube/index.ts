@@ -159,6 +159,7 @@ export {
   Slot,
   type Started,
   StartedState,
+  withDependencies,
 } from "./manager.js";
 export { isDnsLabel, readNamespaceIfExists } from "./names.js";
 export { DynamicObjectApi, type SubresourcePatchOptions } from "./object-api.js";

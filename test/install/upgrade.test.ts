@@ -19,7 +19,7 @@ import { after, before, describe, it } from "node:test";
 import { ApiextensionsV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { ALL_CRDS } from "../../src/app/crds.js";
 import { diagnose } from "../../src/app/doctor.js";
-import { CONTROLLERS_LEASE } from "../../src/app/tenantry.js";
+import { leaderLeases } from "../../src/app/tenantry.js";
 import { type ClusterClient, loadClusterClient } from "../../src/kube/index.js";
 import {
   ClusterHarness,
@@ -287,7 +287,7 @@ describe("upgrading from the previous chart and tenantry with tenants in place",
       client: admin,
       namespace: NAMESPACE,
       crds: ALL_CRDS,
-      leaderLease: CONTROLLERS_LEASE,
+      leaderLeases: leaderLeases(),
     });
     assert.deepEqual(
       findings.filter((f) => f.status === "error"),
