@@ -4,6 +4,7 @@ export {
   applyIfChanged,
   applyObject,
   applyStatus,
+  applyStatusUnlessGone,
   FIELD_MANAGER,
   holdsFields,
   isApplied,

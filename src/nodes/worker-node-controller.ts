@@ -16,7 +16,7 @@ import {
 import type { Logger } from "pino";
 import {
   addFinalizer,
-  applyStatus,
+  applyStatusUnlessGone,
   type ClusterClient,
   type Condition,
   type ConditionUpdate,
@@ -229,17 +229,13 @@ export class WorkerNodeController {
 
   private async writeStatus(node: WorkerNode, status: WorkerNodeStatus): Promise<void> {
     if (sameStoredJson(node.status ?? {}, status)) return;
-    try {
-      // Server-side apply: fields tenantry no longer writes (the token id once it is gone) are removed.
-      await applyStatus(this.options.client, {
-        apiVersion: TENANTS_API_VERSION,
-        kind: "WorkerNode",
-        metadata: { name: node.metadata!.name! },
-        status,
-      });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    // Server-side apply: fields tenantry no longer writes (the token id once it is gone) are removed.
+    await applyStatusUnlessGone(this.options.client, {
+      apiVersion: TENANTS_API_VERSION,
+      kind: "WorkerNode",
+      metadata: { name: node.metadata!.name! },
+      status,
+    });
   }
 
   private providerObject(node: WorkerNode): NodeProvider | undefined {
