@@ -1120,7 +1120,6 @@ export class LogicalCloudController {
     return reconcileDone();
   }
 
-  /** A compare-and-swap of an object's finalizers, read again when it changed meanwhile. */
   /**
    * The cloud's status as this controller knows it: the cached one, unless this controller wrote a
    * newer one the cache has not received yet (a reconcile started by an earlier event must not undo
