@@ -49,11 +49,8 @@ export interface DoctorOptions {
   namespace: string;
   /** The CustomResourceDefinitions this version of tenantry serves. */
   crds: readonly CustomResourceDefinition[];
-  /**
-   * The Leases whose holders run the controllers, one per capability; `optional` ones have none
-   * when their capability has nothing to lead (backups without a store).
-   */
-  leaderLeases: readonly { name: string; optional?: boolean }[];
+  /** The Leases whose holders run the controllers, one per capability (`leaderLeases()`). */
+  leaderLeases: readonly LeaderLease[];
   /** A certificate with fewer days than this left is a warning (tenantry renews it before). */
   renewBeforeDays?: number;
   /** Timeout of each probe (webhook server, Service proxy). Default 5 s. */
@@ -542,10 +539,7 @@ async function checkLeader(options: DoctorOptions): Promise<Finding[]> {
   return findings.flat();
 }
 
-async function checkLease(
-  options: DoctorOptions,
-  leaderLease: { name: string; optional?: boolean },
-): Promise<Finding[]> {
+async function checkLease(options: DoctorOptions, leaderLease: LeaderLease): Promise<Finding[]> {
   const { namespace } = options;
   const { name } = leaderLease;
   const check = "leader";
@@ -555,9 +549,18 @@ async function checkLease(
     lease = await options.client.coordination.readNamespacedLease({ name, namespace });
   } catch (err) {
     if (!isNotFound(err)) throw err;
-    if (leaderLease.optional)
+    if (leaderLease.missing === "ok")
       return [
         { check, status: "ok", detail: `no Lease ${namespace}/${name}: nothing to lead (not configured)` },
+      ];
+    if (leaderLease.missing === "warning")
+      return [
+        {
+          check,
+          status: "warning",
+          detail: `no Lease ${namespace}/${name}: no replica has led it (switched off, or no replica's --components names it)`,
+          fix,
+        },
       ];
     return [
       {
@@ -589,11 +592,25 @@ async function checkLease(
   return [{ check, status: "ok", detail: `${holder} leads (Lease renewed ${Math.max(0, ago)} s ago)` }];
 }
 
+/**
+ * A capability's Lease as the doctor checks it: a missing one is an error, unless the capability may
+ * have nothing to lead (`ok`: backups without a store) or be switched off (`warning`).
+ */
+export interface LeaderLease {
+  name: string;
+  missing?: "ok" | "warning";
+}
+
 /** The Lease of every capability with leader-only controllers, as `tenantry doctor` checks them. */
-export function leaderLeases(): { name: string; optional?: boolean }[] {
+export function leaderLeases(): LeaderLease[] {
+  const missing: Partial<Record<string, LeaderLease["missing"]>> = {
+    backup: "ok",
+    monitor: "warning",
+    storage: "warning",
+  };
   return LEADING_CAPABILITIES.map((capability) => ({
     name: controllersLease(capability),
-    ...(capability === "backup" ? { optional: true } : {}),
+    ...(missing[capability] ? { missing: missing[capability] } : {}),
   }));
 }
 

@@ -12,31 +12,51 @@ export function controllersLease(capability: string): string {
  */
 export const LEGACY_CONTROLLERS_LEASE = "tenantry-controllers";
 
+/** Ends the identity a replica of this version holds the legacy Lease with; none of the previous version's does. */
+export const FENCE_IDENTITY_SUFFIX = " (per-capability Leases)";
+
 /**
- * Resolves once no replica of the previous version leads: the legacy Lease is missing, released,
- * or has gone unrenewed for its duration as this process observed it (the rule a candidate uses to
- * take a Lease, so a skewed clock cannot end it early). Checked every 2 s, the renewal period.
+ * Keeps replicas of the previous version from leading beside this one's: one replica of this
+ * version holds their Lease, `tenantry-controllers`, for as long as it runs (an elector like any
+ * other, renewed every 2 s; another takes over when it stops), so none of theirs can take it. The
+ * promise resolves once a replica of this version holds it — immediately on a new installation,
+ * once the previous version's leader is gone during an upgrade — and the capabilities' electors
+ * start then. Checked every 2 s.
  */
-export async function legacyLeaderGone(
-  client: kube.ClusterClient,
-  namespace: string,
+export function fenceOutPreviousVersion(
+  context: Pick<kube.SharedContext, "client" | "namespace" | "lifecycle" | "logger">,
   identity: string,
-  signal: AbortSignal,
 ): Promise<void> {
-  let seen: { version: string; at: number } | undefined;
-  await pollUntil(
-    async () => {
-      // null: there is none; undefined: not read this time (asked again).
-      const lease = await client.coordination
-        .readNamespacedLease({ name: LEGACY_CONTROLLERS_LEASE, namespace })
-        .catch((err: unknown) => (kube.isNotFound(err) ? null : undefined));
-      if (lease === null) return true;
-      if (lease === undefined) return undefined;
-      const version = lease.metadata?.resourceVersion ?? "";
-      if (seen?.version !== version) seen = { version, at: Date.now() };
-      return kube.shouldAcquire(kube.leaseRecordFrom(lease.spec), Date.now(), identity, seen.at) || undefined;
+  const { client, namespace, lifecycle, logger } = context;
+  const fence = new kube.LeaderElector({
+    lease: { client, namespace, name: LEGACY_CONTROLLERS_LEASE },
+    identity: `${identity}${FENCE_IDENTITY_SUFFIX}`,
+    logger,
+    onStartedLeading: () => undefined,
+    onStoppedLeading: async () => undefined,
+  });
+  const abort = new AbortController();
+  fence.start();
+  lifecycle.started("previous version's Lease", {
+    stop: async () => {
+      abort.abort();
+      await fence.stop();
     },
-    { timeoutMs: Number.POSITIVE_INFINITY, intervalMs: 2000, signal },
+  });
+  const heldByThisVersion = async () => {
+    if (fence.isLeader()) return true;
+    const lease = await client.coordination
+      .readNamespacedLease({ name: LEGACY_CONTROLLERS_LEASE, namespace })
+      .catch(() => undefined);
+    return lease?.spec?.holderIdentity?.endsWith(FENCE_IDENTITY_SUFFIX) || undefined;
+  };
+  return pollUntil(heldByThisVersion, {
+    timeoutMs: Number.POSITIVE_INFINITY,
+    intervalMs: 2000,
+    signal: abort.signal,
+  }).then(
+    () => undefined,
+    () => undefined,
   );
 }
 

@@ -17,7 +17,7 @@ import { TENANT_LABEL, TenantsCapability } from "../tenants/index.js";
 import { AdmissionCapability, WebhookCertificateCapability } from "../webhooks/index.js";
 import { sharedContext } from "./context.js";
 import { runningTenantry } from "./handle.js";
-import { controllersLease, ElectorAfter, legacyLeaderGone } from "./leases.js";
+import { controllersLease, ElectorAfter, fenceOutPreviousVersion } from "./leases.js";
 import { CAPABILITY_NAMES, type RunningTenantry, type TenantryOptions } from "./options.js";
 
 export { leaderLeases } from "./doctor.js";
@@ -85,8 +85,8 @@ function keeperOf(capability: kube.Capability): string {
 
 /**
  * Competes for the Lease `tenantry-<capability>` of each capability whose controllers this process
- * runs (`options.controllers`, default every one named), once no replica of the previous version
- * leads all of them under the one Lease `tenantry-controllers`.
+ * runs (`options.controllers`, default every one named), once a replica of this version holds the
+ * previous version's one Lease `tenantry-controllers` (so none of that version leads beside it).
  */
 function lead(
   manager: kube.Manager,
@@ -95,20 +95,16 @@ function lead(
   named: readonly string[],
 ): kube.LeaderControllers {
   const identity = options.identity ?? `${hostname()}-${process.pid}`;
-  const { client, namespace, lifecycle } = context;
-  let legacyGone: Promise<void> | undefined;
-  const previousLeaderGone = () => {
-    if (!legacyGone) {
-      const abort = new AbortController();
-      lifecycle.started("previous version's leader watch", { stop: () => abort.abort() });
-      legacyGone = legacyLeaderGone(client, namespace, identity, abort.signal).catch(() => undefined);
-    }
-    return legacyGone;
+  const { client, namespace } = context;
+  let fenced: Promise<void> | undefined;
+  const previousVersionFenced = () => {
+    fenced ??= fenceOutPreviousVersion(context, identity);
+    return fenced;
   };
   const elector = (capability: string, callbacks: kube.LeadershipCallbacks) => {
     const lease = { client, namespace, name: controllersLease(capability) };
     const elector = new kube.LeaderElector({ lease, identity, logger: options.logger, ...callbacks });
-    return new ElectorAfter(previousLeaderGone(), elector);
+    return new ElectorAfter(previousVersionFenced(), elector);
   };
   const leading = options.controllers === false ? [] : (options.controllers ?? named);
   const leadership = manager.lead(context, elector, leading);

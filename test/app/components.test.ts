@@ -4,14 +4,15 @@
  * processes share a cluster of the test's own — two with overlapping capabilities and one serving
  * only the webhooks. Every capability has exactly one replica running its controllers, the holder
  * of its Lease; the webhooks-only replica holds none; and a leader killed with SIGKILL hands what
- * the other replica also runs over to it, once its Leases expire.
+ * the other replica also runs over to it, once its Leases expire. The previous version's one Lease,
+ * `tenantry-controllers`, stays held by a replica of this version, so none of that version leads.
  */
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { controllersLease, TENANTRY_NAMESPACE } from "../../src/app/tenantry.js";
+import { controllersLease, LEGACY_CONTROLLERS_LEASE, TENANTRY_NAMESPACE } from "../../src/app/tenantry.js";
 import { type ClusterClient, loadClusterClient } from "../../src/kube/index.js";
 import {
   ClusterHarness,
@@ -128,14 +129,19 @@ describe("replicas running different capabilities", { timeout: 20 * 60_000 }, ()
     });
     // A Lease for each capability with controllers someone runs, and no other: not for the webhooks,
     // the gateway, nor the capabilities started only as dependencies (multicluster, access, …).
+    // The previous version's one Lease is held by a replica of this one, fencing that version out.
     assert.deepEqual(
-      [...holders.keys()].filter((name) => name.startsWith("tenantry-")).sort(),
+      [...holders.keys()]
+        .filter((name) => name.startsWith("tenantry-") && name !== LEGACY_CONTROLLERS_LEASE)
+        .sort(),
       LED.map(controllersLease).sort(),
     );
+    const fence = holders.get(LEGACY_CONTROLLERS_LEASE) ?? "";
+    assert.match(fence, /^replica-[ab] \(per-capability Leases\)$/, "held by a replica that leads");
     assert.deepEqual(views.get("replica-a")!.competing, ["monitor", "nodes", "storage", "tenants"]);
     assert.deepEqual(views.get("replica-b")!.competing, ["clusters", "monitor", "nodes", "tenants"]);
     assert.deepEqual(views.get("replica-c")!.competing, [], "the webhooks-only replica competes for nothing");
-    assert.ok(![...holders.values()].includes("replica-c"));
+    assert.ok(![...holders.values()].some((holder) => holder.startsWith("replica-c")));
   });
 
   it("hands a killed leader's capabilities to the replica that also runs them", async () => {
@@ -161,6 +167,14 @@ describe("replicas running different capabilities", { timeout: 20 * 60_000 }, ()
         );
     }
     assert.ok(heldBefore.includes("tenants"));
+    await eventually(
+      async () =>
+        assert.equal(
+          (await leaseHolders(client)).get(LEGACY_CONTROLLERS_LEASE),
+          `${survivor.identity} (per-capability Leases)`,
+        ),
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
     assert.ok(after.views.get(survivor.identity)!.leading.includes("tenants"));
   });
 });
