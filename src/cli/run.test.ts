@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { before, describe, test } from "node:test";
@@ -8,7 +8,7 @@ import { Registry } from "prom-client";
 import { CAPABILITY_NAMES, LEADING_CAPABILITIES } from "../app/index.js";
 import { UserError } from "../common/index.js";
 import { createCertificateAuthority } from "../pki/index.js";
-import { parseComponents, tenantryOptions } from "./run.js";
+import { COMPONENT_ALIASES, parseComponents, tenantryOptions } from "./run.js";
 
 const logger = pino({ level: "silent" });
 const all = "controllers,webhooks,gateway,identity,runtimes";
@@ -165,6 +165,13 @@ describe("tenantry run options", () => {
     assert.equal(options.gateway, false);
     assert.equal(options.webhooks, false);
     assert.equal(options.identityApi, false);
+  });
+
+  test("the chart accepts exactly the names --components takes", () => {
+    const schema = JSON.parse(
+      readFileSync(join(import.meta.dirname, "../../deploy/helm/tenantry/values.schema.json"), "utf8"),
+    );
+    assert.deepEqual(schema.properties.components.items.enum, [...CAPABILITY_NAMES, ...COMPONENT_ALIASES]);
   });
 
   test("the role names are aliases: controllers leads every capability and serves no role's server; all is everything", () => {
