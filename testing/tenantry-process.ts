@@ -19,6 +19,11 @@ export interface TenantryProcessOptions {
   nodeOptions?: string[];
   /** Parts left out, where a test is about the controllers and webhooks alone. */
   without?: ("gateway" | "runtimes-admin" | "runtimes-proxy" | "logical-clouds")[];
+  /**
+   * Only these capabilities (with what they depend on), each one's controllers under its own Lease;
+   * ready once its informers have synced rather than once it leads.
+   */
+  components?: string[];
 }
 
 export interface TenantryProcess {
@@ -31,7 +36,10 @@ export interface TenantryProcess {
 
 const root = join(import.meta.dirname, "..");
 
-/** Starts tenantry (test/support/tenantry-child.ts) in a process of its own and waits until it leads. */
+/**
+ * Starts tenantry (test/support/tenantry-child.ts) in a process of its own and waits until it
+ * leads (with `components`: until its informers have synced).
+ */
 export async function startTenantryProcess(options: TenantryProcessOptions): Promise<TenantryProcess> {
   return (await spawnTenantry(options, false)).start();
 }
@@ -67,6 +75,7 @@ async function spawnTenantry(
       ...(standby ? ["--standby"] : []),
       ...(options.without?.length ? ["--without", options.without.join(",")] : []),
       ...(options.metricsPort ? ["--metrics-port", String(options.metricsPort)] : []),
+      ...(options.components ? ["--components", options.components.join(",")] : []),
     ],
     { cwd: root, stdio: ["pipe", "pipe", "pipe"] },
   );

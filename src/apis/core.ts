@@ -25,7 +25,6 @@ import {
   type ValidationRule,
 } from "./schema.js";
 
-/** resource.Quantity without a sign: an amount can never be negative. */
 /**
  * A non-negative quantity as tenantry can compute with it: Kubernetes' suffixes, and a decimal
  * exponent of at most two digits (Kubernetes' own exponent is a whole number; a larger one names
@@ -38,6 +37,7 @@ export const QUANTITY_PATTERN =
 export const RESOURCE_NAME_PATTERN =
   "^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9](/([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$";
 
+/** resource.Quantity without a sign: an amount can never be negative. */
 export function Quantity(description: string): TUnsafe<number | string> {
   return IntOrString({ description, pattern: QUANTITY_PATTERN, minimum: 0 });
 }

@@ -29,6 +29,8 @@ import {
   WEBHOOK_CONFIGURATION,
   WEBHOOK_TLS_SECRET,
 } from "../webhooks/index.js";
+import { controllersLease } from "./leases.js";
+import { LEADING_CAPABILITIES } from "./options.js";
 
 export type CheckStatus = "ok" | "warning" | "error";
 
@@ -47,8 +49,8 @@ export interface DoctorOptions {
   namespace: string;
   /** The CustomResourceDefinitions this version of tenantry serves. */
   crds: readonly CustomResourceDefinition[];
-  /** The Lease whose holder runs the controllers. */
-  leaderLease: string;
+  /** The Leases whose holders run the controllers, one per capability (`leaderLeases()`). */
+  leaderLeases: readonly LeaderLease[];
   /** A certificate with fewer days than this left is a warning (tenantry renews it before). */
   renewBeforeDays?: number;
   /** Timeout of each probe (webhook server, Service proxy). Default 5 s. */
@@ -531,21 +533,40 @@ function formatDays(days: number): string {
   return hours >= 2 ? `${Math.floor(hours)} hours` : `${Math.max(1, Math.floor(hours * 60))} minutes`;
 }
 
-/** A replica holds the controllers' Lease and renews it. */
+/** For each capability, a replica holds its controllers' Lease and renews it. */
 async function checkLeader(options: DoctorOptions): Promise<Finding[]> {
-  const { namespace, leaderLease } = options;
+  const findings = await Promise.all(options.leaderLeases.map((lease) => checkLease(options, lease)));
+  return findings.flat();
+}
+
+async function checkLease(options: DoctorOptions, leaderLease: LeaderLease): Promise<Finding[]> {
+  const { namespace } = options;
+  const { name } = leaderLease;
   const check = "leader";
-  const fix = `\`kubectl -n ${namespace} get pods\` and the logs of tenantry's replicas: one with the controllers component must be running`;
+  const fix = `\`kubectl -n ${namespace} get pods\` and the logs of tenantry's replicas: one running its capability (--components) must be running`;
   let lease: Awaited<ReturnType<typeof options.client.coordination.readNamespacedLease>>;
   try {
-    lease = await options.client.coordination.readNamespacedLease({ name: leaderLease, namespace });
+    lease = await options.client.coordination.readNamespacedLease({ name, namespace });
   } catch (err) {
     if (!isNotFound(err)) throw err;
+    if (leaderLease.missing === "ok")
+      return [
+        { check, status: "ok", detail: `no Lease ${namespace}/${name}: nothing to lead (not configured)` },
+      ];
+    if (leaderLease.missing === "warning")
+      return [
+        {
+          check,
+          status: "warning",
+          detail: `no Lease ${namespace}/${name}: no replica has led it (switched off, or no replica's --components names it)`,
+          fix,
+        },
+      ];
     return [
       {
         check,
         status: "error",
-        detail: `no Lease ${namespace}/${leaderLease}: no replica has ever led, controllers are not running`,
+        detail: `no Lease ${namespace}/${name}: no replica has ever led, its controllers are not running`,
         fix,
       },
     ];
@@ -556,24 +577,41 @@ async function checkLeader(options: DoctorOptions): Promise<Finding[]> {
   const ago = Math.round(((options.now ?? (() => new Date()))().getTime() - renewed) / 1000);
   if (!holder)
     return [
-      {
-        check,
-        status: "error",
-        detail: `Lease ${namespace}/${leaderLease} is released: no replica leads`,
-        fix,
-      },
+      { check, status: "error", detail: `Lease ${namespace}/${name} is released: no replica leads`, fix },
     ];
   if (ago * 1000 > duration) {
     return [
       {
         check,
         status: "error",
-        detail: `${holder} holds Lease ${namespace}/${leaderLease} but last renewed it ${ago} s ago (it lasts ${duration / 1000} s): controllers are not running`,
+        detail: `${holder} holds Lease ${namespace}/${name} but last renewed it ${ago} s ago (it lasts ${duration / 1000} s): its controllers are not running`,
         fix,
       },
     ];
   }
   return [{ check, status: "ok", detail: `${holder} leads (Lease renewed ${Math.max(0, ago)} s ago)` }];
+}
+
+/**
+ * A capability's Lease as the doctor checks it: a missing one is an error, unless the capability may
+ * have nothing to lead (`ok`: backups without a store) or be switched off (`warning`).
+ */
+export interface LeaderLease {
+  name: string;
+  missing?: "ok" | "warning";
+}
+
+/** The Lease of every capability with leader-only controllers, as `tenantry doctor` checks them. */
+export function leaderLeases(): LeaderLease[] {
+  const missing: Partial<Record<string, LeaderLease["missing"]>> = {
+    backup: "ok",
+    monitor: "warning",
+    storage: "warning",
+  };
+  return LEADING_CAPABILITIES.map((capability) => ({
+    name: controllersLease(capability),
+    ...(missing[capability] ? { missing: missing[capability] } : {}),
+  }));
 }
 
 /** In a cluster installed with the chart: every replica of the Deployment is ready. */

@@ -11,7 +11,10 @@ import { TENANT_INFORMERS } from "../tenants/index.js";
 import { ADMISSION_URL } from "../webhooks/index.js";
 import type { RunningTenantry } from "./options.js";
 
-/** The handle to a started tenantry, read off what its capabilities provided. */
+/**
+ * The handle to a started tenantry, read off what its capabilities provided. What a capability
+ * this process does not run provides is read when asked for, and naming that capability throws.
+ */
 export function runningTenantry(
   context: kube.SharedContext,
   clusterIdentity: ClusterIdentity,
@@ -19,29 +22,48 @@ export function runningTenantry(
   leadership: kube.LeaderControllers,
 ): RunningTenantry {
   const { client, values, metrics, lifecycle } = context;
-  const { builtinIdentity, ...identity } = values.get(IDENTITY);
-  const { admin, proxy } = values.get(RUNTIMES);
-  const [gateway, dashboard, clouds] = [values.find(GATEWAY), values.find(DASHBOARD), values.get(CLOUDS).api];
-  const informers = values.get(TENANT_INFORMERS);
+  const identity = values.find(IDENTITY);
+  const runtimes = values.find(RUNTIMES);
+  const [gateway, dashboard, clouds] = [
+    values.find(GATEWAY),
+    values.find(DASHBOARD),
+    values.find(CLOUDS)?.api,
+  ];
+  const informers = values.find(TENANT_INFORMERS);
   return {
     client,
     clusterIdentity,
-    webhookUrl: values.get(ADMISSION_URL),
-    accessUrl: identity.accessUrl,
-    accessCaPem: identity.accessCaPem,
-    informers,
-    clusterRegistry: values.get(CLUSTER_REGISTRY),
-    ...(builtinIdentity ? { builtinIdentity } : {}),
-    authenticator: identity.authenticator,
+    webhookUrl: values.find(ADMISSION_URL) ?? "",
+    get accessUrl() {
+      return values.get(IDENTITY).accessUrl;
+    },
+    get accessCaPem() {
+      return values.get(IDENTITY).accessCaPem;
+    },
+    get informers() {
+      return values.get(TENANT_INFORMERS);
+    },
+    get clusterRegistry() {
+      return values.get(CLUSTER_REGISTRY);
+    },
+    ...(identity?.builtinIdentity ? { builtinIdentity: identity.builtinIdentity } : {}),
+    get authenticator() {
+      return values.get(IDENTITY).authenticator;
+    },
     metrics,
     ...(gateway ? { gateway } : {}),
-    ...(admin ? { runtimesAdmin: admin } : {}),
-    ...(proxy ? { runtimesProxy: proxy } : {}),
+    ...(runtimes?.admin ? { runtimesAdmin: runtimes.admin } : {}),
+    ...(runtimes?.proxy ? { runtimesProxy: runtimes.proxy } : {}),
     ...(clouds ? { logicalClouds: clouds } : {}),
-    nodes: values.get(NODES),
+    get nodes() {
+      return values.get(NODES);
+    },
     ...(dashboard ? { dashboard } : {}),
     isLeader: () => leadership.isLeader(),
+    leading: () => leadership.leading(),
+    // Without the tenants capability, its informers are not this process's to wait for.
     ready: () =>
+      !informers ||
       [informers.tenants, informers.templates, informers.tenantNamespaces, informers.quotas].every((i) =>
         i.hasSynced(),
       ),

@@ -14,7 +14,7 @@ export {
   installDemoRuntimeService,
   jupyterTokenOf,
 } from "./demo.js";
-export { type CheckStatus, diagnose, type Finding } from "./doctor.js";
+export { type CheckStatus, diagnose, type Finding, leaderLeases } from "./doctor.js";
 export {
   ENDPOINTS_FILE,
   registerEmbeddedClusters,
@@ -23,7 +23,10 @@ export {
 } from "./embedded.js";
 export { parseAddress, startHealthServer } from "./health.js";
 export {
-  CONTROLLERS_LEASE,
+  CAPABILITY_NAMES,
+  controllersLease,
+  LEADING_CAPABILITIES,
+  LEGACY_CONTROLLERS_LEASE,
   type RunningTenantry,
   startTenantry,
   TENANTRY_NAMESPACE,

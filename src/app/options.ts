@@ -16,8 +16,33 @@ import type { TenantInformers } from "../tenants/index.js";
 import type { AdmissionOptions, WebhookCertificateOptions } from "../webhooks/index.js";
 
 export const TENANTRY_NAMESPACE = "tenantry-system";
-/** The Lease whose holder runs the controllers. */
-export const CONTROLLERS_LEASE = "tenantry-controllers";
+
+/** The capabilities with leader-only controllers: each is led on its own Lease, `tenantry-<name>`. */
+export const LEADING_CAPABILITIES = [
+  "tenants",
+  "clusters",
+  "multicluster",
+  "runtimes",
+  "monitor",
+  "backup",
+  "storage",
+  "clouds",
+  "nodes",
+] as const;
+
+/**
+ * The capabilities a process may be asked to run (`capabilities`, `tenantry run --components`), in
+ * the order the Manager lists them. The webhook certificate and its keeper start with whatever
+ * serves it.
+ */
+export const CAPABILITY_NAMES = [
+  ...LEADING_CAPABILITIES,
+  "access",
+  "webhooks",
+  "identity",
+  "gateway",
+  "dashboard",
+] as const;
 
 export interface TenantryOptions {
   /** Cluster name used in work-queue keys and logs. */
@@ -39,10 +64,17 @@ export interface TenantryOptions {
   inCluster?: boolean;
   logger: Logger;
   /**
-   * Controllers (on the replica holding the Lease); on by default. Off: this process serves
-   * only (webhooks, identity, gateway, runtimes APIs) and never competes for the Lease.
+   * The capabilities this process runs (names of `CAPABILITY_NAMES`; default: all). Each starts
+   * with the capabilities it depends on, which provide what it reads but serve nothing and lead
+   * nothing here.
    */
-  controllers?: false;
+  capabilities?: readonly string[];
+  /**
+   * Whose leader-only controllers this process runs, each while it holds that capability's Lease
+   * `tenantry-<name>`: default every capability named in `capabilities`. `false`: none, and no
+   * Lease is competed for (this process serves only).
+   */
+  controllers?: false | readonly string[];
   /**
    * Admission webhooks; on by default, registered with their URL, or with a Service in tenantry's
    * namespace (in-cluster: every replica behind it answers). Off: neither served nor registered.
@@ -150,10 +182,13 @@ export interface RunningTenantry {
   /** Worker nodes on demand: their caches and provider registry. */
   nodes: Nodes;
   dashboard?: RunningDashboard;
+  /** Holds the Lease of every capability whose controllers it runs (false when it runs none). */
   isLeader(): boolean;
+  /** The capabilities whose controllers run here now (their Leases held, controllers started). */
+  leading(): string[];
   /** Every informer has synced (readiness). */
   ready(): boolean;
-  /** This replica leads and every controller has started (its caches synced): it is doing the work. */
+  /** This replica leads every capability it competes for and their controllers have started. */
   controllersRunning(): boolean;
   /**
    * About to stop: every server keeps answering but has its clients close each connection after

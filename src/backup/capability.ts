@@ -45,20 +45,19 @@ export class BackupCapability implements Capability {
     });
     const agentImage = this.options.backup?.agentImage;
     return {
-      leaderControllers: () => {
-        const adminUrl = values.get(RUNTIMES).adminUrl;
-        return [
-          new BackupControllers({
-            client,
-            cache,
-            store,
-            namespace,
-            brokerUrl: () => (broker ? adminUrl() : undefined),
-            ...(agentImage ? { agentImage } : {}),
-            logger,
-          }),
-        ];
-      },
+      // The broker is served only with the runtimes Admin API, whose capability depends on this
+      // one: its URL is read once both have started.
+      leaderControllers: () => [
+        new BackupControllers({
+          client,
+          cache,
+          store,
+          namespace,
+          brokerUrl: () => (broker ? values.get(RUNTIMES).adminUrl() : undefined),
+          ...(agentImage ? { agentImage } : {}),
+          logger,
+        }),
+      ],
     };
   }
 }

@@ -3,9 +3,9 @@ import type { Command } from "commander";
 import {
   ALL_CRDS,
   type CheckStatus,
-  CONTROLLERS_LEASE,
   diagnose,
   type Finding,
+  leaderLeases,
   TENANTRY_NAMESPACE,
 } from "../app/index.js";
 import { loadClusterClient } from "../kube/index.js";
@@ -55,7 +55,7 @@ export function registerDoctorCommand(program: Command): void {
         client,
         namespace: opts.namespace,
         crds: ALL_CRDS,
-        leaderLease: CONTROLLERS_LEASE,
+        leaderLeases: leaderLeases(),
       });
       printResult(findings, opts.output, () => formatFindings(findings));
       if (findings.some((f) => f.status === "error")) process.exitCode = EXIT.failure;

@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { before, describe, test } from "node:test";
 import { pino } from "pino";
 import { Registry } from "prom-client";
+import { CAPABILITY_NAMES, LEADING_CAPABILITIES } from "../app/index.js";
 import { UserError } from "../common/index.js";
 import { createCertificateAuthority } from "../pki/index.js";
-import { parseComponents, tenantryOptions } from "./run.js";
+import { COMPONENT_ALIASES, parseComponents, tenantryOptions } from "./run.js";
 
 const logger = pino({ level: "silent" });
 const all = "controllers,webhooks,gateway,identity,runtimes";
@@ -33,7 +34,12 @@ describe("tenantry run options", () => {
     const options = tenantryOptions({ ...defaults, kubeconfig: "/tmp/kc" }, logger, new Registry());
     assert.equal(options.kubeconfig, "/tmp/kc");
     assert.equal(options.inCluster, undefined);
-    assert.equal(options.controllers, undefined);
+    assert.deepEqual(options.controllers, [...LEADING_CAPABILITIES]);
+    // The five roles of old name every capability but the dashboard (access comes as a dependency).
+    assert.deepEqual(
+      options.capabilities,
+      CAPABILITY_NAMES.filter((n) => n !== "dashboard" && n !== "access"),
+    );
     assert.deepEqual(options.webhooks, {});
     assert.deepEqual(options.gateway, { host: "127.0.0.1" });
     assert.deepEqual(options.identityApi, { host: "127.0.0.1" });
@@ -95,7 +101,8 @@ describe("tenantry run options", () => {
     assert.equal(options.inCluster, true);
     assert.equal(options.kubeconfig, undefined);
     assert.equal(options.namespace, "platform");
-    assert.equal(options.controllers, false);
+    assert.equal(options.controllers, false, "webhooks and identity lead nothing: no Lease");
+    assert.deepEqual(options.capabilities, ["webhooks", "identity"]);
     assert.deepEqual(options.webhooks, { service: { name: "tenantry-webhooks" } });
     assert.equal(options.webhookHost, "0.0.0.0");
     assert.deepEqual(options.identityApi, { host: "0.0.0.0", port: 8443 });
@@ -129,15 +136,59 @@ describe("tenantry run options", () => {
     );
   });
 
-  test("an unknown component is named, with the choices", () => {
+  test("an unknown component is named, with the flag and every choice", () => {
     assert.throws(
       () => parseComponents("controllers,webhoks"),
       (err: unknown) =>
         err instanceof UserError &&
-        /"webhoks"/.test(err.message) &&
-        /controllers, webhooks/.test(err.message),
+        err.exitCode === 2 &&
+        /^--components: unknown "webhoks"; choose from tenants, clusters, .*, dashboard, all, controllers$/.test(
+          err.message,
+        ),
     );
     assert.throws(() => parseComponents(" , "), /--components: empty/);
-    assert.deepEqual([...parseComponents("gateway, runtimes")], ["gateway", "runtimes"]);
+  });
+
+  test("capability names run those capabilities, their controllers each on its Lease, their servers", () => {
+    const some = parseComponents("gateway, nodes,monitor");
+    assert.deepEqual(some.capabilities, ["monitor", "nodes", "gateway"]);
+    assert.deepEqual(some.controllers, ["monitor", "nodes"]);
+    assert.ok(some.serves("gateway") && !some.serves("identity"));
+    const options = tenantryOptions(
+      { ...defaults, kubeconfig: "/tmp/kc", components: "runtimes,tenants" },
+      logger,
+      new Registry(),
+    );
+    assert.deepEqual(options.capabilities, ["tenants", "runtimes"]);
+    assert.deepEqual(options.controllers, ["tenants", "runtimes"]);
+    assert.deepEqual(options.runtimesProxy, { host: "127.0.0.1" });
+    assert.equal(options.gateway, false);
+    assert.equal(options.webhooks, false);
+    assert.equal(options.identityApi, false);
+  });
+
+  test("the chart accepts exactly the names --components takes", () => {
+    const schema = JSON.parse(
+      readFileSync(join(import.meta.dirname, "../../deploy/helm/tenantry/values.schema.json"), "utf8"),
+    );
+    assert.deepEqual(schema.properties.components.items.enum, [...CAPABILITY_NAMES, ...COMPONENT_ALIASES]);
+  });
+
+  test("the role names are aliases: controllers leads every capability and serves no role's server; all is everything", () => {
+    const roles = parseComponents("controllers");
+    assert.deepEqual(roles.controllers, [...LEADING_CAPABILITIES]);
+    assert.deepEqual(roles.capabilities, [...LEADING_CAPABILITIES]);
+    assert.ok(!roles.serves("runtimes"), "the runtimes API and proxy need runtimes named");
+    const options = tenantryOptions(
+      { ...defaults, kubeconfig: "/tmp/kc", components: "controllers" },
+      logger,
+      new Registry(),
+    );
+    assert.equal(options.runtimesProxy, false);
+    assert.equal(options.webhooks, false);
+    const all = parseComponents("all");
+    assert.deepEqual(all.capabilities, [...CAPABILITY_NAMES]);
+    assert.deepEqual(all.controllers, [...LEADING_CAPABILITIES]);
+    assert.ok(CAPABILITY_NAMES.every((n) => all.serves(n)));
   });
 });

@@ -5,6 +5,8 @@ import type { Command } from "commander";
 import { pino } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import {
+  CAPABILITY_NAMES,
+  LEADING_CAPABILITIES,
   parseAddress,
   type RunningTenantry,
   startHealthServer,
@@ -17,27 +19,43 @@ import { inClusterNamespace } from "../kube/index.js";
 import { endWhenStopped } from "./shutdown.js";
 
 /**
- * The parts of tenantry one process runs; a replica can run any subset. Each is a role of the
- * capabilities (docs/ARCHITECTURE.md, "Capabilities and the manager"): `controllers` every
- * capability's leader-only controllers, `webhooks` the admission server, `identity` the access
- * server, `gateway` the gateway, `runtimes` the runtimes Admin API and proxy.
+ * What one process runs, named by `--components`: capabilities (docs/ARCHITECTURE.md,
+ * "Capabilities and the manager") — each with what it depends on, its servers, and its leader-only
+ * controllers on its own Lease — and two aliases: `all`, every capability, and `controllers`,
+ * every capability's leader-only controllers without their role servers (the `webhooks`,
+ * `identity`, `gateway` and `runtimes` servers need their capability named).
  */
-export const RUN_COMPONENTS = ["controllers", "webhooks", "gateway", "identity", "runtimes"] as const;
-export type RunComponent = (typeof RUN_COMPONENTS)[number];
+export const COMPONENT_ALIASES = ["all", "controllers"] as const;
 
-export function parseComponents(value: string): Set<RunComponent> {
+/** The capabilities of a `--components` list, whose controllers this process leads, and what it serves. */
+export interface Components {
+  capabilities: string[];
+  /** Those of `capabilities` with leader-only controllers to lead here. */
+  controllers: string[];
+  /** Whether a capability is named (or `all`): its servers run here. */
+  serves(capability: string): boolean;
+}
+
+export function parseComponents(value: string): Components {
   const names = value
     .split(",")
     .map((n) => n.trim())
     .filter(Boolean);
-  const unknown = names.filter((n) => !(RUN_COMPONENTS as readonly string[]).includes(n));
+  const known: readonly string[] = [...CAPABILITY_NAMES, ...COMPONENT_ALIASES];
+  const unknown = names.filter((n) => !known.includes(n));
   if (unknown.length || names.length === 0) {
     throw new UserError(
-      `--components: ${unknown.length ? `unknown ${unknown.map((n) => `"${n}"`).join(", ")}` : "empty"}; choose from ${RUN_COMPONENTS.join(", ")}`,
+      `--components: ${unknown.length ? `unknown ${unknown.map((n) => `"${n}"`).join(", ")}` : "empty"}; choose from ${known.join(", ")}`,
       2,
     );
   }
-  return new Set(names as RunComponent[]);
+  const named = new Set(names.includes("all") ? CAPABILITY_NAMES : names.filter((n) => n !== "controllers"));
+  const controllers = new Set([...named, ...(names.includes("controllers") ? LEADING_CAPABILITIES : [])]);
+  return {
+    capabilities: CAPABILITY_NAMES.filter((n) => named.has(n) || controllers.has(n)),
+    controllers: LEADING_CAPABILITIES.filter((n) => controllers.has(n)),
+    serves: (capability) => named.has(capability),
+  };
 }
 
 function seconds(option: string) {
@@ -121,7 +139,7 @@ export function tenantryOptions(opts: RunOptions, logger: pino.Logger, registry:
       2,
     );
   }
-  const clientCa = webhookClientCa(opts, components.has("webhooks"));
+  const clientCa = webhookClientCa(opts, components.serves("webhooks"));
   // In a pod every server listens on the pod's addresses; Services choose which ports are reached.
   const host = opts.webhookHost ?? (opts.inCluster ? "0.0.0.0" : "127.0.0.1");
   const listen = (p: number | undefined) => ({ host, ...(p !== undefined ? { port: p } : {}) });
@@ -135,15 +153,17 @@ export function tenantryOptions(opts: RunOptions, logger: pino.Logger, registry:
     ...(opts.webhookPort ? { webhookPort: opts.webhookPort } : {}),
     webhookCertificate: { issuer },
     ...(clientCa !== undefined ? { webhookClientCa: clientCa } : {}),
-    ...(components.has("controllers") ? {} : { controllers: false as const }),
-    webhooks: components.has("webhooks")
+    capabilities: components.capabilities,
+    // A process leading nothing (webhooks, gateway, …) holds no Lease.
+    controllers: components.controllers.length ? components.controllers : false,
+    webhooks: components.serves("webhooks")
       ? opts.webhookService
         ? { service: { name: opts.webhookService } }
         : {}
       : false,
-    identityApi: components.has("identity") ? listen(opts.identityPort) : false,
-    gateway: components.has("gateway") ? listen(opts.gatewayPort) : false,
-    ...(components.has("runtimes")
+    identityApi: components.serves("identity") ? listen(opts.identityPort) : false,
+    gateway: components.serves("gateway") ? listen(opts.gatewayPort) : false,
+    ...(components.serves("runtimes")
       ? { runtimesProxy: listen(opts.runtimesPort) }
       : { runtimesAdmin: false as const, runtimesProxy: false as const }),
     ...(opts.apiAudiences ? { apiAudiences: opts.apiAudiences.split(",").filter(Boolean) } : {}),
@@ -235,8 +255,8 @@ export function registerRunCommand(program: Command): void {
     .option("--cluster <name>", "name of the cluster in logs and keys", "home")
     .option(
       "--components <list>",
-      `comma-separated parts to run: ${RUN_COMPONENTS.join(", ")}`,
-      RUN_COMPONENTS.join(","),
+      `comma-separated capabilities to run, each with those it depends on (which serve and lead nothing here): ${CAPABILITY_NAMES.join(", ")}; or all, or controllers (every capability's leader-only controllers). Each capability's controllers are led on its own Lease tenantry-<capability>`,
+      "all",
     )
     .option(
       "--webhook-host <ip>",

@@ -23,7 +23,7 @@ import {
 import {
   addFinalizer,
   applyObject,
-  applyStatus,
+  applyStatusUnlessGone,
   type ClusterClient,
   type Condition,
   Controller,
@@ -1120,7 +1120,6 @@ export class LogicalCloudController {
     return reconcileDone();
   }
 
-  /** A compare-and-swap of an object's finalizers, read again when it changed meanwhile. */
   /**
    * The cloud's status as this controller knows it: the cached one, unless this controller wrote a
    * newer one the cache has not received yet (a reconcile started by an earlier event must not undo
@@ -1142,23 +1141,19 @@ export class LogicalCloudController {
     status: LogicalCloudStatus,
   ): Promise<LogicalCloudStatus> {
     if (sameStoredJson(status, current)) return current;
-    try {
-      const stored = await applyStatus<KubernetesObject & { status: LogicalCloudStatus }>(
-        this.options.client,
-        {
-          apiVersion: cloud.apiVersion,
-          kind: cloud.kind,
-          metadata: { name: cloud.metadata!.name!, namespace: cloud.metadata!.namespace! },
-          status,
-        },
-      );
-      const resourceVersion = resourceVersionOf(stored);
-      if (resourceVersion !== undefined) this.written.set(key, { resourceVersion, status });
-      return status;
-    } catch (err) {
-      if (isNotFound(err)) return current;
-      throw err;
-    }
+    const stored = await applyStatusUnlessGone<KubernetesObject & { status: LogicalCloudStatus }>(
+      this.options.client,
+      {
+        apiVersion: cloud.apiVersion,
+        kind: cloud.kind,
+        metadata: { name: cloud.metadata!.name!, namespace: cloud.metadata!.namespace! },
+        status,
+      },
+    );
+    if (!stored) return current;
+    const resourceVersion = resourceVersionOf(stored);
+    if (resourceVersion !== undefined) this.written.set(key, { resourceVersion, status });
+    return status;
   }
 }
 

@@ -1,4 +1,7 @@
 import assert from "node:assert/strict";
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
 import { KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import {
@@ -6,6 +9,7 @@ import {
   applyIfChanged,
   applyObject,
   applyStatus,
+  applyStatusUnlessGone,
   FIELD_MANAGER,
   holdsFields,
   isApplied,
@@ -18,10 +22,10 @@ import { ClusterClient } from "./clients.js";
  * A client whose server cannot be reached: a request that did go out would fail with a
  * connection error, so a validation message proves that nothing was sent.
  */
-function unreachableClient(): ClusterClient {
+function unreachableClient(server = "https://127.0.0.1:1"): ClusterClient {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromOptions({
-    clusters: [{ name: "nowhere", server: "https://127.0.0.1:1", skipTLSVerify: false }],
+    clusters: [{ name: "nowhere", server, skipTLSVerify: server.startsWith("http:") }],
     users: [{ name: "admin", token: "unused" }],
     contexts: [{ name: "nowhere", cluster: "nowhere", user: "admin" }],
     currentContext: "nowhere",
@@ -130,5 +134,92 @@ describe("sameStoredJson", () => {
     assert.equal(sameStoredJson({ a: [1, 2] }, { a: [2, 1] }), false);
     assert.equal(sameStoredJson({ a: 1 }, { a: "1" }), false);
     assert.equal(sameStoredJson(undefined, {}), false);
+  });
+});
+
+const DISCOVERY = {
+  kind: "APIResourceList",
+  apiVersion: "v1",
+  groupVersion: "tenantry.dev/v1alpha1",
+  resources: [
+    {
+      name: "workernodes",
+      singularName: "workernode",
+      namespaced: false,
+      kind: "WorkerNode",
+      verbs: ["patch"],
+    },
+  ],
+};
+
+describe("applyStatusUnlessGone", () => {
+  /** An API server on loopback answering every status apply with `code` (and the request's object on 200). */
+  async function answering(code: number, run: (client: ClusterClient, paths: string[]) => Promise<void>) {
+    const paths: string[] = [];
+    const server = createServer((request, response) => {
+      let body = "";
+      request.on("data", (chunk) => {
+        body += chunk;
+      });
+      request.on("end", () => {
+        if (request.method === "GET") {
+          // Discovery: how the object API learns the kind's plural and scope.
+          response.writeHead(200, { "content-type": "application/json" });
+          response.end(JSON.stringify(DISCOVERY));
+          return;
+        }
+        paths.push(`${request.method} ${request.url}`);
+        response.writeHead(code, { "content-type": "application/json" });
+        response.end(
+          code === 200
+            ? body
+            : JSON.stringify({
+                kind: "Status",
+                apiVersion: "v1",
+                status: "Failure",
+                code,
+                reason: "NotFound",
+              }),
+        );
+      });
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    try {
+      await run(unreachableClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`), paths);
+    } finally {
+      server.close();
+    }
+  }
+  const node = {
+    apiVersion: "tenantry.dev/v1alpha1",
+    kind: "WorkerNode",
+    metadata: { name: "n1" },
+    status: { phase: "Running" },
+  };
+
+  test("writes the status subresource and hands back what was stored", async () => {
+    await answering(200, async (client, paths) => {
+      const stored = await applyStatusUnlessGone(client, node);
+      assert.deepEqual(stored?.status, { phase: "Running" });
+      assert.match(
+        paths[0]!,
+        /^PATCH \/apis\/tenantry\.dev\/v1alpha1\/workernodes\/n1\/status\?.*fieldManager=tenantry/,
+      );
+    });
+  });
+
+  test("an object gone (404) has no status to write: undefined, no failure", async () => {
+    await answering(404, async (client) => {
+      assert.equal(await applyStatusUnlessGone(client, node), undefined);
+      await assert.rejects(applyStatus(client, node), "applyStatus itself still fails");
+    });
+  });
+
+  test("any other failure still throws", async () => {
+    await answering(500, async (client) => {
+      await assert.rejects(applyStatusUnlessGone(client, node));
+    });
+    await assert.rejects(applyStatusUnlessGone(unreachableClient(), node));
   });
 });

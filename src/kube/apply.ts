@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { type KubernetesObject, PatchStrategy } from "@kubernetes/client-node";
 import type { ClusterClient } from "./clients.js";
+import { ignoreNotFound } from "./errors.js";
 
 /**
  * The single server-side apply field manager of tenantry. Using one name everywhere means
@@ -69,6 +70,20 @@ export async function applyStatus<T extends KubernetesObject & { status?: unknow
     force: options.force ?? true,
     ...(options.dryRun ? { dryRun: true } : {}),
   });
+}
+
+/**
+ * A controller's status write: applies the status subresource as {@link applyStatus} does, and
+ * resolves to undefined when the object is gone (404) — deleted since the cache saw it, so there is
+ * no status left to write and its delete event reaches the controller anyway. Every other failure
+ * throws. A conflict (409) cannot come back: the apply is forced and carries no resourceVersion.
+ */
+export async function applyStatusUnlessGone<T extends KubernetesObject & { status?: unknown }>(
+  client: ClusterClient,
+  obj: T,
+  options: ApplyOptions = {},
+): Promise<T | undefined> {
+  return ignoreNotFound(applyStatus(client, obj, options));
 }
 
 /**

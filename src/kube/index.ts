@@ -4,6 +4,7 @@ export {
   applyIfChanged,
   applyObject,
   applyStatus,
+  applyStatusUnlessGone,
   FIELD_MANAGER,
   holdsFields,
   isApplied,
@@ -159,6 +160,7 @@ export {
   Slot,
   type Started,
   StartedState,
+  withDependencies,
 } from "./manager.js";
 export { isDnsLabel, readNamespaceIfExists } from "./names.js";
 export { DynamicObjectApi, type SubresourcePatchOptions } from "./object-api.js";

@@ -129,6 +129,9 @@ interface WatchOutcome {
   healthy: boolean;
 }
 
+/** The index `inNamespace` keeps. */
+const NAMESPACE_INDEX = "namespace";
+
 /**
  * Keeps an in-memory copy of one resource (list + watch) and reports changes to handlers.
  *
@@ -138,9 +141,6 @@ interface WatchOutcome {
  * jittered exponential backoff; a 410 Gone (the resourceVersion was compacted away) causes
  * a full relist, and objects that vanished meanwhile are reported as deletions.
  */
-/** The index `inNamespace` keeps. */
-const NAMESPACE_INDEX = "namespace";
-
 export class Informer<T extends KubernetesObject> {
   readonly cluster: string;
   private readonly source: ListWatchSource<T>;

@@ -10,6 +10,7 @@ import {
   Provided,
   Slot,
   type Started,
+  withDependencies,
 } from "./manager.js";
 
 const context = (): ManagedContext => ({ lifecycle: new Lifecycle(), values: new Provided() });
@@ -137,7 +138,7 @@ describe("Manager", () => {
     assert.deepEqual(drained, ["gateway", "access", "oidc"]);
   });
 
-  it("runs leader-only controllers while leading, built afresh on each lead", async () => {
+  it("runs each capability's leader-only controllers while it holds that capability's Lease, built afresh on each lead", async () => {
     const events: string[] = [];
     let built = 0;
     const controller = (name: string) => ({
@@ -157,42 +158,85 @@ describe("Manager", () => {
           },
         },
       }),
+      recorded([], "webhooks"),
     ]);
     await manager.start(ctx);
-    let elector: FakeElector | undefined;
-    const leadership = manager.lead(ctx, (callbacks) => {
-      elector = new FakeElector(callbacks);
+    const electors = new Map<string, FakeElector>();
+    const leadership = manager.lead(ctx, (name, callbacks) => {
+      const elector = new FakeElector(callbacks);
+      electors.set(name, elector);
       return elector;
     });
-    assert.ok(elector?.competing);
+    assert.deepEqual(
+      [...electors.keys()],
+      ["tenants", "nodes"],
+      "no Lease for a capability with nothing to lead",
+    );
+    assert.deepEqual(leadership.electing(), ["tenants", "nodes"]);
+    const [tenants, nodes] = [electors.get("tenants")!, electors.get("nodes")!];
+    assert.ok(tenants.competing && nodes.competing);
     assert.equal(leadership.running(), false);
-    await elector.win();
+    await nodes.win();
+    assert.deepEqual(events, ["start node #1"], "only the won capability's controllers");
+    assert.deepEqual(leadership.leading(), ["nodes"]);
+    assert.equal(leadership.isLeader(), false, "not every Lease held");
+    await tenants.win();
     assert.equal(leadership.running(), true);
-    assert.deepEqual(events, ["start tenant #1", "start quota #1", "start node #1"]);
-    await elector.lose();
-    assert.equal(leadership.running(), false);
-    assert.deepEqual(events.slice(3).sort(), ["stop node #1", "stop quota #1", "stop tenant #1"]);
-    await elector.win();
-    assert.deepEqual(events.slice(6), ["start tenant #2", "start quota #2", "start node #2"]);
+    assert.equal(leadership.isLeader(), true);
+    assert.deepEqual(events.slice(1), ["start tenant #1", "start quota #1"]);
+    await tenants.lose();
+    assert.deepEqual(events.slice(3).sort(), ["stop quota #1", "stop tenant #1"]);
+    assert.deepEqual(
+      leadership.leading(),
+      ["nodes"],
+      "losing one Lease leaves the others' controllers running",
+    );
+    await nodes.lose();
+    await nodes.win();
+    assert.deepEqual(events.slice(5), ["stop node #1", "start node #2"]);
     await ctx.lifecycle.stop();
-    assert.equal(elector.competing, false);
-    assert.equal(events.length, 12);
+    assert.ok(!tenants.competing && !nodes.competing, "the lifecycle stops every elector");
+    assert.equal(events.at(-1), "stop node #2");
   });
 
-  it("does not compete for the Lease when told not to, but still stops the elector", async () => {
+  it("competes only for the capabilities it is told to lead; none at all holds no Lease", async () => {
     const ctx = context();
-    const manager = new Manager<ManagedContext>([]);
-    let elector: FakeElector | undefined;
-    manager.lead(
-      ctx,
-      (callbacks) => {
-        elector = new FakeElector(callbacks);
-        return elector;
-      },
-      false,
-    );
-    assert.equal(elector?.competing, false);
+    const leads = { leaderControllers: () => [] };
+    const manager = new Manager<ManagedContext>([
+      recorded([], "tenants", [], { started: leads }),
+      recorded([], "nodes", ["tenants"], { started: leads }),
+    ]);
+    await manager.start(ctx);
+    const names: string[] = [];
+    const elect = (name: string, callbacks: LeadershipCallbacks) => {
+      names.push(name);
+      return new FakeElector(callbacks);
+    };
+    manager.lead(ctx, elect, ["nodes"]);
+    assert.deepEqual(names, ["nodes"]);
+    const none = manager.lead(ctx, elect, []);
+    assert.deepEqual(names, ["nodes"]);
+    assert.equal(none.isLeader(), false);
+    assert.equal(none.running(), false);
+    assert.throws(() => manager.lead(ctx, elect, ["storage"]), /cannot lead "storage": not started/);
     await ctx.lifecycle.stop();
+  });
+
+  it("selects the capabilities named with their dependencies, in the order listed", () => {
+    const all = [
+      recorded([], "tenants"),
+      recorded([], "identity", ["tenants", "access"]),
+      recorded([], "access", ["tenants"]),
+      recorded([], "gateway", ["identity"]),
+      recorded([], "monitor"),
+    ];
+    const names = (list: Capability<ManagedContext>[]) => list.map((c) => c.name);
+    assert.deepEqual(names(withDependencies(all, ["gateway"])), ["tenants", "identity", "access", "gateway"]);
+    assert.deepEqual(names(withDependencies(all, ["monitor", "tenants"])), ["tenants", "monitor"]);
+    assert.throws(
+      () => withDependencies(all, ["gateway", "gatway"]),
+      /unknown capability "gatway"; known: tenants, identity, access, gateway, monitor/,
+    );
   });
 
   it("refuses an unknown dependency, a cycle and a name listed twice", () => {

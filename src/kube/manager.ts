@@ -136,14 +136,13 @@ export interface LeadershipCallbacks {
 /**
  * Starts capabilities in dependency order (each as soon as its dependencies are up, so independent
  * ones start together), stops them in reverse through the context's lifecycle, drains every server
- * they serve, and runs their leader-only controllers while this replica holds the Lease (like
- * controller-runtime's Manager with its Runnables that need leader election).
+ * they serve, and runs each capability's leader-only controllers while this replica holds that
+ * capability's Lease (like controller-runtime's Manager with its Runnables that need leader
+ * election, one election per capability so that replicas may run different capabilities).
  */
 export class Manager<C extends ManagedContext = SharedContext> {
   private readonly byName: Map<string, Capability<C>>;
   private readonly started = new Map<string, Started>();
-  private controllers: Runnable[] = [];
-  private leading = false;
 
   constructor(
     private readonly capabilities: readonly Capability<C>[],
@@ -190,25 +189,68 @@ export class Manager<C extends ManagedContext = SharedContext> {
   }
 
   /**
-   * Competes for the Lease through `elector` (unless `compete` is false) and records it in the
-   * lifecycle: while leading, every capability's leader-only controllers run.
+   * Competes, for each capability in `leading` (default: all) that has leader-only controllers, for
+   * that capability's Lease through an elector of its own (`elector(name, callbacks)`), records the
+   * electors in the lifecycle, and runs a capability's controllers while its Lease is held. A
+   * capability not in `leading`, or with no such controllers, costs no Lease.
    */
-  lead(context: C, elector: (callbacks: LeadershipCallbacks) => Elector, compete = true): LeaderControllers {
-    const running = elector({
-      onStartedLeading: () => this.startControllers(),
-      onStoppedLeading: () => this.stopControllers(),
-    });
-    if (compete) running.start();
-    context.lifecycle.started("leader election", running);
+  lead(
+    context: C,
+    elector: (capability: string, callbacks: LeadershipCallbacks) => Elector,
+    leading?: readonly string[],
+  ): LeaderControllers {
+    const unknown = (leading ?? []).filter((name) => !this.byName.has(name));
+    if (unknown.length)
+      throw new Error(`cannot lead ${unknown.map((n) => `"${n}"`).join(", ")}: not started`);
+    const elections = this.capabilities
+      .filter((c) => (leading ?? [c.name]).includes(c.name) && this.started.get(c.name)?.leaderControllers)
+      .map((c) => {
+        const election = new CapabilityElection(c.name, this.started.get(c.name)!, this.logger);
+        election.elector = elector(c.name, election.callbacks());
+        election.elector.start();
+        context.lifecycle.started(`leader election (${c.name})`, election.elector);
+        return election;
+      });
     return {
-      isLeader: () => running.isLeader(),
-      running: () => this.leading && running.isLeader(),
+      isLeader: () => elections.length > 0 && elections.every((e) => e.elector!.isLeader()),
+      running: () => elections.length > 0 && elections.every((e) => e.running()),
+      leading: () => elections.filter((e) => e.running()).map((e) => e.name),
+      electing: () => elections.map((e) => e.name),
     };
   }
 
+  private startedInOrder(): Started[] {
+    return this.capabilities.flatMap((c) => this.started.get(c.name) ?? []);
+  }
+}
+
+/** One capability's leader-only controllers, started when its Lease is won and stopped when lost. */
+class CapabilityElection {
+  elector?: Elector;
+  private controllers: Runnable[] = [];
+  private leading = false;
+
+  constructor(
+    readonly name: string,
+    private readonly started: Started,
+    private readonly logger?: Logger,
+  ) {}
+
+  callbacks(): LeadershipCallbacks {
+    return {
+      onStartedLeading: () => this.startControllers(),
+      onStoppedLeading: () => this.stopControllers(),
+    };
+  }
+
+  /** Leads and every controller has started. */
+  running(): boolean {
+    return this.leading && (this.elector?.isLeader() ?? false);
+  }
+
   private async startControllers(): Promise<void> {
-    this.logger?.info("leading: starting controllers");
-    const mine = this.startedInOrder().flatMap((s) => s.leaderControllers?.() ?? []);
+    this.logger?.info({ capability: this.name }, "leading: starting controllers");
+    const mine = this.started.leaderControllers?.() ?? [];
     this.controllers = mine;
     for (const controller of mine) {
       // Leadership lost while starting (a slow informer sync): these were stopped, start no more.
@@ -217,26 +259,53 @@ export class Manager<C extends ManagedContext = SharedContext> {
     }
     if (this.controllers === mine) {
       this.leading = true;
-      this.logger?.info("leading: controllers running");
+      this.logger?.info({ capability: this.name }, "leading: controllers running");
     }
   }
 
   private async stopControllers(): Promise<void> {
     this.leading = false;
-    this.logger?.info("no longer leading: stopping controllers");
+    this.logger?.info({ capability: this.name }, "no longer leading: stopping controllers");
     await Promise.all(this.controllers.map((c) => c.stop()));
     this.controllers = [];
-  }
-
-  private startedInOrder(): Started[] {
-    return this.capabilities.flatMap((c) => this.started.get(c.name) ?? []);
   }
 }
 
 /** Whether this replica leads, and whether its controllers have all started (it is doing the work). */
 export interface LeaderControllers {
+  /** Holds the Lease of every capability it competes for (false when it competes for none). */
   isLeader(): boolean;
+  /** Leads every capability it competes for, and all their controllers have started. */
   running(): boolean;
+  /** The capabilities whose controllers run here now. */
+  leading(): string[];
+  /** The capabilities whose Leases this replica competes for. */
+  electing(): string[];
+}
+
+/**
+ * The capabilities named and, transitively, those they depend on, in the order listed; a name not
+ * listed is refused, naming it and the known ones.
+ */
+export function withDependencies<C extends ManagedContext>(
+  capabilities: readonly Capability<C>[],
+  names: readonly string[],
+): Capability<C>[] {
+  const byName = new Map(capabilities.map((c) => [c.name, c]));
+  const unknown = names.filter((n) => !byName.has(n));
+  if (unknown.length) {
+    throw new Error(
+      `unknown capability ${unknown.map((n) => `"${n}"`).join(", ")}; known: ${[...byName.keys()].join(", ")}`,
+    );
+  }
+  const wanted = new Set<string>();
+  const add = (name: string): void => {
+    if (wanted.has(name)) return;
+    wanted.add(name);
+    for (const d of byName.get(name)?.dependsOn ?? []) add(d);
+  };
+  for (const name of names) add(name);
+  return capabilities.filter((c) => wanted.has(c.name));
 }
 
 function duplicatesOf(capabilities: readonly Capability<never>[]): string {

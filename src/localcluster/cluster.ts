@@ -109,9 +109,10 @@ const PROCESS_NODE_PROGRAM = nodeProgram("./process-node/main.ts", import.meta.u
  */
 const PROCESS_NODE_CAPACITY = { cpu: "32", memory: "128Gi", pods: "250", "ephemeral-storage": "200Gi" };
 
-/** One local cluster: its folder holds pki/, etcd/, logs/, kubeconfig and state.json. */
+/** Starts one component's process and records it in the cluster's state. */
 type Launch = (component: Component, binary: string, args: string[]) => Promise<RunningProcess>;
 
+/** One local cluster: its folder holds pki/, etcd/, logs/, kubeconfig and state.json. */
 export class LocalCluster {
   readonly dir: string;
   readonly kubeconfigPath: string;
@@ -525,7 +526,6 @@ export class LocalCluster {
     return proc;
   }
 
-  /** The process node's agent (see process-node/main.ts), on the cluster's own pod network. */
   /** The cluster's pod network on this machine: the one it had, or a free one (process-node/network). */
   private async claimNetwork(): Promise<NetworkPlan> {
     return claimNetwork(this.dir, {
@@ -595,6 +595,7 @@ export class LocalCluster {
     return agents;
   }
 
+  /** The process node's agent (see process-node/main.ts), on the cluster's own pod network. */
   private async launchProcessNode(
     state: ClusterState,
     binaries: ComponentBinaries,

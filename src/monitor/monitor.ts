@@ -14,7 +14,7 @@ import {
 } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
-  applyStatus,
+  applyStatusUnlessGone,
   type ClusterClient,
   Controller,
   type ControllerStats,
@@ -23,7 +23,6 @@ import {
   formatKubeTime,
   type Informer,
   type InformerCache,
-  ignoreNotFound,
   isNotFound,
   objectKey,
   type ReconcileResult,
@@ -460,14 +459,12 @@ export class Monitor {
       ),
     };
     if (JSON.stringify(status) === JSON.stringify(rule.status)) return reconcileDone();
-    await ignoreNotFound(
-      applyStatus(this.client, {
-        apiVersion: TENANTS_API_VERSION,
-        kind: "MonitorRule",
-        metadata: { name: ruleName },
-        status,
-      }),
-    );
+    await applyStatusUnlessGone(this.client, {
+      apiVersion: TENANTS_API_VERSION,
+      kind: "MonitorRule",
+      metadata: { name: ruleName },
+      status,
+    });
     return reconcileDone();
   }
 

@@ -56,6 +56,8 @@ export type MulticlusterOptions = Pick<
  */
 export class MulticlusterCapability implements Capability, AdmissionSource {
   readonly name = "multicluster";
+  /** Read by the leader's controllers: the tenants' informers and the registry's cluster labels. */
+  readonly dependsOn = ["tenants", "clusters"];
   private readonly started = new StartedState<{
     context: SharedContext;
     informers: MulticlusterInformers;

@@ -1,11 +1,10 @@
 import type { Logger } from "pino";
 import {
-  applyStatus,
+  applyStatusUnlessGone,
   type ClusterClient,
   type Condition,
   Controller,
   describeError,
-  ignoreNotFound,
   objectKey,
   type ReconcileContext,
   type ReconcileResult,
@@ -112,14 +111,12 @@ export class NodeProviderController {
       );
     }
     if (!sameStoredJson(object.status ?? {}, status)) {
-      await ignoreNotFound(
-        applyStatus(this.options.client, {
-          apiVersion: TENANTS_API_VERSION,
-          kind: "NodeProvider",
-          metadata: { name },
-          status,
-        }),
-      );
+      await applyStatusUnlessGone(this.options.client, {
+        apiVersion: TENANTS_API_VERSION,
+        kind: "NodeProvider",
+        metadata: { name },
+        status,
+      });
     }
     // A provider that does not answer is asked again in a while, not hammered by retries.
     if (failed) return requeueAfter(15_000);

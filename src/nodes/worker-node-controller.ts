@@ -16,7 +16,7 @@ import {
 import type { Logger } from "pino";
 import {
   addFinalizer,
-  applyStatus,
+  applyStatusUnlessGone,
   type ClusterClient,
   type Condition,
   type ConditionUpdate,
@@ -130,6 +130,16 @@ function condition(draft: Draft, update: Omit<ConditionUpdate, "observedGenerati
   );
 }
 
+/**
+ * Whether a node missed its join deadline at `now`. The deadline is for joining: a node that was
+ * Running once joined, and is never failed for it — not when its provider is briefly unavailable
+ * long after, nor when its Node comes and goes.
+ */
+export function joinTimedOut(status: WorkerNodeStatus, deadline: number, now: number): boolean {
+  const joined = status.phase === "Running" || (status.phases ?? []).some((p) => p.phase === "Running");
+  return !joined && now >= deadline;
+}
+
 function isNodeReady(node: V1Node | undefined): boolean {
   return node?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 }
@@ -229,17 +239,13 @@ export class WorkerNodeController {
 
   private async writeStatus(node: WorkerNode, status: WorkerNodeStatus): Promise<void> {
     if (sameStoredJson(node.status ?? {}, status)) return;
-    try {
-      // Server-side apply: fields tenantry no longer writes (the token id once it is gone) are removed.
-      await applyStatus(this.options.client, {
-        apiVersion: TENANTS_API_VERSION,
-        kind: "WorkerNode",
-        metadata: { name: node.metadata!.name! },
-        status,
-      });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    // Server-side apply: fields tenantry no longer writes (the token id once it is gone) are removed.
+    await applyStatusUnlessGone(this.options.client, {
+      apiVersion: TENANTS_API_VERSION,
+      kind: "WorkerNode",
+      metadata: { name: node.metadata!.name! },
+      status,
+    });
   }
 
   private providerObject(node: WorkerNode): NodeProvider | undefined {
@@ -604,7 +610,7 @@ export class WorkerNodeController {
   }
 
   private pastDeadline(draft: Draft, deadline: number): ReconcileResult | undefined {
-    if (Date.now() < deadline) return undefined;
+    if (!joinTimedOut(draft.status, deadline, Date.now())) return undefined;
     const seconds = joinTimeoutSeconds(this.providerObject(draft.node));
     return this.failSync(
       draft,

@@ -144,6 +144,5 @@ export const AdmissionReviewResponseSchema = Type.Object(
   { description: "The webhook's decision." },
 );
 
-/** RFC 9457 problem details, for requests that are not AdmissionReviews at all. */
-/** What is wrong with the request (RFC 9457). */
+/** What is wrong with a request that is not an AdmissionReview at all: RFC 9457 problem details. */
 export { ProblemSchema } from "../common/index.js";

@@ -1,11 +1,11 @@
 /**
- * A replica that loses the controllers' Lease and takes it again runs its controllers again: they
- * are built afresh on each lead, and what they share (the monitor's metrics) is registered once.
+ * A replica that loses a capability's Lease and takes it again runs that capability's controllers
+ * again: they are built afresh on each lead, and what they share is registered once.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CoordinationV1Api, V1MicroTime } from "@kubernetes/client-node";
-import { CONTROLLERS_LEASE, TENANTRY_NAMESPACE } from "../../src/app/tenantry.js";
+import { controllersLease, TENANTRY_NAMESPACE } from "../../src/app/tenantry.js";
 import { type DedicatedCluster, startDedicatedCluster } from "../nodes/dedicated.js";
 import { eventually } from "../support/eventually.js";
 
@@ -23,10 +23,11 @@ describe("leadership lost and taken again", () => {
     await eventually(() => assert.ok(tenantry.controllersRunning(), "controllers running"), {
       timeoutMs: 120_000,
     });
-    // Another holder takes the lease for 3 s: this replica sees it at its next renewal and stops leading.
+    // Another holder takes the tenants' Lease for 3 s: this replica sees it at its next renewal and
+    // stops leading the tenants (the other capabilities' controllers go on).
     const leases = cluster.kc.makeApiClient(CoordinationV1Api);
     const lease = await leases.readNamespacedLease({
-      name: CONTROLLERS_LEASE,
+      name: controllersLease("tenants"),
       namespace: TENANTRY_NAMESPACE,
     });
     lease.spec = {
@@ -37,11 +38,13 @@ describe("leadership lost and taken again", () => {
       renewTime: new V1MicroTime(),
     };
     await leases.replaceNamespacedLease({
-      name: CONTROLLERS_LEASE,
+      name: controllersLease("tenants"),
       namespace: TENANTRY_NAMESPACE,
       body: lease,
     });
     await eventually(() => assert.ok(!tenantry.isLeader(), "no longer leading"), { timeoutMs: 60_000 });
+    assert.ok(!tenantry.leading().includes("tenants"), "the tenants' controllers stopped");
+    assert.ok(tenantry.leading().includes("nodes"), "the nodes' controllers kept running");
     await eventually(() => assert.ok(tenantry.controllersRunning(), "controllers running again"), {
       timeoutMs: 120_000,
     });

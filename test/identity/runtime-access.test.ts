@@ -20,7 +20,7 @@ import {
   stopSharedBuiltinIdentity,
   tokenKubeconfig,
 } from "../support/identity.js";
-import { kubectl } from "../support/kubectl.js";
+import { kubectl, patchTenant } from "../support/kubectl.js";
 import { adminCall, clusterClient, removeObject } from "../support/runtimes.js";
 
 const API = "tenantry.dev/v1alpha1";
@@ -209,15 +209,7 @@ describe("a user's runtimes namespace is theirs", () => {
   });
 
   it("with spec.runtimeAccess.owners Full the owner reads Secrets too, and each such use is recorded", async () => {
-    const patched = await kubectl(adminKubeconfig(), [
-      "patch",
-      "tenant",
-      tenant,
-      "--type=merge",
-      "-p",
-      JSON.stringify({ spec: { runtimeAccess: { owners: "Full" } } }),
-    ]);
-    assert.equal(patched.code, 0, patched.stderr);
+    await patchTenant(adminKubeconfig(), tenant, { runtimeAccess: { owners: "Full" } });
     await eventually(
       async () => {
         const read = await as(olga, ["get", "secret", "jupyter-lab-token", "-o", "name"]);

@@ -18,7 +18,7 @@ import { pino } from "pino";
 import { ALL_CRDS } from "../../src/app/crds.js";
 import { diagnose, type Finding } from "../../src/app/doctor.js";
 import {
-  CONTROLLERS_LEASE,
+  leaderLeases,
   type RunningTenantry,
   startTenantry,
   TENANTRY_NAMESPACE,
@@ -75,7 +75,7 @@ async function startOwnTenantry(webhookClientCa: string | false): Promise<void> 
 }
 
 const diagnoseOwn = () =>
-  diagnose({ client: admin, namespace: TENANTRY_NAMESPACE, crds: ALL_CRDS, leaderLease: CONTROLLERS_LEASE });
+  diagnose({ client: admin, namespace: TENANTRY_NAMESPACE, crds: ALL_CRDS, leaderLeases: leaderLeases() });
 
 function problems(findings: Finding[], check: string): Finding[] {
   return findings.filter((f) => f.check === check && f.status !== "ok");

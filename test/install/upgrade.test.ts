@@ -19,7 +19,7 @@ import { after, before, describe, it } from "node:test";
 import { ApiextensionsV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { ALL_CRDS } from "../../src/app/crds.js";
 import { diagnose } from "../../src/app/doctor.js";
-import { CONTROLLERS_LEASE } from "../../src/app/tenantry.js";
+import { leaderLeases } from "../../src/app/tenantry.js";
 import { type ClusterClient, loadClusterClient } from "../../src/kube/index.js";
 import {
   ClusterHarness,
@@ -283,15 +283,22 @@ describe("upgrading from the previous chart and tenantry with tenants in place",
     await ownerCreatesNamespace("globex-owner", "globex-new");
     const ns = await admin.core.readNamespace({ name: "globex-new" });
     assert.equal(ns.metadata?.labels?.["tenantry.dev/tenant"], "globex");
-    const findings = await diagnose({
-      client: admin,
-      namespace: NAMESPACE,
-      crds: ALL_CRDS,
-      leaderLease: CONTROLLERS_LEASE,
-    });
-    assert.deepEqual(
-      findings.filter((f) => f.status === "error"),
-      [],
+    // The new tenantry leads its capabilities once it holds the previous one's Lease: at once when
+    // that one released it, else once it expires (15 s).
+    await eventually(
+      async () => {
+        const findings = await diagnose({
+          client: admin,
+          namespace: NAMESPACE,
+          crds: ALL_CRDS,
+          leaderLeases: leaderLeases(),
+        });
+        assert.deepEqual(
+          findings.filter((f) => f.status === "error"),
+          [],
+        );
+      },
+      { timeoutMs: 90_000, intervalMs: 2000 },
     );
   });
 });

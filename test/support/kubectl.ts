@@ -39,6 +39,22 @@ export function kubectl(kubeconfigPath: string, args: string[], input?: string):
   return runCommand("kubectl", ["--kubeconfig", kubeconfigPath, ...args], input);
 }
 
+/**
+ * Merges `spec` into Tenant `tenant`'s spec with `kubectl patch --type=merge`, as its administrator
+ * would; fails with kubectl's error when the API server refuses.
+ */
+export async function patchTenant(kubeconfigPath: string, tenant: string, spec: object): Promise<void> {
+  const patched = await kubectl(kubeconfigPath, [
+    "patch",
+    "tenant",
+    tenant,
+    "--type=merge",
+    "-p",
+    JSON.stringify({ spec }),
+  ]);
+  if (patched.code !== 0) throw new Error(`kubectl patch tenant ${tenant}: ${patched.stderr.trim()}`);
+}
+
 /** The tenantry CLI, as a user runs it. */
 export function tenantryCli(args: string[], input?: string): Promise<CommandResult> {
   return runCommand(process.execPath, ["--import", "tsx", join(root, "src/cli/main.ts"), ...args], input);

@@ -19,7 +19,7 @@ import {
 } from "@kubernetes/client-node";
 import { testEnvironment, testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
-import { kubectl, tenantryCli } from "../support/kubectl.js";
+import { kubectl, patchTenant, tenantryCli } from "../support/kubectl.js";
 import { reachable, serverPod } from "../support/netpol.js";
 import { type TestUser, testUser } from "../support/users.js";
 
@@ -257,15 +257,7 @@ describe("Multi-Tenancy Benchmarks, profile levels 1 and 2, against tenants crea
       // A default tenant has no spec.workerNodes: its users get nothing of WorkerNodes and
       // NodeProviders either (only their own WorkerNodes, in tenants that may have some).
       const member = await testUser(uniqueName("mtb-mem"));
-      const patched = await kubectl(adminKubeconfig, [
-        "patch",
-        "tenant",
-        tenantA,
-        "--type=merge",
-        "-p",
-        JSON.stringify({ spec: { users: [{ name: member.name, role: "edit" }] } }),
-      ]);
-      assert.equal(patched.code, 0, patched.stderr);
+      await patchTenant(adminKubeconfig, tenantA, { users: [{ name: member.name, role: "edit" }] });
       await eventually(
         async () =>
           assert.deepEqual(
@@ -513,19 +505,9 @@ describe("Multi-Tenancy Benchmarks, profile levels 1 and 2, against tenants crea
       for (const name of [allowedNs, strangerNs])
         await core.createNamespace({ body: { metadata: { name, labels: { purpose: name } } } });
       try {
-        const patched = await kubectl(adminKubeconfig, [
-          "patch",
-          "tenant",
-          tenantA,
-          "--type=merge",
-          "-p",
-          JSON.stringify({
-            spec: {
-              networkIsolation: { allowFromNamespaces: [{ matchLabels: { purpose: allowedNs } }] },
-            },
-          }),
-        ]);
-        assert.equal(patched.code, 0, patched.stderr);
+        await patchTenant(adminKubeconfig, tenantA, {
+          networkIsolation: { allowFromNamespaces: [{ matchLabels: { purpose: allowedNs } }] },
+        });
         const clients = {
           sameTenant: await serverPod(core, nsA, "neighbour", { app: "neighbour" }, [8080]),
           otherTenant: await serverPod(core, nsB, "intruder", { app: "intruder" }, [8080]),

@@ -62,7 +62,6 @@ export async function patchRuntime(
   );
 }
 
-/** For Controller.watch: the key of the object (in the same namespace) an object's `label` names. */
 /** Maps an object to the key of its owner of `kind` (an agent Job to its RuntimeBackup or RuntimeRestore). */
 export const byOwnerOfKind =
   (kind: string) =>
@@ -71,6 +70,7 @@ export const byOwnerOfKind =
       .filter((ref) => ref.kind === kind)
       .map((ref) => `${cluster}/${obj.metadata!.namespace}/${ref.name}`);
 
+/** For Controller.watch: the key of the object (in the same namespace) an object's `label` names. */
 export const byLabel =
   (label: string) =>
   (obj: KubernetesObject, cluster: string): string[] => {

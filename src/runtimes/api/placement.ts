@@ -78,12 +78,6 @@ export function runtimePlacement(
 }
 
 /**
- * Labels of a runtimes namespace: a user's (segregated) one belongs to their tenant — its quota,
- * admission policies and isolation apply — and is isolated on its own (only itself and the
- * runtimes proxy reach it); the combined one belongs to no tenant, and enforces the baseline Pod
- * Security Standard itself.
- */
-/**
  * Annotations of a user's (segregated) runtimes namespace: whose it is. The tenants capability
  * makes it theirs (their RBAC only, the owners' per the tenant's spec.runtimeAccess) and tenantry's
  * authorizer keeps the tenant's other members out unless an AccessGrant lets them in.
@@ -92,6 +86,12 @@ export function runtimeNamespaceAnnotations(user: string): Record<string, string
   return { [RUNTIME_USER_ANNOTATION]: user };
 }
 
+/**
+ * Labels of a runtimes namespace: a user's (segregated) one belongs to their tenant — its quota,
+ * admission policies and isolation apply — and is isolated on its own (only itself and the
+ * runtimes proxy reach it); the combined one belongs to no tenant, and enforces the baseline Pod
+ * Security Standard itself.
+ */
 export function runtimeNamespaceLabels(tenant: string | undefined): Record<string, string> {
   return {
     [MANAGED_BY_LABEL]: MANAGED_BY,

@@ -12,7 +12,7 @@ import type { Logger } from "pino";
 import {
   addFinalizer,
   applyIfChanged,
-  applyStatus,
+  applyStatusUnlessGone,
   type ClusterClient,
   type Condition,
   Controller,
@@ -370,14 +370,12 @@ export class RuntimeServiceController {
 
   private async writeStatus(service: RuntimeService, status: RuntimeServiceStatus): Promise<void> {
     if (sameStoredJson(status, service.status ?? {})) return;
-    await ignoreNotFound(
-      applyStatus(this.options.client, {
-        apiVersion: TENANTS_API_VERSION,
-        kind: "RuntimeService",
-        metadata: { name: service.metadata!.name! },
-        status,
-      }),
-    );
+    await applyStatusUnlessGone(this.options.client, {
+      apiVersion: TENANTS_API_VERSION,
+      kind: "RuntimeService",
+      metadata: { name: service.metadata!.name! },
+      status,
+    });
   }
 }
 

@@ -10,11 +10,10 @@ import { isDeepStrictEqual } from "node:util";
 import type { Logger } from "pino";
 import { errorMessage } from "../../common/index.js";
 import {
-  applyStatus,
+  applyStatusUnlessGone,
   type ClusterClient,
   type Condition,
   Controller,
-  ignoreNotFound,
   objectKey,
   type ReconcileResult,
   reconcileDone,
@@ -284,14 +283,12 @@ export class NodeAgent {
   private async writeStatus(volume: PooledVolume, status: PooledVolumeStatus): Promise<void> {
     const next = { ...status, observedGeneration: volume.metadata?.generation ?? 0 };
     if (isDeepStrictEqual(stripUndefined(next), stripUndefined(volume.status ?? {}))) return;
-    await ignoreNotFound(
-      applyStatus(this.options.client, {
-        apiVersion: STORAGE_API_VERSION,
-        kind: "PooledVolume",
-        metadata: { name: volume.metadata!.name! },
-        status: next,
-      }),
-    );
+    await applyStatusUnlessGone(this.options.client, {
+      apiVersion: STORAGE_API_VERSION,
+      kind: "PooledVolume",
+      metadata: { name: volume.metadata!.name! },
+      status: next,
+    });
   }
 
   /**

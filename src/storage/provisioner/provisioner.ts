@@ -68,7 +68,6 @@ export class PooledProvisioner {
   private readonly controller: Controller;
   private readonly informers: StorageInformers;
   private readonly logger: Logger;
-  /** Warm volumes given to a claim whose update the cache may not show yet: volume → claim uid and when. */
   /**
    * Ready volumes this provisioner is giving to a claim (by volume name, the claim's uid): ended
    * once the cache shows the volume given (from then the cache speaks for it, and a volume given

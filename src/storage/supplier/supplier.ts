@@ -11,14 +11,13 @@ import type { V1StorageClass } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
   applyObject,
-  applyStatus,
+  applyStatusUnlessGone,
   type ClusterClient,
   type Condition,
   type ConditionUpdate,
   Controller,
   describeError,
   ignoreNotFound,
-  isNotFound,
   objectKey,
   type ReconcileResult,
   reconcileDone,
@@ -246,18 +245,13 @@ export class Supplier {
   private async writeStatus(pool: VolumePool, status: VolumePoolStatus): Promise<boolean> {
     if (isDeepStrictEqual(JSON.parse(JSON.stringify(status)), JSON.parse(JSON.stringify(pool.status ?? {}))))
       return true;
-    try {
-      await applyStatus(this.options.client, {
-        apiVersion: STORAGE_API_VERSION,
-        kind: "VolumePool",
-        metadata: { name: pool.metadata!.name! },
-        status,
-      });
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      throw err;
-    }
-    return true;
+    const stored = await applyStatusUnlessGone(this.options.client, {
+      apiVersion: STORAGE_API_VERSION,
+      kind: "VolumePool",
+      metadata: { name: pool.metadata!.name! },
+      status,
+    });
+    return stored !== undefined;
   }
 
   /**
