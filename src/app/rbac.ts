@@ -109,6 +109,12 @@ export const CLUSTER_RULES: Record<string, PolicyRule[]> = {
     { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: MANAGE },
     /** Multi-cluster services: the imported EndpointSlices of every ServiceImport. */
     { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: MANAGE },
+    /** Multi-cluster services: exports read and their conditions written, imports made. */
+    {
+      apiGroups: ["multicluster.x-k8s.io"],
+      resources: ["serviceexports", "serviceexports/status", "serviceimports", "serviceimports/status"],
+      verbs: MANAGE,
+    },
     /** Approves its peers' renewals of their client certificates (reading the requests is the nodes' rule). */
     {
       apiGroups: ["certificates.k8s.io"],

@@ -135,7 +135,13 @@ describe("two clusters with the same pod and service CIDRs", () => {
         new RegExp(`^Request served by in-${state.name}\\n`),
         `${mapped} is ${state.name}'s pod`,
       );
-      const { log } = await runInPod(apiOf(state), "default", "client", "curl -sS --max-time 10 http://web/");
+      // Retried until kube-proxy has programmed the new Service (before, the connection fails at once).
+      const { log } = await runInPod(
+        apiOf(state),
+        "default",
+        "client",
+        "for i in $(seq 1 30); do curl -sS --max-time 10 http://web/ && break; sleep 1; done",
+      );
       assert.match(
         log,
         new RegExp(`^Request served by in-${state.name}\\n`),
