@@ -96,9 +96,12 @@ describe("tenantry as the chart's ServiceAccount", { timeout: 15 * 60_000 }, () 
     const identityObjects = parseAllDocuments(rendered.stdout)
       .map((d) => d.toJS() as { kind: string } | null)
       .filter((o) => o && IDENTITY_KINDS.has(o.kind));
+    // The local cluster's DNS set-up installed the ServiceImport CRD already (CoreDNS's multicluster
+    // zone lists it), as a cluster's DNS add-on would; helm leaves an existing CRD alone, and this
+    // server-side apply takes it over instead of failing on the other manager's fields.
     const applied = await kubectl(
       cluster.kubeconfig,
-      ["apply", "--server-side", "--field-manager=helm", "-f", "-"],
+      ["apply", "--server-side", "--force-conflicts", "--field-manager=helm", "-f", "-"],
       identityObjects.map((o) => `---\n${stringify(o)}`).join(""),
     );
     assert.equal(applied.code, 0, applied.stderr);
