@@ -17,6 +17,11 @@ async function nothingCreated(): Promise<void> {
   assert.equal(await exists(consumer, "v1", "Secret", "tenantry-peer-edge-1", "tenantry-system"), false);
   assert.equal(await exists(consumer, "v1", "Node", "tenantry-edge-1"), false);
   assert.equal(await exists(provider, TENANTS_API_VERSION, "Tenant", "peer-edge-2"), false);
+  assert.equal(
+    await exists(provider, "v1", "ConfigMap", "tenantry-network-peer-edge-2", "tenantry-system"),
+    false,
+    "no gateway exchange ConfigMap",
+  );
   for (const kind of ["Role", "RoleBinding"]) {
     assert.equal(
       await exists(provider, "rbac.authorization.k8s.io/v1", kind, "tenantry-peer-edge-2", "tenantry-system"),
@@ -115,7 +120,7 @@ describe("a peering that fails half-way is rolled back and the error names the c
     );
     assert.match(
       result.stderr,
-      /rolled back: ClusterRoleBinding tenantry-peer-edge-2 in provider "edge-1", ClusterRole tenantry-peer-edge-2 in provider "edge-1", RoleBinding tenantry-system\/tenantry-peer-edge-2 in provider "edge-1", Role tenantry-system\/tenantry-peer-edge-2 in provider "edge-1", Tenant peer-edge-2 in provider "edge-1"/,
+      /rolled back: ConfigMap tenantry-system\/tenantry-network-peer-edge-2 in provider "edge-1", ClusterRoleBinding tenantry-peer-edge-2 in provider "edge-1", ClusterRole tenantry-peer-edge-2 in provider "edge-1", RoleBinding tenantry-system\/tenantry-peer-edge-2 in provider "edge-1", Role tenantry-system\/tenantry-peer-edge-2 in provider "edge-1", Tenant peer-edge-2 in provider "edge-1"/,
     );
     await nothingCreated();
   });
