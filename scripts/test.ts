@@ -5,11 +5,12 @@
  * admission webhooks) runs on every cluster for the whole run, as `tenantry up` runs it.
  */
 import { spawn } from "node:child_process";
-import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { pino } from "pino";
 import { registerEmbeddedClusters, startEmbeddedTenantry } from "../src/app/embedded.js";
+import { cacheRoot } from "../src/common/index.js";
 import { ensureDashboardAssets } from "../src/dashboard/index.js";
 import { loadClusterClient } from "../src/kube/index.js";
 import { ClusterHarness, defaultClusters, MachineHost } from "../src/localcluster/index.js";
@@ -47,6 +48,37 @@ async function testFiles(dir: string): Promise<string[]> {
     .sort();
 }
 
+/** Each file's last measured duration: this machine's last run over the committed figures. */
+const COMMITTED_DURATIONS = join(root, "test", "durations.json");
+const MEASURED_DURATIONS = join(cacheRoot(), "test-durations.json");
+
+async function readDurations(file: string): Promise<Record<string, number>> {
+  return JSON.parse(await readFile(file, "utf8").catch(() => "{}")) as Record<string, number>;
+}
+
+/**
+ * Longest files first: the runner takes files in order, two at a time, so a long file started
+ * last would run alone at the end. A file never measured is guessed at a typical integration
+ * test's length (unit tests take a second).
+ */
+async function longestFirst(files: string[]): Promise<string[]> {
+  const known = {
+    ...(await readDurations(COMMITTED_DURATIONS)),
+    ...(await readDurations(MEASURED_DURATIONS)),
+  };
+  const guess = (file: string) => known[file] ?? (file.startsWith("test/") ? 30 : 1);
+  return [...files].sort((a, b) => guess(b) - guess(a) || a.localeCompare(b));
+}
+
+/** Keeps this run's durations for the next run's order (on this machine, outside the checkout). */
+async function recordDurations(measured: string): Promise<void> {
+  const now = await readDurations(measured);
+  if (Object.keys(now).length === 0) return;
+  const all = { ...(await readDurations(MEASURED_DURATIONS)), ...now };
+  await mkdir(cacheRoot(), { recursive: true });
+  await writeFile(MEASURED_DURATIONS, `${JSON.stringify(all, null, 1)}\n`);
+}
+
 async function main(): Promise<number> {
   const only = process.argv.slice(2);
   if (only.length === 0) {
@@ -56,7 +88,9 @@ async function main(): Promise<number> {
     process.stderr.write("lint (biome ci)\n");
     if ((await run("npx", ["biome", "ci", "--reporter=summary", "."])) !== 0) return 1;
   }
-  const files = only.length ? only : [...(await testFiles("src")), ...(await testFiles("test"))];
+  const files = await longestFirst(
+    only.length ? only : [...(await testFiles("src")), ...(await testFiles("test"))],
+  );
 
   // The dashboard's client, built when missing or older than its sources (tenantry serves it).
   await ensureDashboardAssets((line) => process.stderr.write(line));
@@ -196,12 +230,18 @@ async function main(): Promise<number> {
         "tsx",
         "--test",
         "--test-reporter=spec",
+        "--test-reporter-destination=stdout",
+        `--test-reporter=${join(root, "scripts", "test-durations.ts")}`,
+        `--test-reporter-destination=${join(dir, "durations.json")}`,
         "--test-concurrency=2",
         // A file's whole run, OpenStack's services included on a busy machine.
         "--test-timeout=900000",
         ...files,
       ],
       { ...process.env, TENANTRY_TEST_ENV: envFile },
+    );
+    await recordDurations(join(dir, "durations.json")).catch((err) =>
+      process.stderr.write(`recording test durations failed: ${err}\n`),
     );
   } finally {
     await tenantry?.stop().catch((err) => process.stderr.write(`stopping tenantry failed: ${err}\n`));
