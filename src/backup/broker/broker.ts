@@ -22,7 +22,7 @@ import type { AdminRouteContext, AdminRoutes, PodCaller } from "../../runtimes/i
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
 import { BACKUP_AGENT_AUDIENCE } from "../agent/env.js";
 import type { RuntimeBackup, RuntimeRestore } from "../api/backup.js";
-import { AGENT_JOB_LABEL } from "../controller/agent-jobs.js";
+import { backupInformers } from "../informers.js";
 import {
   type PresignedRequest,
   STORE_OPERATIONS,
@@ -93,16 +93,7 @@ export class BackupBroker {
     const { cache, release } = componentCache(options);
     this.release = release;
     this.store = new S3ObjectStore(options.store);
-    this.backups = cache.informer<RuntimeBackup>({ apiVersion: TENANTS_API_VERSION, kind: "RuntimeBackup" });
-    this.restores = cache.informer<RuntimeRestore>({
-      apiVersion: TENANTS_API_VERSION,
-      kind: "RuntimeRestore",
-    });
-    this.jobs = cache.informer<V1Job>({
-      apiVersion: "batch/v1",
-      kind: "Job",
-      labelSelector: `${AGENT_JOB_LABEL}=true`,
-    });
+    ({ backups: this.backups, restores: this.restores, jobs: this.jobs } = backupInformers(cache));
     // The caches answer; an object they do not show yet (or show before it started) is read once:
     // an agent may ask before its Job or its backup's Running reached this replica's cache.
     const started = (obj?: RuntimeBackup | RuntimeRestore) =>

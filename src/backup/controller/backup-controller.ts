@@ -31,8 +31,9 @@ import {
   type RuntimeBackup,
   type RuntimeRestore,
 } from "../api/backup.js";
+import { backupInformers } from "../informers.js";
 import { S3ObjectStore, type S3Settings } from "../store/s3.js";
-import { AGENT_JOB_LABEL, type JobOutcome } from "./agent-jobs.js";
+import type { JobOutcome } from "./agent-jobs.js";
 import {
   AgentRuns,
   type AgentRunsOptions,
@@ -84,16 +85,7 @@ export class BackupControllers {
     const { cache, release } = componentCache(options);
     this.release = release;
     this.store = new S3ObjectStore(options.store);
-    this.backups = cache.informer<RuntimeBackup>({ apiVersion: TENANTS_API_VERSION, kind: "RuntimeBackup" });
-    this.restores = cache.informer<RuntimeRestore>({
-      apiVersion: TENANTS_API_VERSION,
-      kind: "RuntimeRestore",
-    });
-    this.jobs = cache.informer<V1Job>({
-      apiVersion: "batch/v1",
-      kind: "Job",
-      labelSelector: `${AGENT_JOB_LABEL}=true`,
-    });
+    ({ backups: this.backups, restores: this.restores, jobs: this.jobs } = backupInformers(cache));
     this.runtimes = cache.informer<Runtime>({ apiVersion: TENANTS_API_VERSION, kind: "Runtime" });
     this.policies = cache.informer<BackupPolicy>({ apiVersion: TENANTS_API_VERSION, kind: "BackupPolicy" });
     this.runs = new AgentRuns(options, this.store, this.jobs);
