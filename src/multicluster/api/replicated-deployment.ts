@@ -16,6 +16,7 @@ import {
   NodeSelector,
   ObservedGeneration,
   ResourceSchema,
+  StringEnum,
   StringMap,
 } from "../../apis/index.js";
 
@@ -28,6 +29,8 @@ export const REPLICA_HASH_LENGTH = 10;
 /** Longest ReplicatedDeployment name: `<name>-<hash>` must stay a 63-character DNS label. */
 export const MAX_REPLICATED_DEPLOYMENT_NAME = 63 - 1 - REPLICA_HASH_LENGTH;
 export const MAX_GENERATION_LABELS = 8;
+/** Who keeps a replica's pods: a Deployment in this cluster, or a ReplicaSet in each provider. */
+export const POD_MANAGEMENT = ["Consumer", "Provider"] as const;
 /** Most replicas one ReplicatedDeployment lists in its status. */
 export const MAX_LISTED_REPLICAS = 1000;
 
@@ -123,6 +126,12 @@ export const ReplicatedDeploymentSpecSchema = Type.Object(
           maxItems: MAX_GENERATION_LABELS,
         },
       ),
+    ),
+    podManagement: Type.Optional(
+      StringEnum(POD_MANAGEMENT, {
+        description:
+          "Who keeps each replica's pods. `Consumer` (default): a Deployment in this cluster whose pods are reflected into the providers; a provider cut off from this cluster keeps the pods it has but replaces none. `Provider`: an apps/v1 ReplicaSet in each provider's replica namespace, whose controller there keeps the declared number of pods even while the provider is cut off from this cluster; changes made meanwhile reach it when the link returns. Switching from Consumer to Provider removes the Deployment once the ReplicaSets are Available.",
+      }),
     ),
     selectedClusters: Type.Optional(
       NodeSelector(
