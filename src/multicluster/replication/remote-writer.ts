@@ -6,7 +6,13 @@
 import { createHash } from "node:crypto";
 import type { V1Deployment, V1ReplicaSet } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { applyObject, describeError, isNotFound } from "../../kube/index.js";
+import {
+  applyObject,
+  ClusterClient,
+  describeError,
+  isNotFound,
+  withRequestDeadline,
+} from "../../kube/index.js";
 import type { NamespaceMap } from "../api/offloading.js";
 import type { ReplicatedDeployment } from "../api/replicated-deployment.js";
 import { acceptedReplicas } from "../offloading/replicas.js";
@@ -30,14 +36,35 @@ interface ProviderInventory {
 
 export type Inventory = Map<string, ProviderInventory>;
 
+/**
+ * Every request to a provider has a deadline: a provider cut off from this cluster fails its
+ * replicas' work (retried with backoff) instead of holding the reconcile, and the other providers'.
+ */
+const PROVIDER_REQUEST_TIMEOUT_MS = 10_000;
+
 export class RemoteReplicaWriter {
   /** Spec hash of what was last applied, by `<peering>/<namespace>/<name>`, with the uid and generation seen. */
   private readonly applied = new Map<string, { specHash: string; uid: string; generation: number }>();
+
+  /** The peering's client, as a copy whose every request is bounded; one per client (a new Secret, a new one). */
+  private readonly bounded = new WeakMap<ClusterClient, PeerClient>();
 
   constructor(
     private readonly peerClients: PeerClients,
     private readonly originClusterId: string,
   ) {}
+
+  private clientFor(peering: string): PeerClient {
+    const peer = this.peerClients.clientFor(peering);
+    let bounded = this.bounded.get(peer.client);
+    if (!bounded) {
+      const client = new ClusterClient(`${peer.client.name}-replicas`, peer.client.kubeConfig);
+      withRequestDeadline(client.kubeConfig, PROVIDER_REQUEST_TIMEOUT_MS);
+      bounded = { ...peer, client };
+      this.bounded.set(peer.client, bounded);
+    }
+    return bounded;
+  }
 
   /** The ReplicaSets of `rd` in every provider holding an accepted replica of its namespace. */
   async inventory(rd: ReplicatedDeployment, maps: readonly NamespaceMap[]): Promise<Inventory> {
@@ -47,7 +74,7 @@ export class RemoteReplicaWriter {
         const entry: ProviderInventory = { remoteNamespace: replica.remoteNamespace, sets: [] };
         inventory.set(replica.peering, entry);
         try {
-          const peer = this.peerClients.clientFor(replica.peering);
+          const peer = this.clientFor(replica.peering);
           const list = await peer.client.apps.listNamespacedReplicaSet({
             namespace: replica.remoteNamespace,
             labelSelector: remoteSelector(rd.metadata!.name!),
@@ -78,7 +105,7 @@ export class RemoteReplicaWriter {
         if (!found) return { placement, error: `cluster ${placement.peering}: no accepted replica` };
         if (found.error) return { placement, error: found.error };
         try {
-          const peer = this.peerClients.clientFor(placement.peering);
+          const peer = this.clientFor(placement.peering);
           const account = deployment.spec?.template.spec?.serviceAccountName;
           const wanted = remoteReplicaSet(
             deployment,
@@ -155,7 +182,7 @@ export class RemoteReplicaWriter {
       const unwanted = found.sets.filter((s) => !keep.has(placementKey(peering, replicaHashOf(s))));
       if (!unwanted.length) continue;
       try {
-        const peer = this.peerClients.clientFor(peering);
+        const peer = this.clientFor(peering);
         for (const set of unwanted) await this.delete(peer, set, logger);
       } catch (err) {
         errors[peering] = `cluster ${peering}: ${describeError(err)}`;
