@@ -33,6 +33,10 @@ const home = adminClient("home");
 const providers = { "edge-1": adminClient("edge-1"), "edge-2": adminClient("edge-2") };
 const config = kubeconfigPath("home");
 
+function seconds(since: number): string {
+  return ((Date.now() - since) / 1000).toFixed(1);
+}
+
 function template(app: string, replicas: number): ReplicatedDeploymentSpec["template"] {
   return {
     spec: {
@@ -214,7 +218,9 @@ describe("ReplicatedDeployment replicas kept by their providers", () => {
       async () => {
         const status = await readyReplicated(namespace, "web");
         assert.deepEqual(
-          status.deployments?.map((d) => [d.generationLabelsValues?.[REGION], d.readyReplicas, d.available]),
+          status.deployments
+            ?.map((d) => [d.generationLabelsValues?.[REGION], d.readyReplicas, d.available])
+            .sort(),
           [
             ["eu-south", 2, true],
             ["us-east", 2, true],
@@ -233,6 +239,7 @@ describe("ReplicatedDeployment replicas kept by their providers", () => {
     await nodeReadyBecomes(home, virtualNodeName(CUT), "False", 120_000);
 
     const lost = before.pods[0]!;
+    const lostAt = Date.now();
     await providers[CUT].core.deleteNamespacedPod({ name: lost.metadata!.name!, namespace });
     const replaced = await eventually(
       async () => {
@@ -242,6 +249,7 @@ describe("ReplicatedDeployment replicas kept by their providers", () => {
       },
       { timeoutMs: 120_000 },
     );
+    const replacedSeconds = seconds(lostAt);
     assert.equal(
       replaced.set.metadata?.uid,
       before.set.metadata?.uid,
@@ -255,15 +263,19 @@ describe("ReplicatedDeployment replicas kept by their providers", () => {
     assert.equal((await replicaSetsIn(CUT, namespace, "web"))[0]?.spec?.replicas, 2, "edge-1 is cut off");
 
     await partition.restore();
+    const restoredAt = Date.now();
     await nodeReadyBecomes(home, virtualNodeName(CUT), "True", 120_000);
     const after = await eventually(() => keptBy(CUT, namespace, "web", 3), { timeoutMs: 180_000 });
+    const scaledSeconds = seconds(restoredAt);
     assert.equal(after.set.metadata?.uid, before.set.metadata?.uid, "scaled, not replaced");
     await eventually(
       async () => {
         const status = await readyReplicated(namespace, "web");
         assert.ok(status.observedGeneration! >= scaled);
         assert.deepEqual(
-          status.deployments?.map((d) => [d.generationLabelsValues?.[REGION], d.replicas, d.readyReplicas]),
+          status.deployments
+            ?.map((d) => [d.generationLabelsValues?.[REGION], d.replicas, d.readyReplicas])
+            .sort(),
           [
             ["eu-south", 3, 3],
             ["us-east", 3, 3],
@@ -271,6 +283,9 @@ describe("ReplicatedDeployment replicas kept by their providers", () => {
         );
       },
       { timeoutMs: 120_000 },
+    );
+    process.stderr.write(
+      `replication-partition: pod replaced by ${CUT} while cut off in ${replacedSeconds}s; after the link returned, its ReplicaSet scaled and Running in ${scaledSeconds}s, the status caught up in ${seconds(restoredAt)}s\n`,
     );
   });
 
