@@ -165,7 +165,11 @@ export type DeploymentConditionSummary = Static<typeof DeploymentConditionSchema
 
 const ReplicaStatusSchema = Type.Object(
   {
-    name: Type.String({ description: "Name of the replica Deployment (same namespace).", maxLength: 63 }),
+    name: Type.String({
+      description:
+        "Name of the replica Deployment (same namespace); with podManagement Provider, the name its ReplicaSets in the providers start with.",
+      maxLength: 63,
+    }),
     generationLabelsValues: Type.Optional(
       StringMap(Type.String({ description: "Label value." }), {
         description: "The combination: each generation label's value. Empty with node granularity.",
