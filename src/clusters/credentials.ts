@@ -7,7 +7,10 @@
 import { readFileSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { UserError } from "../common/index.js";
-import { ClusterClient, describeError, kubeconfigYaml } from "../kube/index.js";
+import { ClusterClient, describeError, kubeconfigYaml, withRequestDeadline } from "../kube/index.js";
+
+// Moved to the shared runtime (peer clients use it too); still part of this folder's door.
+export { withRequestDeadline };
 
 /** Default deadline of one request to a registered cluster. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
@@ -79,28 +82,6 @@ export function parseClusterKubeconfig(text: string): KubeConfig {
   if (!kc.getCurrentCluster()?.server) throw new Error("the kubeconfig has no current cluster with a server");
   if (!kc.getCurrentUser()) throw new Error("the kubeconfig has no current user");
   return kc;
-}
-
-/**
- * Gives every request made through `kubeConfig`'s API clients a deadline (and `signal`, when
- * given, aborts them all). client-node asks the KubeConfig to authenticate each request, which
- * is where the signal is attached; watches do not pass there and are not affected.
- */
-export function withRequestDeadline(
-  kubeConfig: KubeConfig,
-  timeoutMs: number,
-  signal?: AbortSignal,
-): KubeConfig {
-  const target = kubeConfig as unknown as {
-    applySecurityAuthentication(context: { setSignal(signal: AbortSignal): void }): Promise<void>;
-  };
-  const original = target.applySecurityAuthentication.bind(kubeConfig);
-  target.applySecurityAuthentication = async (context) => {
-    await original(context);
-    const deadline = AbortSignal.timeout(timeoutMs);
-    context.setSignal(signal ? AbortSignal.any([deadline, signal]) : deadline);
-  };
-  return kubeConfig;
 }
 
 /** A client of a registered cluster from its kubeconfig text, every request bounded by `timeoutMs`. */

@@ -68,6 +68,7 @@ export {
   terminalError,
 } from "./controller.js";
 export { registerControllerMetrics } from "./controller-metrics.js";
+export { withRequestDeadline } from "./deadline.js";
 export {
   describeError,
   ignoreNotFound,

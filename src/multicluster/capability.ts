@@ -144,7 +144,7 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
       }),
       ...offloadingControllers({ client, informers, clusterId, logger }),
       new ReflectionController({ client, informers, clusterId, logger, services: services.services }),
-      new ReplicatedDeploymentController({ client, informers, logger }),
+      new ReplicatedDeploymentController({ client, clusterId, informers, logger }),
       new MulticlusterServicesController({
         client,
         logger,

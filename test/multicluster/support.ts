@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Node, V1NodeCondition } from "@kubernetes/client-node";
@@ -12,6 +11,7 @@ import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { testEnvironment } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { type CommandResult, tenantryCli } from "../support/kubectl.js";
+import { Relay } from "../support/partition.js";
 
 /** What scripts/test.ts adds to the test environment: tenantry on every cluster. */
 interface TenantryOnCluster {
@@ -111,83 +111,7 @@ export async function exists(
   }
 }
 
-/**
- * A TCP relay in front of a kube-apiserver: closing it makes that cluster unreachable for whoever
- * connects through it (a peering made with relayedKubeconfig), while everyone else still reaches it.
- */
-export class Relay {
-  private server?: Server;
-  private readonly sockets = new Set<Socket>();
-
-  constructor(
-    readonly port: number,
-    private readonly target: { host: string; port: number },
-  ) {}
-
-  /** While true, connections are accepted and then left unanswered, as behind a network partition. */
-  private dropping = false;
-
-  private readonly pairs = new Set<[Socket, Socket]>();
-
-  async open(): Promise<void> {
-    if (this.dropping) {
-      // Healed: what was held goes, and callers connect again.
-      this.dropping = false;
-      for (const s of this.sockets) s.destroy();
-      this.sockets.clear();
-      this.pairs.clear();
-    }
-    if (this.server) return;
-    this.server = createServer((client) => {
-      if (this.dropping) {
-        // Held open and never answered: the caller waits for its own deadline.
-        this.sockets.add(client);
-        client.on("close", () => this.sockets.delete(client));
-        client.on("error", () => client.destroy());
-        return;
-      }
-      const upstream = connect(this.target.port, this.target.host);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on("close", () => this.sockets.delete(s));
-        s.on("error", () => {
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      const pair: [Socket, Socket] = [client, upstream];
-      this.pairs.add(pair);
-      client.on("close", () => this.pairs.delete(pair));
-      client.pipe(upstream).pipe(client);
-    });
-    await new Promise<void>((resolve, reject) => {
-      this.server!.once("error", reject);
-      this.server!.listen(this.port, "127.0.0.1", () => resolve());
-    });
-  }
-
-  /**
-   * A partition: open connections stop carrying anything and new ones hang unanswered, so callers
-   * learn of it only through their own deadlines (unlike close(), which refuses them at once).
-   */
-  partition(): void {
-    this.dropping = true;
-    for (const [client, upstream] of this.pairs) {
-      client.unpipe(upstream);
-      upstream.unpipe(client);
-      client.pause();
-      upstream.pause();
-    }
-  }
-
-  async close(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    for (const s of this.sockets) s.destroy();
-    this.sockets.clear();
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-}
+export { Relay } from "../support/partition.js";
 
 /**
  * Opens a relay in front of the kube-apiserver of admin kubeconfig `kubeconfig` and writes that

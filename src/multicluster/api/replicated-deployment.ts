@@ -16,6 +16,7 @@ import {
   NodeSelector,
   ObservedGeneration,
   ResourceSchema,
+  StringEnum,
   StringMap,
 } from "../../apis/index.js";
 
@@ -28,6 +29,8 @@ export const REPLICA_HASH_LENGTH = 10;
 /** Longest ReplicatedDeployment name: `<name>-<hash>` must stay a 63-character DNS label. */
 export const MAX_REPLICATED_DEPLOYMENT_NAME = 63 - 1 - REPLICA_HASH_LENGTH;
 export const MAX_GENERATION_LABELS = 8;
+/** Who keeps a replica's pods: a Deployment in this cluster, or a ReplicaSet in each provider. */
+export const POD_MANAGEMENT = ["Consumer", "Provider"] as const;
 /** Most replicas one ReplicatedDeployment lists in its status. */
 export const MAX_LISTED_REPLICAS = 1000;
 
@@ -124,6 +127,12 @@ export const ReplicatedDeploymentSpecSchema = Type.Object(
         },
       ),
     ),
+    podManagement: Type.Optional(
+      StringEnum(POD_MANAGEMENT, {
+        description:
+          "Who keeps each replica's pods. `Consumer` (default): a Deployment in this cluster whose pods are reflected into the providers; a provider cut off from this cluster keeps the pods it has but replaces none. `Provider`: an apps/v1 ReplicaSet in each provider's replica namespace, whose controller there keeps the declared number of pods even while the provider is cut off from this cluster; changes made meanwhile reach it when the link returns. Switching from Consumer to Provider removes the Deployment once the ReplicaSets are Available.",
+      }),
+    ),
     selectedClusters: Type.Optional(
       NodeSelector(
         "Which virtual nodes (peered clusters) may hold a replica, on top of the namespace's NamespaceOffloading clusterSelector: node selector terms over their labels. Absent: every cluster the namespace is offloaded to.",
@@ -156,7 +165,11 @@ export type DeploymentConditionSummary = Static<typeof DeploymentConditionSchema
 
 const ReplicaStatusSchema = Type.Object(
   {
-    name: Type.String({ description: "Name of the replica Deployment (same namespace).", maxLength: 63 }),
+    name: Type.String({
+      description:
+        "Name of the replica Deployment (same namespace); with podManagement Provider, the name its ReplicaSets in the providers start with.",
+      maxLength: 63,
+    }),
     generationLabelsValues: Type.Optional(
       StringMap(Type.String({ description: "Label value." }), {
         description: "The combination: each generation label's value. Empty with node granularity.",

@@ -2,18 +2,21 @@ import { createHash } from "node:crypto";
 import type { V1Deployment, V1Node } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
+  addFinalizer,
   applyObject,
   applyStatus,
   type ClusterClient,
   type Condition,
   Controller,
   describeError,
+  hasFinalizer,
   Informer,
   isNotFound,
   objectKey,
   type ReconcileContext,
   type ReconcileResult,
   reconcileDone,
+  removeFinalizer,
   requeueAfter,
 } from "../../kube/index.js";
 import { TENANTS_API_VERSION } from "../../tenants/index.js";
@@ -24,13 +27,32 @@ import {
   type ReplicatedDeploymentStatus,
 } from "../api/replicated-deployment.js";
 import type { MulticlusterInformers } from "../informers.js";
-import { deletableObsolete, planReplication, type WantedReplica } from "./plan.js";
+import { namespacesOfMap } from "../offloading/replicas.js";
+import { REMOTE_RATE_LIMITER } from "../reflection/replicas.js";
+import { deletableObsolete, everyReplicaAvailable, planReplication, type WantedReplica } from "./plan.js";
+import {
+  type Placement,
+  placementKey,
+  placementsOf,
+  REMOTE_REPLICAS_FINALIZER,
+  replicaSetsSummary,
+} from "./remote-replicas.js";
+import { type Inventory, RemoteReplicaWriter } from "./remote-writer.js";
 import { canonicalJson, type ReplicaOutcome, replicationStatus, statusShapeChanged } from "./status.js";
+
+/**
+ * How often a ReplicatedDeployment whose pods the providers keep is looked at again: their
+ * ReplicaSets are not watched, so this is how their status (and a provider back from a partition)
+ * reaches this cluster.
+ */
+const PROVIDER_STATUS_PERIOD_MS = 10_000;
 
 export interface ReplicationControllerOptions {
   client: ClusterClient;
+  /** This cluster's id: the origin label of what it writes in the providers. */
+  clusterId: string;
   /** Shared with the offloading controllers, started and stopped by their owner. */
-  informers: Pick<MulticlusterInformers, "offloadings" | "virtualNodes">;
+  informers: Pick<MulticlusterInformers, "offloadings" | "virtualNodes" | "maps" | "peerClients">;
   logger: Logger;
   /** ReplicatedDeployments reconciled at once. Default 4. */
   workers?: number;
@@ -47,8 +69,11 @@ interface AppliedReplica {
   generation: number;
 }
 
-/** A replica outcome, and whether its failure may go away by retrying (an API error). */
-type Outcome = ReplicaOutcome & { retry?: boolean };
+/**
+ * A replica outcome, whether its failure may go away by retrying (an API error), and, for a replica
+ * the providers keep, where its ReplicaSets are.
+ */
+type Outcome = ReplicaOutcome & { retry?: boolean; placements?: Placement[] };
 
 /**
  * Keeps one Deployment per combination of generation-label values over the virtual nodes a
@@ -62,6 +87,7 @@ export class ReplicatedDeploymentController {
   private readonly deployments: Informer<V1Deployment>;
   private readonly nodes: Informer<V1Node>;
   private readonly offloadings: Informer<NamespaceOffloading>;
+  private readonly remote: RemoteReplicaWriter;
   private readonly controller: Controller;
   private readonly applied = new Map<string, AppliedReplica>();
   /** When each ReplicatedDeployment's status was last written (namespace/name → ms). */
@@ -87,10 +113,13 @@ export class ReplicatedDeploymentController {
     });
     this.nodes = options.informers.virtualNodes;
     this.offloadings = options.informers.offloadings;
+    this.remote = new RemoteReplicaWriter(options.informers.peerClients, options.clusterId);
     this.controller = new Controller({
       name: "replicated-deployments",
       workers: options.workers ?? 4,
       logger: options.logger,
+      // Some replicas are written in the providers: a provider down is retried as reflection does.
+      rateLimiter: REMOTE_RATE_LIMITER(),
       reconcile: (_key, ctx) => this.reconcile(ctx),
     });
     this.controller.watch(this.replicated);
@@ -99,6 +128,10 @@ export class ReplicatedDeploymentController {
       return owner ? [this.key(d.metadata!.namespace!, owner)] : [];
     });
     this.controller.watch(this.offloadings, (o) => this.keysIn(o.metadata?.namespace));
+    // A replica namespace accepted (or gone) in a provider decides where provider-kept replicas go.
+    this.controller.watch(options.informers.maps, (map) =>
+      namespacesOfMap(map).flatMap((ns) => this.keysIn(ns)),
+    );
   }
 
   async start(): Promise<void> {
@@ -152,6 +185,9 @@ export class ReplicatedDeploymentController {
       // Its replicas go with it (owner references); nothing may recreate them meanwhile.
       for (const key of this.applied.keys())
         if (key.startsWith(`${namespace}/${name}-`)) this.applied.delete(key);
+      // Owner references do not reach the providers: their ReplicaSets are deleted here.
+      if (rd && hasFinalizer(rd, REMOTE_REPLICAS_FINALIZER))
+        await this.removeProviderReplicas(rd, ctx.logger);
       return reconcileDone();
     }
     const labelled = this.deployments
@@ -182,10 +218,20 @@ export class ReplicatedDeploymentController {
       return wait ? requeueAfter(wait) : reconcileDone();
     }
 
+    // Provider-kept replicas, or ReplicaSets left in the providers from when they were.
+    const provider = rd.spec.podManagement === "Provider";
+    let inventory: Inventory | undefined;
+    if (provider || hasFinalizer(rd, REMOTE_REPLICAS_FINALIZER)) {
+      if (provider) await addFinalizer(this.options.client.objects, rd, REMOTE_REPLICAS_FINALIZER);
+      inventory = await this.remote.inventory(rd, this.options.informers.maps.list());
+    }
     const outcomes = await eachLimit(plan.wanted, this.applyConcurrency, (wanted) =>
-      this.ensureReplica(wanted, existing.get(wanted.name), others.get(wanted.name), ctx.logger),
+      provider
+        ? this.ensureProviderReplica(wanted, inventory!, ctx.logger)
+        : this.ensureReplica(wanted, existing.get(wanted.name), others.get(wanted.name), ctx.logger),
     );
-    const wantedNames = new Set(plan.wanted.map((w) => w.name));
+    // Provider-kept replicas have no Deployment here: one from before the switch goes like an obsolete one.
+    const wantedNames = new Set(provider ? [] : plan.wanted.map((w) => w.name));
     const obsolete = mine.filter((d) => !wantedNames.has(d.metadata!.name!));
     const deletable = deletableObsolete(outcomes, obsolete);
     const deleteErrors: Record<string, string> = {};
@@ -193,12 +239,79 @@ export class ReplicatedDeploymentController {
       const error = await this.deleteReplica(d, ctx.logger);
       if (error) deleteErrors[d.metadata!.name!] = error;
     });
+    if (inventory && everyReplicaAvailable(outcomes)) {
+      Object.assign(
+        deleteErrors,
+        await this.removeObsoleteProviderReplicas(rd, outcomes, inventory, ctx.logger),
+      );
+    }
     const kept = obsolete.filter((d) => !deletable.includes(d) || deleteErrors[d.metadata!.name!]);
     const wait = await this.writeStatus(rd, { ...report, replicas: outcomes, obsolete: kept, deleteErrors });
     const retry = outcomes.filter((o) => o.retry).map((o) => `${o.name}: ${o.error}`);
     const failedDeletes = Object.entries(deleteErrors).map(([n, e]) => `deleting ${n}: ${e}`);
     if (retry.length || failedDeletes.length) throw new Error([...retry, ...failedDeletes].join("; "));
-    return wait ? requeueAfter(wait) : reconcileDone();
+    if (wait) return requeueAfter(wait);
+    return provider ? requeueAfter(PROVIDER_STATUS_PERIOD_MS) : reconcileDone();
+  }
+
+  /**
+   * One replica kept by its providers: a ReplicaSet in each one's replica namespace, with its share
+   * of the declared pods; its state summarised as a Deployment's for the status.
+   */
+  private async ensureProviderReplica(
+    wanted: WantedReplica,
+    inventory: Inventory,
+    logger: Logger,
+  ): Promise<Outcome> {
+    const base = { combination: wanted.combination, name: wanted.name };
+    if (!wanted.deployment) return { ...base, ...(wanted.error ? { error: wanted.error } : {}) };
+    const nodes = new Map(this.nodes.list().map((n) => [n.metadata!.name!, n]));
+    const found = placementsOf(
+      wanted.combination,
+      nodes,
+      this.options.informers.maps.list(),
+      wanted.deployment.metadata!.namespace!,
+      wanted.deployment.spec?.replicas ?? 1,
+    );
+    if (found.error !== undefined) return { ...base, error: found.error };
+    const states = await this.remote.sync(wanted.deployment, found.placements, inventory, logger);
+    const errors = states.flatMap((s) => (s.error ? [s.error] : []));
+    return {
+      ...base,
+      placements: found.placements,
+      deployment: replicaSetsSummary(wanted.name, states),
+      ...(errors.length ? { error: errors.join("; "), retry: true } : {}),
+    };
+  }
+
+  /**
+   * Once every wanted replica is Available: the providers' ReplicaSets of combinations (or
+   * providers) no longer wanted, or all of them when the replicas are this cluster's Deployments
+   * again — then the finalizer goes too. Returns errors by provider.
+   */
+  private async removeObsoleteProviderReplicas(
+    rd: ReplicatedDeployment,
+    outcomes: readonly Outcome[],
+    inventory: Inventory,
+    logger: Logger,
+  ): Promise<Record<string, string>> {
+    const keep = new Set(
+      outcomes.flatMap((o) => (o.placements ?? []).map((p) => placementKey(p.peering, o.combination.hash))),
+    );
+    const provider = rd.spec.podManagement === "Provider";
+    const errors = await this.remote.deleteOthers(inventory, keep, !provider, logger);
+    if (!provider && Object.keys(errors).length === 0) {
+      await removeFinalizer(this.options.client.objects, rd, REMOTE_REPLICAS_FINALIZER);
+    }
+    return Object.fromEntries(Object.entries(errors).map(([peering, e]) => [`ReplicaSets in ${peering}`, e]));
+  }
+
+  /** The ReplicatedDeployment is being deleted: its ReplicaSets in every provider first. */
+  private async removeProviderReplicas(rd: ReplicatedDeployment, logger: Logger): Promise<void> {
+    const inventory = await this.remote.inventory(rd, this.options.informers.maps.list());
+    const errors = await this.remote.deleteOthers(inventory, new Set(), true, logger);
+    if (Object.keys(errors).length) throw new Error(Object.values(errors).join("; "));
+    await removeFinalizer(this.options.client.objects, rd, REMOTE_REPLICAS_FINALIZER);
   }
 
   /** Applies the replica's Deployment unless this controller already did and nobody changed its spec since. */

@@ -98,6 +98,10 @@ export function deletableObsolete(
   wanted: readonly ReplicaOutcome[],
   obsolete: readonly V1Deployment[],
 ): V1Deployment[] {
-  const allAvailable = wanted.every((r) => !r.error && deploymentAvailable(r.deployment));
-  return allAvailable ? [...obsolete] : obsolete.filter((d) => !deploymentAvailable(d));
+  return everyReplicaAvailable(wanted) ? [...obsolete] : obsolete.filter((d) => !deploymentAvailable(d));
+}
+
+/** Every wanted replica exists without error and is Available (true when none is wanted). */
+export function everyReplicaAvailable(wanted: readonly ReplicaOutcome[]): boolean {
+  return wanted.every((r) => !r.error && deploymentAvailable(r.deployment));
 }
