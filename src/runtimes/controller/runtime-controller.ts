@@ -54,6 +54,7 @@ import { serverName } from "../hub/models.js";
 import { BY_SERVICE, BY_USER, type RuntimesInformers } from "../informers.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import { PluginError, RUNTIME_LABEL, type RuntimeRegistration, type ServicePlugin } from "../plugins/spi.js";
+import { AnsweringChecks } from "./answering.js";
 import { cullDecision, cullingLimits, cullRuntime } from "./culling.js";
 import {
   ALLOWED_KINDS,
@@ -121,6 +122,7 @@ function refused(err: unknown): boolean {
 export class RuntimeController {
   private readonly controller: Controller;
   private readonly targets: Targets;
+  private readonly answering: AnsweringChecks;
   private readonly namespaces: RuntimeNamespaces;
   private readonly logger: Logger;
   /** The status last written per runtime key, until the cache shows it. */
@@ -136,12 +138,17 @@ export class RuntimeController {
     this.logger = options.logger.child({ component: "runtime-controller" });
     const tenantryNamespace = options.tenantryNamespace ?? "tenantry-system";
     this.tenantryNamespace = tenantryNamespace;
+    const lookAgain = (object: KubernetesObject) => {
+      const runtime = object.metadata?.labels?.[RUNTIME_LABEL];
+      if (runtime) this.controller.enqueue(objectKey(this.cluster, object.metadata!.namespace!, runtime));
+    };
+    this.answering = new AnsweringChecks(lookAgain);
     this.targets = new Targets(
       client,
       new KubeconfigClients(client, tenantryNamespace),
-      (_cluster, object) => {
-        const runtime = object.metadata?.labels?.[RUNTIME_LABEL];
-        if (runtime) this.controller.enqueue(objectKey(this.cluster, object.metadata!.namespace!, runtime));
+      (_cluster, object, gone) => {
+        if (gone && object.metadata?.uid) this.answering.forget(object.metadata.uid);
+        lookAgain(object);
       },
       this.logger,
     );
@@ -172,6 +179,7 @@ export class RuntimeController {
 
   async stop(): Promise<void> {
     await this.controller.stop();
+    this.answering.stop();
     await this.targets.stop();
   }
 
@@ -573,9 +581,11 @@ export class RuntimeController {
     const key = runtimeIndexKey(runtime.metadata!.namespace!, runtime.metadata!.name!);
     const pods = target.pods.byIndex(BY_RUNTIME, key);
     const claims = target.claims.byIndex(BY_RUNTIME, key);
-    let progress = observe({ pods, claims });
+    // Until the first answer only: afterwards the kubelet's probes alone say whether it still answers.
+    const answered = (pod: V1Pod) => this.answering.answered(pod, status.status.startedAt ? 0 : remaining);
+    let progress = observe({ pods, claims, answered });
     if (progress.pod && progress.steps.Pulling.state === "InProgress") {
-      progress = observe({ pods, claims, events: await this.podEvents(target, progress.pod) });
+      progress = observe({ pods, claims, answered, events: await this.podEvents(target, progress.pod) });
     }
     for (const [name, report] of Object.entries(progress.steps))
       status.step(name as keyof typeof progress.steps, report);
