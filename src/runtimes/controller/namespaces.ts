@@ -107,7 +107,7 @@ export class RuntimeNamespaces {
     // Keyed by uid: a namespace deleted and made again needs its policy and account again.
     const key = `${target.name}/${namespace}/${current.metadata?.uid}`;
     if (!this.prepared.has(key)) {
-      for (const object of this.contents(namespace)) await applyObject(client, object);
+      await Promise.all(this.contents(namespace).map((object) => applyObject(client, object)));
       this.prepared.add(key);
     }
     return `namespace ${namespace} ready in cluster ${target.name}`;

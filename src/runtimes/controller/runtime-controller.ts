@@ -513,7 +513,18 @@ export class RuntimeController {
     // What an earlier start made stays if this one fails (a resumed runtime's claims and Secrets).
     const existed = new Set((status.status.objects ?? []).map(objectId));
     try {
-      for (const object of manifest.objects) await applyObject(target.client, object);
+      // What a pod refers to (claims, Secrets, ConfigMaps) first, then the workload and its
+      // Services; each group at once, since a start waits on every round trip.
+      const [refs, rest] = [
+        manifest.objects.filter((o) => kindOf(o)?.kept),
+        manifest.objects.filter((o) => !kindOf(o)?.kept),
+      ];
+      for (const group of [refs, rest]) {
+        // Every apply settled before a failure is handled: the clean-up below sees all of them.
+        const results = await Promise.allSettled(group.map((object) => applyObject(target.client, object)));
+        const failed = results.find((r) => r.status === "rejected");
+        if (failed) throw failed.reason;
+      }
     } catch (err) {
       const failed = describeError(err);
       ctx.logger.warn(
@@ -584,7 +595,13 @@ export class RuntimeController {
     // Until the first answer only: afterwards the kubelet's probes alone say whether it still answers.
     const answered = (pod: V1Pod) => this.answering.answered(pod, status.status.startedAt ? 0 : remaining);
     let progress = observe({ pods, claims, answered });
-    if (progress.pod && progress.steps.Pulling.state === "InProgress") {
+    // The kubelet's events tell a long pull's progress: not read (a list call) for a pod just
+    // created, whose containers usually start before the next look (PROGRESS_POLL_MS).
+    if (
+      progress.pod &&
+      progress.steps.Pulling.state === "InProgress" &&
+      ageMs(progress.pod) >= PROGRESS_POLL_MS
+    ) {
       progress = observe({ pods, claims, answered, events: await this.podEvents(target, progress.pod) });
     }
     for (const [name, report] of Object.entries(progress.steps))
@@ -610,7 +627,8 @@ export class RuntimeController {
           },
           "runtime running",
         );
-        await recordRuntimeEvent(
+        // Not awaited: the Ready status is what a waiting user needs, the Event can follow it.
+        void recordRuntimeEvent(
           this.options.client,
           runtime,
           { reason: "Running", message: `pod ${progress.ready.pod} answers at ${url}`, component: COMPONENT },
@@ -999,6 +1017,11 @@ function eventTime(event: {
 }
 
 /** `http://<pod IP>:<port><path>` from the pod's endpoint annotation (or its first container port). */
+/** How long ago a pod was created (its timestamp has whole seconds). */
+function ageMs(pod: V1Pod): number {
+  return Date.now() - Date.parse(String(pod.metadata?.creationTimestamp ?? new Date().toISOString()));
+}
+
 export function endpointUrl(pod: V1Pod, ip: string): string {
   let endpoint: { port?: number; path?: string } = {};
   try {
