@@ -890,7 +890,9 @@ export class RuntimesAdmin {
    * and marked as the user's (the runtimes controller checks an existing one is).
    */
   private async ensureNamespace(namespace: string, tenant: string, user: string): Promise<void> {
-    if (this.knownNamespaces.has(namespace)) return;
+    // An existing one (made earlier, or by another replica) is left as it is, as a create would.
+    if (this.knownNamespaces.has(namespace) || this.informers.tenantNamespaces.get(undefined, namespace))
+      return;
     const combined = !namespace.startsWith(`${tenant}-rt-`);
     try {
       await this.options.client.core.createNamespace({

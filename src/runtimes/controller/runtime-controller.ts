@@ -156,6 +156,7 @@ export class RuntimeController {
       tenantOf: options.tenantOf,
       tenantryNamespace,
       homeCluster: this.cluster,
+      cachedNamespace: (name) => informers.tenantNamespaces.get(undefined, name),
     });
     this.controller = new Controller({
       name: "runtimes",
