@@ -2,9 +2,9 @@
  * The caches of Runtime and RuntimeService objects the Admin API and the runtimes controllers
  * share (one watch per kind, whoever reads it), with the indexes both look things up by.
  */
-import type { KubernetesObject } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
 import { CachedInformers, type ClusterClient, type Informer, type InformerCache } from "../kube/index.js";
-import { TENANTS_API_VERSION } from "../tenants/index.js";
+import { TENANT_LABEL, TENANTS_API_VERSION } from "../tenants/index.js";
 import type { Runtime } from "./api/runtime.js";
 import type { RuntimeService } from "./api/runtime-service.js";
 
@@ -20,6 +20,11 @@ export const runtimeKeyOf = (user: string, service: string, instance: string) =>
 export class RuntimesInformers extends CachedInformers {
   readonly runtimes: Informer<Runtime>;
   readonly services: Informer<RuntimeService>;
+  /**
+   * The tenants' namespaces, users' runtimes namespaces among them (the tenants capability's
+   * informer when they share a cache): a start reads its namespace here, not from the API server.
+   */
+  readonly tenantNamespaces: Informer<V1Namespace>;
 
   /** With `shared`, the process's cache (indexes named after this reader); without, informers of its own. */
   constructor(client: ClusterClient, shared?: InformerCache) {
@@ -35,9 +40,14 @@ export class RuntimesInformers extends CachedInformers {
       apiVersion: TENANTS_API_VERSION,
       kind: "RuntimeService",
     });
+    this.tenantNamespaces = cache.informer<V1Namespace>({
+      apiVersion: "v1",
+      kind: "Namespace",
+      labelSelector: TENANT_LABEL,
+    });
   }
 
   protected get all(): Informer<KubernetesObject>[] {
-    return [this.runtimes, this.services] as unknown as Informer<KubernetesObject>[];
+    return [this.runtimes, this.services, this.tenantNamespaces] as unknown as Informer<KubernetesObject>[];
   }
 }

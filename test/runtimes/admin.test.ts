@@ -63,6 +63,7 @@ describe("runtimes Admin API", () => {
   const carol = uniqueName("carol");
   const admin = uniqueName("admin");
   const dave = uniqueName("dave");
+  const erin = uniqueName("erin");
   const runnable = uniqueName("run");
   const password = "runtime-secret-1";
   const tokens: Record<string, string> = {};
@@ -95,6 +96,7 @@ describe("runtimes Admin API", () => {
       [alice, tenant],
       [bob, tenant],
       [dave, tenant],
+      [erin, tenant],
       [carol, otherTenant],
       [admin, otherTenant],
     ] as const) {
@@ -217,6 +219,20 @@ describe("runtimes Admin API", () => {
     assert.equal(refused.body.field, "limits.concurrentStartsPerUser");
     assert.equal(refused.body.limit, 2);
     assert.ok(Number(refused.headers.get("retry-after")) > 0);
+  });
+
+  test("starts sent at once count exactly: concurrentStartsPerUser 2 accepts two of three, the third 429 naming 2", async () => {
+    const answers = await Promise.all(
+      ["b1", "b2", "b3"].map((instance) =>
+        call("POST", `/services/${erin}/${service}/${instance}`, tokens[erin], {}),
+      ),
+    );
+    const statuses = answers.map((a) => a.status).sort();
+    assert.deepEqual(statuses, [202, 202, 429], JSON.stringify(answers.map((a) => a.body)));
+    const refused = answers.find((a) => a.status === 429)!;
+    assert.equal(refused.body.field, "limits.concurrentStartsPerUser");
+    assert.equal(refused.body.limit, 2);
+    assert.match(String(refused.body.detail), /has 2 starts/);
   });
 
   test("GET answers 503 with phase and Retry-After while starting, 200 with the proxy URL when running", async () => {

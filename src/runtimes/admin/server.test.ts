@@ -113,6 +113,20 @@ describe("start limits", () => {
     assert.equal(r?.limit, 2);
   });
 
+  it("allows exactly the limit: the last start that fits is accepted, the next refused naming how many", () => {
+    const ten = {
+      ...service,
+      spec: { ...service.spec, limits: { concurrentStartsPerUser: 10, instancesPerUser: 100 } },
+    } as RuntimeService;
+    const starting = (n: number) =>
+      Array.from({ length: n }, (_, i) => runtime("alice", `i${i}`, "Starting"));
+    assert.equal(checkStartLimits(ten, "alice", starting(9), true), undefined, "the 10th of 10");
+    assert.equal(checkStartLimits(ten, "alice", starting(5), true, { user: 4, all: 4 }), undefined);
+    const eleventh = checkStartLimits(ten, "alice", starting(5), true, { user: 5, all: 5 });
+    assert.equal(eleventh?.field, "concurrentStartsPerUser");
+    assert.match(eleventh!.detail, /has 10 starts/);
+  });
+
   it("refuses past the service's concurrent starts, counting starts not yet in the cache", () => {
     const r = checkStartLimits(service, "carol", [runtime("alice", "a"), runtime("bob", "b")], true, {
       user: 0,

@@ -9,7 +9,7 @@ import { PatchStrategy } from "@kubernetes/client-node";
 import type { FastifyInstance, FastifyReply, FastifyRequest, InjectOptions } from "fastify";
 import { LRUCache } from "lru-cache";
 import type { Logger } from "pino";
-import { EventStream, HttpServer, ProblemError } from "../../common/index.js";
+import { EventStream, HttpServer, ProblemError, replyProblem } from "../../common/index.js";
 import type { Authenticator, Identity } from "../../identity/index.js";
 import {
   type ClusterClient,
@@ -344,12 +344,19 @@ export class RuntimesAdmin {
         const runtime = await this.find(params, acting);
         const status = this.statusOf(runtime, request);
         if (status.ready) return reply.code(200).send(status);
-        throw new ProblemError(
-          503,
-          "not running",
-          `runtime ${params.service}/${params.instance} of ${params.user} is ${status.phase}${status.reason ? ` (${status.reason})` : ""}${status.message ? `: ${status.message}` : ""}`,
-          { phase: status.phase, ...(status.reason ? { reason: status.reason } : {}), runtime: status },
-          isStarting(runtime) ? { "retry-after": String(this.retryAfter), location: status.progressUrl } : {},
+        // Answered, not thrown: a runtime not running yet is this route's everyday answer (clients
+        // poll it while starting), not a server failure to log.
+        return replyProblem(
+          reply,
+          new ProblemError(
+            503,
+            "not running",
+            `runtime ${params.service}/${params.instance} of ${params.user} is ${status.phase}${status.reason ? ` (${status.reason})` : ""}${status.message ? `: ${status.message}` : ""}`,
+            { phase: status.phase, ...(status.reason ? { reason: status.reason } : {}), runtime: status },
+            isStarting(runtime)
+              ? { "retry-after": String(this.retryAfter), location: status.progressUrl }
+              : {},
+          ),
         );
       },
     );
@@ -890,7 +897,9 @@ export class RuntimesAdmin {
    * and marked as the user's (the runtimes controller checks an existing one is).
    */
   private async ensureNamespace(namespace: string, tenant: string, user: string): Promise<void> {
-    if (this.knownNamespaces.has(namespace)) return;
+    // An existing one (made earlier, or by another replica) is left as it is, as a create would.
+    if (this.knownNamespaces.has(namespace) || this.informers.tenantNamespaces.get(undefined, namespace))
+      return;
     const combined = !namespace.startsWith(`${tenant}-rt-`);
     try {
       await this.options.client.core.createNamespace({

@@ -43,6 +43,8 @@ export interface RuntimeNamespacesOptions {
   tenantryNamespace: string;
   /** The Runtime objects' cluster, named on mirrored Tenants. */
   homeCluster: string;
+  /** A namespace of the Runtime objects' cluster from the shared cache, if it holds it. */
+  cachedNamespace?: (name: string) => V1Namespace | undefined;
 }
 
 export class NamespaceNotReady extends Error {}
@@ -81,11 +83,15 @@ export class RuntimeNamespaces {
    */
   async ensure(target: Target, namespace: string, owner?: { tenant: string; user: string }): Promise<string> {
     const { client } = target;
-    let current: V1Namespace | undefined;
-    try {
-      current = await client.core.readNamespace({ name: namespace });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
+    // The cache first (a user's namespace is made by the Admin API before the Runtime); read when
+    // it does not show it (yet), or in another runtimes cluster.
+    let current = target.local ? this.options.cachedNamespace?.(namespace) : undefined;
+    if (!current) {
+      try {
+        current = await client.core.readNamespace({ name: namespace });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
     }
     if (current?.metadata?.deletionTimestamp) {
       throw new NamespaceNotReady(`namespace ${namespace} in cluster ${target.name} is being deleted`);
@@ -107,7 +113,7 @@ export class RuntimeNamespaces {
     // Keyed by uid: a namespace deleted and made again needs its policy and account again.
     const key = `${target.name}/${namespace}/${current.metadata?.uid}`;
     if (!this.prepared.has(key)) {
-      for (const object of this.contents(namespace)) await applyObject(client, object);
+      await Promise.all(this.contents(namespace).map((object) => applyObject(client, object)));
       this.prepared.add(key);
     }
     return `namespace ${namespace} ready in cluster ${target.name}`;

@@ -104,4 +104,21 @@ describe("a start's progress", () => {
     assert.deepEqual(ready.ready, { pod: "rt-abc", ip: "127.81.0.7" });
     assert.equal(ready.waiting, undefined);
   });
+
+  it("is ready once the controller's own probes saw the started pod answer, before the kubelet's", () => {
+    const started = pod(
+      {
+        podIP: "127.81.0.8",
+        conditions: [{ type: "Ready", status: "False" }],
+        containerStatuses: [
+          { name: "app", image: "x", imageID: "", ready: false, restartCount: 0, state: { running: {} } },
+        ],
+      },
+      { spec: { nodeName: "n1", containers: [{ name: "app" }] } },
+    );
+    assert.equal(observe({ pods: [started], claims: [] }).ready, undefined);
+    assert.equal(observe({ pods: [started], claims: [], answered: () => false }).ready, undefined);
+    const answered = observe({ pods: [started], claims: [], answered: (p) => p === started });
+    assert.deepEqual(answered.ready, { pod: "rt-abc", ip: "127.81.0.8" });
+  });
 });

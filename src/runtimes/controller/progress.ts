@@ -18,6 +18,11 @@ export interface Observation {
   claims: readonly V1PersistentVolumeClaim[];
   /** The kubelet's events about the pod being started (Pulling, Pulled, Failed …), oldest first. */
   events?: readonly CoreV1Event[];
+  /**
+   * Whether the controller's own probes saw this started pod's server answer before the kubelet's
+   * next probe turned it Ready (answering.ts).
+   */
+  answered?: (pod: V1Pod) => boolean;
 }
 
 export interface Progress {
@@ -95,7 +100,7 @@ function pulling(pod: V1Pod, events: readonly CoreV1Event[]): StepReport {
   return { state: "Done", message: `image${images.includes(",") ? "s" : ""} ${images} ready` };
 }
 
-function readiness(pod: V1Pod): StepReport {
+function readiness(pod: V1Pod, answered: (pod: V1Pod) => boolean): StepReport {
   if (pod.status?.phase === "Failed" || pod.status?.phase === "Succeeded") {
     return {
       state: "InProgress",
@@ -104,6 +109,12 @@ function readiness(pod: V1Pod): StepReport {
   }
   if (condition(pod, "Ready")?.status === "True" && pod.status?.podIP) {
     return { state: "Done", message: `pod ${pod.metadata?.name} answers at ${pod.status.podIP}` };
+  }
+  if (pod.status?.podIP && answered(pod)) {
+    return {
+      state: "Done",
+      message: `pod ${pod.metadata?.name} answers at ${pod.status.podIP} (its readiness probes passed; the node's next probe marks it Ready)`,
+    };
   }
   for (const status of pod.status?.containerStatuses ?? []) {
     const waiting = status.state?.waiting;
@@ -129,7 +140,7 @@ function readiness(pod: V1Pod): StepReport {
 
 const PENDING: StepReport = { state: "Pending", message: "" };
 
-export function observe({ pods, claims, events = [] }: Observation): Progress {
+export function observe({ pods, claims, events = [], answered = () => false }: Observation): Progress {
   const pod = currentPod(pods);
   const scheduledCondition = pod ? condition(pod, "PodScheduled") : undefined;
   const scheduled = !!pod?.spec?.nodeName || scheduledCondition?.status === "True";
@@ -148,7 +159,7 @@ export function observe({ pods, claims, events = [] }: Observation): Progress {
     Pulling: pod && scheduled ? pulling(pod, events) : PENDING,
     Ready: PENDING,
   };
-  if (pod && scheduled && steps.Pulling.state === "Done") steps.Ready = readiness(pod);
+  if (pod && scheduled && steps.Pulling.state === "Done") steps.Ready = readiness(pod, answered);
   const ready =
     pod && steps.Ready.state === "Done" && pod.status?.podIP
       ? { pod: pod.metadata!.name!, ip: pod.status.podIP }

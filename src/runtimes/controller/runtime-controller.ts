@@ -54,6 +54,7 @@ import { serverName } from "../hub/models.js";
 import { BY_SERVICE, BY_USER, type RuntimesInformers } from "../informers.js";
 import type { PluginRegistry } from "../plugins/registry.js";
 import { PluginError, RUNTIME_LABEL, type RuntimeRegistration, type ServicePlugin } from "../plugins/spi.js";
+import { AnsweringChecks } from "./answering.js";
 import { cullDecision, cullingLimits, cullRuntime } from "./culling.js";
 import {
   ALLOWED_KINDS,
@@ -121,6 +122,7 @@ function refused(err: unknown): boolean {
 export class RuntimeController {
   private readonly controller: Controller;
   private readonly targets: Targets;
+  private readonly answering: AnsweringChecks;
   private readonly namespaces: RuntimeNamespaces;
   private readonly logger: Logger;
   /** The status last written per runtime key, until the cache shows it. */
@@ -136,12 +138,17 @@ export class RuntimeController {
     this.logger = options.logger.child({ component: "runtime-controller" });
     const tenantryNamespace = options.tenantryNamespace ?? "tenantry-system";
     this.tenantryNamespace = tenantryNamespace;
+    const lookAgain = (object: KubernetesObject) => {
+      const runtime = object.metadata?.labels?.[RUNTIME_LABEL];
+      if (runtime) this.controller.enqueue(objectKey(this.cluster, object.metadata!.namespace!, runtime));
+    };
+    this.answering = new AnsweringChecks(lookAgain);
     this.targets = new Targets(
       client,
       new KubeconfigClients(client, tenantryNamespace),
-      (_cluster, object) => {
-        const runtime = object.metadata?.labels?.[RUNTIME_LABEL];
-        if (runtime) this.controller.enqueue(objectKey(this.cluster, object.metadata!.namespace!, runtime));
+      (_cluster, object, gone) => {
+        if (gone && object.metadata?.uid) this.answering.forget(object.metadata.uid);
+        lookAgain(object);
       },
       this.logger,
     );
@@ -149,6 +156,7 @@ export class RuntimeController {
       tenantOf: options.tenantOf,
       tenantryNamespace,
       homeCluster: this.cluster,
+      cachedNamespace: (name) => informers.tenantNamespaces.get(undefined, name),
     });
     this.controller = new Controller({
       name: "runtimes",
@@ -172,6 +180,7 @@ export class RuntimeController {
 
   async stop(): Promise<void> {
     await this.controller.stop();
+    this.answering.stop();
     await this.targets.stop();
   }
 
@@ -505,7 +514,18 @@ export class RuntimeController {
     // What an earlier start made stays if this one fails (a resumed runtime's claims and Secrets).
     const existed = new Set((status.status.objects ?? []).map(objectId));
     try {
-      for (const object of manifest.objects) await applyObject(target.client, object);
+      // What a pod refers to (claims, Secrets, ConfigMaps) first, then the workload and its
+      // Services; each group at once, since a start waits on every round trip.
+      const [refs, rest] = [
+        manifest.objects.filter((o) => kindOf(o)?.kept),
+        manifest.objects.filter((o) => !kindOf(o)?.kept),
+      ];
+      for (const group of [refs, rest]) {
+        // Every apply settled before a failure is handled: the clean-up below sees all of them.
+        const results = await Promise.allSettled(group.map((object) => applyObject(target.client, object)));
+        const failed = results.find((r) => r.status === "rejected");
+        if (failed) throw failed.reason;
+      }
     } catch (err) {
       const failed = describeError(err);
       ctx.logger.warn(
@@ -573,9 +593,17 @@ export class RuntimeController {
     const key = runtimeIndexKey(runtime.metadata!.namespace!, runtime.metadata!.name!);
     const pods = target.pods.byIndex(BY_RUNTIME, key);
     const claims = target.claims.byIndex(BY_RUNTIME, key);
-    let progress = observe({ pods, claims });
-    if (progress.pod && progress.steps.Pulling.state === "InProgress") {
-      progress = observe({ pods, claims, events: await this.podEvents(target, progress.pod) });
+    // Until the first answer only: afterwards the kubelet's probes alone say whether it still answers.
+    const answered = (pod: V1Pod) => this.answering.answered(pod, status.status.startedAt ? 0 : remaining);
+    let progress = observe({ pods, claims, answered });
+    // The kubelet's events tell a long pull's progress: not read (a list call) for a pod just
+    // created, whose containers usually start before the next look (PROGRESS_POLL_MS).
+    if (
+      progress.pod &&
+      progress.steps.Pulling.state === "InProgress" &&
+      ageMs(progress.pod) >= PROGRESS_POLL_MS
+    ) {
+      progress = observe({ pods, claims, answered, events: await this.podEvents(target, progress.pod) });
     }
     for (const [name, report] of Object.entries(progress.steps))
       status.step(name as keyof typeof progress.steps, report);
@@ -600,7 +628,8 @@ export class RuntimeController {
           },
           "runtime running",
         );
-        await recordRuntimeEvent(
+        // Not awaited: the Ready status is what a waiting user needs, the Event can follow it.
+        void recordRuntimeEvent(
           this.options.client,
           runtime,
           { reason: "Running", message: `pod ${progress.ready.pod} answers at ${url}`, component: COMPONENT },
@@ -989,6 +1018,11 @@ function eventTime(event: {
 }
 
 /** `http://<pod IP>:<port><path>` from the pod's endpoint annotation (or its first container port). */
+/** How long ago a pod was created (its timestamp has whole seconds). */
+function ageMs(pod: V1Pod): number {
+  return Date.now() - Date.parse(String(pod.metadata?.creationTimestamp ?? new Date().toISOString()));
+}
+
 export function endpointUrl(pod: V1Pod, ip: string): string {
   let endpoint: { port?: number; path?: string } = {};
   try {

@@ -34,7 +34,8 @@ export class Targets {
   constructor(
     homeClient: ClusterClient,
     private readonly clients: KubeconfigClients,
-    private readonly onChange: (cluster: string, object: KubernetesObject) => void,
+    /** `gone`: the object was deleted. */
+    private readonly onChange: (cluster: string, object: KubernetesObject, gone?: boolean) => void,
     private readonly logger: Logger,
   ) {
     this.home = this.build(homeClient.name, homeClient, true);
@@ -102,7 +103,7 @@ export class Targets {
       informer.addHandler({
         onAdd: (o) => this.onChange(name, o),
         onUpdate: (_, o) => this.onChange(name, o),
-        onDelete: (o) => this.onChange(name, o),
+        onDelete: (o) => this.onChange(name, o, true),
       });
     }
     return { name, client, local, pods, claims };
