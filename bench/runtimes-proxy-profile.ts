@@ -79,7 +79,8 @@ async function main(): Promise<void> {
     }
     const requests = Number(flags.requests);
     const quarter = Math.ceil(requests / 4);
-    for (let i = 1; i <= 4; i++) {
+    // --requests 0: no memory run (a CPU profile of the load points alone).
+    for (let i = 1; i <= 4 && requests > 0; i++) {
       const r = await run(100, { amount: quarter });
       row(`quarter ${i} of ${requests}`, r.rps, r.p99, await ask<Stats>(proxy.child, { op: "stats" }));
       if (i === 1 || i === 4) {

@@ -6,7 +6,8 @@
  */
 import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { writeHeapSnapshot } from "node:v8";
+import { setFlagsFromString, writeHeapSnapshot } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { Registry } from "prom-client";
 import { loadClusterClient } from "../../src/kube/index.js";
 import {
@@ -34,6 +35,10 @@ const url = await proxy.start();
 process.stdout.write(`${JSON.stringify({ url })}\n`);
 
 let routes = 0;
+
+setFlagsFromString("--expose-gc");
+/** A full garbage collection (`gc` exposed at run time: the process runs without flags of its own). */
+const runGc = runInNewContext("gc") as () => void;
 
 // What the process does besides serving: event-loop delay and garbage collection since the last `stats`.
 const loopDelay = monitorEventLoopDelay({ resolution: 1 });
@@ -70,6 +75,8 @@ interface Command {
   id: number;
   op: "routes" | "add" | "put" | "stats" | "snapshot";
   count: number;
+  /** For stats: collect garbage before reading the heap. */
+  gc?: boolean;
   /** For snapshot: where the heap snapshot goes. */
   file: string;
   /** For put: the route number. */
@@ -79,7 +86,11 @@ interface Command {
 
 process.on("message", (message: Command) => {
   try {
-    if (message.op === "stats") return void process.send!({ id: message.id, ...stats() });
+    if (message.op === "stats") {
+      // A full collection first when asked: the heap then holds only what is retained.
+      if (message.gc) runGc();
+      return void process.send!({ id: message.id, ...stats() });
+    }
     if (message.op === "snapshot") {
       return void process.send!({ id: message.id, file: writeHeapSnapshot(message.file) });
     }
