@@ -286,12 +286,16 @@ async function memory(p: Proxies, rows: Cell[][]): Promise<void> {
     // Read after each quarter: growth that levels off is a heap reaching its size, not a leak.
     const readings = [rssMiBOfPid(pid)];
     let failures = 0;
+    const heap: number[] = [];
+    if (name === "tenantry") heap.push(await heapUsedMiB(p));
     for (let i = 0; i < 4; i++) {
       failures += (await load({ url, paths, connections: 100, amount: quarter, headers: BENCH_CREDENTIAL }))
         .failures;
       readings.push(rssMiBOfPid(pid));
+      if (name === "tenantry") heap.push(await heapUsedMiB(p));
     }
     memoryReadings.push({ name, readings, failures });
+    if (name === "tenantry") tenantryHeap.push(...heap);
   }
   const [t, c] = memoryReadings as [MemoryReading, MemoryReading];
   const label = (n: number) => `${((n * quarter) / 1000).toLocaleString("en")}k`;
@@ -303,6 +307,16 @@ async function memory(p: Proxies, rows: Cell[][]): Promise<void> {
       t.readings[i]!.toFixed(0),
       c.readings[i]!.toFixed(0),
       advantage(t.readings[i]!, c.readings[i]!, false),
+    ]);
+  }
+  for (let i = 0; i < 5; i++) {
+    rows.push([
+      i === 0 ? "tenantry JS heap used MiB before" : `JS heap used MiB after ${label(i)} requests`,
+      String(routes),
+      "100",
+      tenantryHeap[i]!.toFixed(0),
+      "-",
+      "-",
     ]);
   }
   rows.push([
@@ -322,6 +336,12 @@ interface MemoryReading {
   failures: number;
 }
 const memoryReadings: MemoryReading[] = [];
+/** tenantry's JS heap in use (after a full GC), with the RSS readings: growth of RSS alone is no leak. */
+const tenantryHeap: number[] = [];
+
+async function heapUsedMiB(p: Proxies): Promise<number> {
+  return (await ask<{ heapUsedMiB: number }>(p.tenantry.child, { op: "stats", gc: true })).heapUsedMiB;
+}
 
 // --- the cluster part: routes from informers, and the Admin API -------------------------------------
 

@@ -66,6 +66,8 @@ describe("a KubeSpawner-style runtime (jupyterhub-singleuser)", () => {
   const runtimes = new ProcessNodeRuntimes();
   let alice: TestUser;
   let mallory: TestUser;
+  /** A user alice shares her server with. */
+  let friend: TestUser;
   let service: string;
   let url: string;
   let runtime: Runtime;
@@ -73,7 +75,11 @@ describe("a KubeSpawner-style runtime (jupyterhub-singleuser)", () => {
   const clientId = () => `jupyterhub-user-${alice.name}-lab`;
 
   before(async () => {
-    [alice, mallory] = await Promise.all([runtimes.user("sualice"), runtimes.user("sumallory")]);
+    [alice, mallory, friend] = await Promise.all([
+      runtimes.user("sualice"),
+      runtimes.user("sumallory"),
+      runtimes.user("sufriend"),
+    ]);
     service = await runtimes.service("singleuser", singleUserServiceSpec());
     const started = await runtimes.start(alice, service, "lab", { timeoutMs: 900_000 });
     url = started.body.url as string;
@@ -142,33 +148,31 @@ describe("a KubeSpawner-style runtime (jupyterhub-singleuser)", () => {
     );
   });
 
-  test("logs a browser in through OAuth: authorize → code → token → the server's cookie", async () => {
-    const page = await fetch(`${url}api/contents`, { redirect: "manual" });
-    assert.equal(page.status, 401, "an API call without credentials is refused at the proxy");
-    // Signed in at the proxy, the browser meets the server's own hub-auth.
-    const signedIn = await browserLogin(proxy(), `${url}lab`, {
-      username: alice.name,
-      password: alice.password,
-    });
+  /**
+   * A browser signed in at the proxy as `who` meets the server's own hub-auth and goes through
+   * OAuth: /lab → the Hub's authorize under the route (`beforeGrant` may try it first) → a code →
+   * the server's callback → the server's cookie. The cookies it ends with, the code and the callback.
+   */
+  async function serverLogin(who: TestUser, beforeGrant?: (authorize: URL) => Promise<void>) {
+    const signedIn = await browserLogin(proxy(), `${url}lab`, { username: who.name, password: who.password });
     const routeSession = signedIn.cookie;
-    const lab = await fetch(`${url}lab`, { redirect: "manual", headers: { cookie: routeSession } });
-    assert.equal(lab.status, 302);
+    // Until the proxy's informer holds a new grant, a granted user may still be refused.
+    const lab = await eventually(async () => {
+      const r = await fetch(`${url}lab`, { redirect: "manual", headers: { cookie: routeSession } });
+      assert.equal(r.status, 302, await r.clone().text());
+      return r;
+    });
     const authorize = new URL(lab.headers.get("location")!, proxy());
     assert.equal(authorize.pathname, `${new URL(url).pathname}.tenantry/hub/api/oauth2/authorize`);
     assert.equal(authorize.searchParams.get("client_id"), clientId());
     assert.equal(authorize.searchParams.get("code_challenge_method"), "S256");
     const stateCookie = `${cookiesOf(lab)}; ${routeSession}`;
-    // Nobody logged in: no code.
-    const anonymous = await fetch(authorize, { redirect: "manual" });
-    assert.equal(anonymous.status, 401);
-    // Another user may not open alice's server.
-    const refused = await fetch(authorize, {
-      redirect: "manual",
-      headers: { authorization: `token ${mallory.token}` },
+    await beforeGrant?.(authorize);
+    const granted = await eventually(async () => {
+      const r = await fetch(authorize, { redirect: "manual", headers: { cookie: routeSession } });
+      assert.equal(r.status, 302, await r.clone().text());
+      return r;
     });
-    assert.equal(refused.status, 403);
-    const granted = await fetch(authorize, { redirect: "manual", headers: { cookie: routeSession } });
-    assert.equal(granted.status, 302, await granted.clone().text());
     const callback = new URL(granted.headers.get("location")!, proxy());
     assert.equal(callback.pathname, `${new URL(url).pathname}oauth_callback`);
     const code = callback.searchParams.get("code")!;
@@ -176,22 +180,43 @@ describe("a KubeSpawner-style runtime (jupyterhub-singleuser)", () => {
     assert.equal(done.status, 302, await done.clone().text());
     const serverCookie = cookiesOf(done);
     assert.match(serverCookie, new RegExp(`jupyterhub-user-${alice.name}-lab=`));
-    const session = `${serverCookie}; ${routeSession}`;
-    // Opened as a browser opens a page (fetch() would say Sec-Fetch-Mode: cors, which needs an XSRF token).
-    const opened = await request(`${url}lab`, { headers: { cookie: session, "sec-fetch-mode": "navigate" } });
-    assert.equal(opened.statusCode, 200, "the cookies alone open JupyterLab");
-    assert.match(await opened.body.text(), /JupyterLab/);
-    const status = await request(`${url}api/status`, {
-      headers: { cookie: session, "sec-fetch-mode": "navigate" },
+    return { routeSession, session: `${serverCookie}; ${routeSession}`, code, callback };
+  }
+
+  /** `path` of the server opened as a browser opens a page (fetch() would say Sec-Fetch-Mode: cors, which needs an XSRF token). */
+  async function openAsPage(path: string, cookie: string) {
+    const r = await request(`${url}${path}`, { headers: { cookie, "sec-fetch-mode": "navigate" } });
+    return { status: r.statusCode, body: await r.body.text() };
+  }
+
+  /** The Hub's authorize asked directly (not under the route) with `token`, for alice's server. */
+  const authorizeDirectly = (token: string) =>
+    fetch(
+      `${proxy()}/hub/api/oauth2/authorize?${new URLSearchParams({ client_id: clientId(), response_type: "code" })}`,
+      { redirect: "manual", headers: { authorization: `token ${token}` } },
+    );
+
+  test("logs a browser in through OAuth: authorize → code → token → the server's cookie", async () => {
+    const page = await fetch(`${url}api/contents`, { redirect: "manual" });
+    assert.equal(page.status, 401, "an API call without credentials is refused at the proxy");
+    // Signed in at the proxy, the browser meets the server's own hub-auth.
+    const { routeSession, session, code, callback } = await serverLogin(alice, async (authorize) => {
+      // Nobody logged in: no code.
+      const anonymous = await fetch(authorize, { redirect: "manual" });
+      assert.equal(anonymous.status, 401);
+      // Another user may not open alice's server.
+      const refused = await fetch(authorize, {
+        redirect: "manual",
+        headers: { authorization: `token ${mallory.token}` },
+      });
+      assert.equal(refused.status, 403);
     });
-    assert.equal(status.statusCode, 200);
-    await status.body.dump();
+    const opened = await openAsPage("lab", session);
+    assert.equal(opened.status, 200, "the cookies alone open JupyterLab");
+    assert.match(opened.body, /JupyterLab/);
+    assert.equal((await openAsPage("api/status", session)).status, 200);
     // The proxy's session alone is not the server's: it asks for its own.
-    const withoutCookie = await request(`${url}api/status`, {
-      headers: { cookie: routeSession, "sec-fetch-mode": "navigate" },
-    });
-    assert.equal(withoutCookie.statusCode, 403);
-    await withoutCookie.body.dump();
+    assert.equal((await openAsPage("api/status", routeSession)).status, 403);
     // The code was good once.
     const again = await fetch(`${proxy()}/hub/api/oauth2/token`, {
       method: "POST",
@@ -206,6 +231,32 @@ describe("a KubeSpawner-style runtime (jupyterhub-singleuser)", () => {
     });
     assert.equal(again.status, 400);
     assert.equal(((await again.json()) as { error: string }).error, "invalid_grant");
+  });
+
+  test("a user the server is shared with (spec.access) logs in through its hub-auth and opens /lab; not once the share is taken back", async () => {
+    const share = (body: object) =>
+      fetch(`${proxy()}/services/${alice.name}/${service}/lab/access`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${alice.token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    // Not shared: the Hub refuses them a code for alice's server, as it refuses mallory.
+    assert.equal((await authorizeDirectly(friend.token)).status, 403);
+    const shared = await share({ users: [friend.name] });
+    assert.equal(shared.status, 200, await shared.clone().text());
+    const { session } = await serverLogin(friend);
+    const opened = await openAsPage("lab", session);
+    assert.equal(opened.status, 200, "the shared user's cookies open JupyterLab");
+    assert.match(opened.body, /JupyterLab/);
+    assert.equal((await openAsPage("api/status", session)).status, 200);
+    // Whom it is not shared with: no code from the Hub, whichever way they ask.
+    assert.equal((await authorizeDirectly(mallory.token)).status, 403);
+    const revoked = await share({});
+    assert.equal(revoked.status, 200, await revoked.clone().text());
+    await eventually(async () => assert.equal((await authorizeDirectly(friend.token)).status, 403));
+    // Nor may they come in at the proxy any more.
+    const atProxy = await fetch(`${url}api/status`, { headers: { authorization: `token ${friend.token}` } });
+    assert.equal(atProxy.status, 403);
   });
 
   test("the OAuth endpoints refuse an unknown client, a redirect URI not the client's and a wrong secret", async () => {

@@ -10,6 +10,7 @@ import type { UserCaller } from "../admin/callers.js";
 import type { Acting } from "../admin/route-context.js";
 import type { HubBackend } from "./backend.js";
 import { allows, roleScopes, type ScopeTarget, tokenScopes } from "./scopes.js";
+import { shareScopes } from "./shares.js";
 import { HUB_TOKEN_PREFIX, type HubTokenOwner } from "./tokens.js";
 
 /** An error the JupyterHub API answers as `{"status": …, "message": …}`. */
@@ -76,7 +77,7 @@ export async function callerOfToken(token: string, backend: HubBackend): Promise
     if (!record) throw new HubError(403, "Invalid or expired token.");
     const user = callerOfOwner(record.owner);
     const admin = await backend.isAdmin(user);
-    const scopes = tokenScopes(record.scopes, roleScopes(user.username, admin), user.username);
+    const scopes = tokenScopes(record.scopes, userScopes(backend, user, admin), user.username);
     return { user, scopes, admin, tokenId: record.id };
   }
   const result = await backend.authenticate(token);
@@ -85,7 +86,14 @@ export async function callerOfToken(token: string, backend: HubBackend): Promise
     throw new HubError(403, "a runtime's agent has no access to the JupyterHub API");
   }
   const admin = await backend.isAdmin(result.caller);
-  return { user: result.caller, scopes: roleScopes(result.caller.username, admin), admin };
+  return { user: result.caller, scopes: userScopes(backend, result.caller, admin), admin };
+}
+
+/** What a user holds now: their roles' scopes, and access to the servers shared with them (`spec.access`). */
+function userScopes(backend: HubBackend, user: UserCaller, admin: boolean): Set<string> {
+  const scopes = roleScopes(user.username, admin);
+  for (const scope of shareScopes(backend.runtimes, user.username, user.groups)) scopes.add(scope);
+  return scopes;
 }
 
 /** Throws JupyterHub's 403 unless the caller holds one of `scopes` on `target`. */

@@ -4,7 +4,9 @@
  * (through the Authenticator: expiry and revocation apply) or a JupyterHub API token. Answers are
  * kept in LRU caches keyed by a digest of the credential — the Authenticator's for identity tokens,
  * this guard's for JupyterHub tokens — for 10 s at most and never past the credential's expiry, so
- * the data path does one hash and one lookup per request (a cookie: one AES-GCM open more).
+ * the data path does one hash and one lookup per credential. A keep-alive connection sends the same
+ * credential on each request: what it named is kept on the connection until the cache's answer
+ * would have expired, so its later requests skip the hash, the lookup and (a cookie) the AES-GCM open.
  */
 import type { IncomingMessage } from "node:http";
 import { LRUCache } from "lru-cache";
@@ -46,9 +48,19 @@ export interface RouteGuardOptions {
   cacheSize?: number;
 }
 
+/** The last credentials a connection presented, and what they named (see {@link RouteGuard}). */
+interface ConnectionMemo {
+  /** A JupyterHub token, whom it names, and until when (ms) the guard's cache would say so. */
+  hub?: { token: string; principal: Principal; until: number };
+  /** A session cookie as sent, the key it opened under, and what it holds. */
+  session?: { cookie: string; key: Buffer; value: SessionValue };
+}
+
 export class RouteGuard {
   private readonly principals: LRUCache<string, Principal>;
   private readonly ttl: number;
+  /** By the caller's socket: gone with the connection. */
+  private readonly memos = new WeakMap<object, ConnectionMemo>();
 
   constructor(private readonly options: RouteGuardOptions) {
     this.ttl = options.cacheTtlMs ?? 10_000;
@@ -59,10 +71,15 @@ export class RouteGuard {
   async identify(request: IncomingMessage, view: RouteView): Promise<Identified> {
     const cookie = readCookie(request.headers.cookie, SESSION_COOKIE);
     let cookieReason: string | undefined;
+    let memo = this.memos.get(request.socket);
+    if (!memo) {
+      memo = {};
+      this.memos.set(request.socket, memo);
+    }
     if (cookie) {
-      const session = this.openSession(cookie, view);
+      const session = this.openSession(cookie, view, memo);
       if (session.ok) {
-        const principal = await this.principalOf(session.value.tok);
+        const principal = await this.principalOf(session.value.tok, memo);
         if (principal) return { principal, via: "cookie", token: session.value.tok };
         cookieReason = "the session's sign-in is no longer valid (expired or revoked)";
       } else {
@@ -71,7 +88,7 @@ export class RouteGuard {
     }
     const token = authorizationToken(request.headers.authorization);
     if (token) {
-      const principal = await this.principalOf(token);
+      const principal = await this.principalOf(token, memo);
       if (principal) return { principal, via: "header", token };
       return {
         reason: "the token in Authorization is not valid (unknown, expired or revoked)",
@@ -104,17 +121,23 @@ export class RouteGuard {
 
   /**
    * Who holds `token`: an identity of tenantry's providers (the Authenticator's own cache answers,
-   * so a logout it is told of counts here at once), or a JupyterHub API token's owner (cached here).
+   * so a logout it is told of counts here at once), or a JupyterHub API token's owner (cached here,
+   * and on the connection `memo` while the cache would answer the same).
    */
-  async principalOf(token: string): Promise<Principal | undefined> {
+  async principalOf(token: string, memo?: ConnectionMemo): Promise<Principal | undefined> {
     if (!token.startsWith(HUB_TOKEN_PREFIX)) return this.identityOf(token);
+    const now = Date.now();
+    if (memo?.hub && memo.hub.token === token && now < memo.hub.until) return memo.hub.principal;
     const key = digest(token);
-    const cached = this.principals.get(key);
-    if (cached) return cached;
-    const principal = await this.options.hubTokens?.(token);
-    if (!principal) return undefined;
-    const ttl = Math.min(this.ttl, (principal.expiresAt ?? Number.POSITIVE_INFINITY) - Date.now());
-    if (ttl > 0) this.principals.set(key, principal, { ttl });
+    let principal = this.principals.get(key);
+    if (!principal) {
+      principal = await this.options.hubTokens?.(token);
+      if (!principal) return undefined;
+      const ttl = Math.min(this.ttl, (principal.expiresAt ?? Number.POSITIVE_INFINITY) - now);
+      if (ttl > 0) this.principals.set(key, principal, { ttl });
+    }
+    const remaining = this.principals.getRemainingTTL(key);
+    if (memo && remaining > 0) memo.hub = { token, principal, until: now + remaining };
     return principal;
   }
 
@@ -130,8 +153,17 @@ export class RouteGuard {
     };
   }
 
-  private openSession(cookie: string, view: RouteView) {
-    const opened = open<SessionValue>(this.options.keys.current(), "session", cookie);
+  private openSession(cookie: string, view: RouteView, memo: ConnectionMemo) {
+    const key = this.options.keys.current();
+    let opened: ReturnType<typeof open<SessionValue>>;
+    const known = memo.session;
+    if (known && known.cookie === cookie && known.key === key) {
+      opened =
+        known.value.exp > Date.now() ? { ok: true, value: known.value } : { ok: false, reason: "expired" };
+    } else {
+      opened = open<SessionValue>(key, "session", cookie);
+      if (opened.ok) memo.session = { cookie, key, value: opened.value };
+    }
     if (!opened.ok) return opened;
     const { value } = opened;
     if (typeof value.tok !== "string" || value.r !== view.key || value.t !== digest(view.token)) {
