@@ -66,7 +66,9 @@ export class QuotaController {
     this.resolver = new KindResolver(options.client);
     this.controller = new Controller({
       name: "tenant-quotas",
-      workers: 2,
+      // Each reconcile waits on a status write; a thousand new tenants' quotas are counted as fast
+      // as their namespaces appear only with several in flight (one key is never run twice at once).
+      workers: 8,
       logger: options.logger,
       reconcile: (_key, ctx) => this.reconcile(ctx),
     });
@@ -213,7 +215,9 @@ export class QuotaController {
         type: "Ready",
         status: "True",
         reason: "UsageCounted",
-        message: `usage counted over ${namespaces.size} namespaces`,
+        // Nothing that changes as namespaces come and go: each change would be a status write (and
+        // the Tenant's after it) while a new tenant's namespaces are created one by one.
+        message: "usage counted from the objects in the tenant's namespaces",
         observedGeneration: base.metadata?.generation,
       };
       return {
@@ -233,7 +237,9 @@ export class QuotaController {
     // When the cached copy already says what this would write, there is nothing to do (a newer
     // copy brings the quota back here anyway).
     const unchanged = sameStoredJson(statusFor(quota), quota.status ?? {});
-    const written = unchanged ? quota : await this.options.store.updateStatus(name, statusFor);
+    // Decided on the cached copy, as unchanged was: its resourceVersion makes the write a
+    // compare-and-swap, so no read comes first (a conflict reads and decides again).
+    const written = unchanged ? quota : await this.options.store.updateStatus(name, statusFor, quota);
     this.lastOutcome.set(name, controllerOwned(written?.status));
     // Reservations whose objects never appear must be released when they expire.
     const pending = written?.status?.reservations ?? [];
