@@ -260,7 +260,7 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
       concurrency: 32,
       apiserverPid,
       etcdPid: pidOf(state, "etcd"),
-      timeoutMs: Math.max(10 * 60_000, TENANTS * 200),
+      timeoutMs: Math.max(20 * 60_000, TENANTS * 400),
     });
     // Summarized at the end: summarizing blocks this process, whose controllers must keep their Leases.
     const profiles: [string, Profiler.Profile][] = [];
