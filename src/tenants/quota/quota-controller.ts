@@ -25,6 +25,9 @@ import { type Reservation, reservedTotal, settle } from "./reservations.js";
 import type { QuotaStore } from "./store.js";
 import { matchesScopes, objectUsage, tracked } from "./usage.js";
 
+/** How long a quota's recount waits for more of its objects' events to come in. */
+const COUNT_COALESCE_MS = 1000;
+
 export interface QuotaControllerOptions {
   client: ClusterClient;
   /** The process's shared cache (the counted kinds are watched there); without it, informers of its own. */
@@ -137,9 +140,14 @@ export class QuotaController {
     this.objectInformers.set(key, entry);
     this.controller.watch(informer, (o) => {
       const ns = o.metadata?.namespace;
-      return this.quotasOfTenant(
+      const keys = this.quotasOfTenant(
         ns ? this.options.namespaces.get(undefined, ns)?.metadata?.labels?.[TENANT_LABEL] : undefined,
       );
+      // Counted objects come in bursts (a thousand pods created at once): one recount a second per
+      // quota covers them all, where one per object would be a status write each, every one
+      // racing admission's reservations on the same quota (a conflict costs both a read and a retry).
+      for (const key of keys) this.controller.enqueueAfter(key, COUNT_COALESCE_MS);
+      return [];
     });
     if (this.started) {
       informer.start();
