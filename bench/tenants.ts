@@ -246,6 +246,7 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
     extraApiserverFlags: UNTHROTTLED_APISERVER_FLAGS,
   });
   let tenantry: RunningTenantry | undefined;
+  let profile: Awaited<ReturnType<typeof startCpuProfile>> | undefined;
   try {
     tenantry = await runTenantry(state, dir);
     const client = loadClusterClient("bench-client", state.kubeconfig);
@@ -253,7 +254,7 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
 
     // 1. Provisioning
     progress(`provisioning ${TENANTS} tenants × ${NAMESPACES.length} namespaces`);
-    let profile = args.profile ? await startCpuProfile() : undefined;
+    profile = args.profile ? await startCpuProfile() : undefined;
     const p = await provision({
       client,
       count: TENANTS,
@@ -271,6 +272,7 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
     progress("waiting for tenantry's controllers to go quiet");
     const settled = await settle(client, 10_000, 5 * 60_000);
     if (profile) profiles.push(["waiting for quiet", await profile.stop(`${args.profile}-quiet.cpuprofile`)]);
+    profile = undefined;
     const ca = await clusterCa(harness.dir, state.name);
     progress("a new tenant's owner creates a first namespace");
     const newcomer = "newcomer";
@@ -421,6 +423,8 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
       ],
     );
   } finally {
+    // A profile left running (a step failed) would keep this process from exiting.
+    await profile?.stop(`${args.profile}-unfinished.cpuprofile`).catch(() => {});
     await tenantry?.stop().catch((err) => progress(`stopping tenantry failed: ${err}`));
     await harness.reset(["bench"]).catch((err) => progress(`reset failed: ${err}`));
   }

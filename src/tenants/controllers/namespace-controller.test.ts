@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { NamespaceFailures } from "./namespace-controller.js";
-import { applyTogether } from "./writes.js";
 
 const failure = (tenant: string, namespace: string, message = "boom") => ({
   tenant,
@@ -35,21 +34,4 @@ test("a namespace that moves to another tenant leaves the first one's failures a
   // The same failure again changes nothing anyone reports.
   failures.set(failure("b", "shared"));
   assert.deepEqual(changed, ["a", "a", "b"]);
-});
-
-test("writes applied together all run, and the first failure in their order is the one reported", async () => {
-  const finished: string[] = [];
-  const write = (name: string, ms: number, fail?: boolean) =>
-    new Promise<void>((resolve, reject) =>
-      setTimeout(() => {
-        finished.push(name);
-        if (fail) reject(new Error(`${name} failed`));
-        else resolve();
-      }, ms),
-    );
-  await assert.rejects(
-    applyTogether([write("first", 20), write("second", 30, true), write("third", 1, true)]),
-    /second failed/,
-  );
-  assert.deepEqual(finished.sort(), ["first", "second", "third"]);
 });

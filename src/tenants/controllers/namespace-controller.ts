@@ -18,7 +18,7 @@ import type { TenantInformers } from "../informers.js";
 import { MANAGED_BY, MANAGED_BY_LABEL, TENANT_LABEL } from "./labels.js";
 import { objectId, planNamespace, TEMPLATE_OBJECTS_ANNOTATION } from "./namespace-plan.js";
 import { TemplateError } from "./render.js";
-import { applyManaged, applyTogether, ObjectFailure, removeManaged } from "./writes.js";
+import { applyManaged, ObjectFailure, removeManaged } from "./writes.js";
 
 /** Kinds the controller writes in every tenant namespace and watches for drift. */
 const MANAGED_KINDS = [
@@ -234,10 +234,10 @@ export class TenantNamespaceController {
       } else {
         await applyManaged(this.options.client, plan.namespace, current);
       }
-      // Independent objects: applied together, so a namespace costs one round trip's time, not one per object.
-      await applyTogether(
-        plan.contents.map((object) => applyManaged(this.options.client, object, this.cached(object))),
-      );
+      // One at a time: kube-apiserver is what limits provisioning, and more of tenantry's writes in
+      // flight only lengthen every request's wait there, its Lease renewals' too.
+      for (const object of plan.contents)
+        await applyManaged(this.options.client, object, this.cached(object));
       const previousTemplateIds: string[] = JSON.parse(
         current.metadata?.annotations?.[TEMPLATE_OBJECTS_ANNOTATION] ?? "[]",
       );

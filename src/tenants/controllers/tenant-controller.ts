@@ -23,7 +23,7 @@ import { NamespaceFailures, TenantNamespaceController, usesTemplate } from "./na
 import { declaredNamespaces, planNamespace, SYSTEM_NAMESPACES } from "./namespace-plan.js";
 import { tenantQuotas } from "./quotas.js";
 import { ownersProvisionerBinding, TemplateError } from "./render.js";
-import { applyManaged, applyTogether, removeManaged } from "./writes.js";
+import { applyManaged, removeManaged } from "./writes.js";
 
 export interface TenantControllerOptions {
   client: ClusterClient;
@@ -211,14 +211,11 @@ export class TenantController {
     const name = tenant.metadata!.name!;
     const templates = new Map(this.templates.list().map((t) => [t.metadata!.name!, t]));
     const declared = declaredNamespaces(tenant);
-    await applyTogether(
-      [...declared.keys()]
-        .filter((nsName) => !this.namespaces.get(undefined, nsName))
-        .map(async (nsName) => {
-          const plan = planNamespace(tenant, nsName, undefined, templates);
-          if (plan) await applyManaged(this.options.client, plan.namespace, undefined);
-        }),
-    );
+    for (const nsName of declared.keys()) {
+      if (this.namespaces.get(undefined, nsName)) continue;
+      const plan = planNamespace(tenant, nsName, undefined, templates);
+      if (plan) await applyManaged(this.options.client, plan.namespace, undefined);
+    }
     const existing = this.namespacesOf(name);
     for (const n of existing) {
       if (

@@ -31,10 +31,3 @@ export async function removeManaged(client: ClusterClient, object: KubernetesObj
       throw new ObjectFailure(`deleting ${object.kind} ${where(object)}: ${describeError(err)}`);
   }
 }
-
-/** Waits for every write; rethrows the first failure (in the order given) once all are done. */
-export async function applyTogether(writes: Promise<void>[]): Promise<void> {
-  const outcomes = await Promise.allSettled(writes);
-  const failed = outcomes.find((o): o is PromiseRejectedResult => o.status === "rejected");
-  if (failed) throw failed.reason;
-}
