@@ -178,11 +178,13 @@ export class TenantNamespaceController {
   /**
    * Whether the namespace exists with every object its plan holds, as far as the kinds cached here
    * tell (from the cache alone, so it holds across restarts). A template that cannot be rendered is
-   * a failure, reported as such rather than as pending.
+   * a failure, reported as such rather than as pending; a namespace being deleted is not waited for.
    */
   contentsInPlace(tenant: Tenant, namespace: string): boolean {
     const current = this.namespaces.get(undefined, namespace);
     if (!current) return false;
+    // Being deleted: its contents go with it, and nothing is waited for.
+    if (current.metadata?.deletionTimestamp) return true;
     const templates = new Map(this.templates.list().map((t) => [t.metadata!.name!, t]));
     let plan: ReturnType<typeof planNamespace>;
     try {
