@@ -5,9 +5,14 @@
  * per measurement, and removes everything it started.
  *
  * Run: npm run bench:tenants [-- --tenants N] [--compare-tenants T] [--webhook-connections C] [--skip-capsule] [--keep]
+ *        [--parts provisioning,contention,admission,side-by-side] [--profile FILE-PREFIX]
+ * --profile samples this process's CPU (tenantry runs in it) during provisioning and during the
+ * wait for quiet, writes FILE-PREFIX-provisioning.cpuprofile and -quiet.cpuprofile, and prints the
+ * top functions of each.
  */
 import { execFileSync } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
+import type { Profiler } from "node:inspector";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -28,7 +33,7 @@ import {
 } from "../src/localcluster/index.js";
 import { TENANTS_API_VERSION } from "../src/tenants/index.js";
 import { startTenantryProcess } from "../testing/index.js";
-import { type Cell, ms, percentile, printTable, seconds } from "./support/report.js";
+import { type Cell, loadAverage, ms, percentile, printTable, seconds } from "./support/report.js";
 import { apiserverLoad, drain, podCreateChain, webhookLoad } from "./tenants/admission.js";
 import {
   CAPSULE_MODULE,
@@ -43,6 +48,12 @@ import {
   startCapsule,
 } from "./tenants/capsule-run.js";
 import { contention, contentionRow } from "./tenants/contention.js";
+import {
+  idlePercent,
+  type ProfiledFunction,
+  startCpuProfile,
+  summarizeProfile,
+} from "./tenants/cpu-profile.js";
 import type { LoadResult } from "./tenants/loadgen.js";
 import {
   newOwnerFirstNamespace,
@@ -56,6 +67,7 @@ import {
   customObjects,
   NAMESPACES,
   ownerOf,
+  type Settled,
   settle,
   tenantObject,
   tenantsResource,
@@ -69,8 +81,11 @@ const { values: args } = parseArgs({
     "skip-capsule": { type: "boolean", default: false },
     "webhook-connections": { type: "string", default: "128" },
     keep: { type: "boolean", default: false },
+    parts: { type: "string", default: "provisioning,contention,admission,side-by-side" },
+    profile: { type: "string" },
   },
 });
+const PARTS = new Set(args.parts.split(","));
 const TENANTS = Number(args.tenants);
 const COMPARE_TENANTS = Number(args["compare-tenants"] ?? Math.min(TENANTS, 100));
 const WEBHOOK_CONNECTIONS = Number(args["webhook-connections"]);
@@ -83,7 +98,7 @@ if (
   WEBHOOK_CONNECTIONS < 1
 ) {
   process.stderr.write(
-    "usage: bench/tenants.ts [--tenants N] [--compare-tenants T] [--webhook-connections C] [--skip-capsule] [--keep]\n",
+    "usage: bench/tenants.ts [--tenants N] [--compare-tenants T] [--webhook-connections C] [--skip-capsule] [--keep] [--parts …] [--profile FILE-PREFIX]\n",
   );
   process.exit(2);
 }
@@ -138,9 +153,28 @@ function loadRow(label: string, rate: number, r: LoadResult): Cell[] {
   ];
 }
 
+function printProfile(phase: string, profile: Profiler.Profile): void {
+  const functions = summarizeProfile(profile);
+  const lines = (list: ProfiledFunction[]) =>
+    list.map(
+      (f) =>
+        `  ${f.selfPct.toFixed(1).padStart(5)}% self ${f.totalPct.toFixed(1).padStart(5)}% total  ${f.name}`,
+    );
+  process.stdout.write(
+    [
+      `\nCPU profile, ${phase} (this process: tenantry and the benchmark's watch), ${((profile.endTime - profile.startTime) / 1e6).toFixed(0)} s, idle ${idlePercent(profile).toFixed(0)}% of samples; shares below are of the busy samples`,
+      " by self time:",
+      ...lines([...functions].sort((a, b) => b.selfPct - a.selfPct).slice(0, 30)),
+      " by total time (src/ only):",
+      ...lines(functions.filter((f) => f.name.includes(" src/")).slice(0, 30)),
+      "",
+    ].join("\n"),
+  );
+}
+
 function printProvisioning(
   p: ProvisioningResult,
-  settledMs: number,
+  settled: Settled,
   first: { ms: number; attempts: number; lastError: string },
 ): void {
   printTable(
@@ -154,6 +188,7 @@ function printProvisioning(
       "p50 s",
       "p99 s",
       "max s",
+      "all isolated s",
       "tenantry RSS MiB before",
       "tenantry RSS MiB peak",
       "kube-apiserver RSS MiB peak",
@@ -172,6 +207,7 @@ function printProvisioning(
         seconds(p.p50Ms),
         seconds(p.p99Ms),
         seconds(p.maxMs),
+        seconds(p.isolatedMs),
         p.rssBeforeMiB,
         p.rssPeakMiB,
         p.apiserverPeakMiB,
@@ -179,7 +215,7 @@ function printProvisioning(
         [p.cpuSeconds.tenantry, p.cpuSeconds.apiserver, p.cpuSeconds.etcd]
           .map((c) => c.toFixed(0))
           .join(" / "),
-        seconds(settledMs),
+        seconds(settled.ms),
         seconds(first.ms),
       ],
     ],
@@ -193,6 +229,9 @@ function printProvisioning(
       "CPU: seconds of CPU from the first create to the last Ready (tenantry's includes this benchmark's watch and creates).",
       "New owner: after the controllers went quiet, one more tenant is created; its owner (a client certificate) retries a",
       `namespace create every 100 ms until admitted: ${first.attempts} attempts${first.lastError ? `; last refusal: ${first.lastError.slice(0, 160)}` : ""}.`,
+      "All isolated: first create until every tenant namespace has its NetworkPolicy tenantry-isolation (watched).",
+      `Load average (1, 5, 15 min) when provisioning ended: ${p.loadAverage}; at the end: ${loadAverage()}.`,
+      `Changes while waiting for quiet: ${settled.writes.map(([what, n]) => `${n}× ${what}`).join("; ") || "none"}.`,
       ...(p.createErrors.length
         ? [`Create errors: ${p.createErrors.length}, e.g. ${p.createErrors[0]}`]
         : []),
@@ -207,6 +246,7 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
     extraApiserverFlags: UNTHROTTLED_APISERVER_FLAGS,
   });
   let tenantry: RunningTenantry | undefined;
+  let profile: Awaited<ReturnType<typeof startCpuProfile>> | undefined;
   try {
     tenantry = await runTenantry(state, dir);
     const client = loadClusterClient("bench-client", state.kubeconfig);
@@ -214,16 +254,25 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
 
     // 1. Provisioning
     progress(`provisioning ${TENANTS} tenants × ${NAMESPACES.length} namespaces`);
+    profile = args.profile ? await startCpuProfile() : undefined;
     const p = await provision({
       client,
       count: TENANTS,
       concurrency: 32,
       apiserverPid,
       etcdPid: pidOf(state, "etcd"),
-      timeoutMs: Math.max(10 * 60_000, TENANTS * 200),
+      timeoutMs: Math.max(20 * 60_000, TENANTS * 400),
     });
+    // Summarized at the end: summarizing blocks this process, whose controllers must keep their Leases.
+    const profiles: [string, Profiler.Profile][] = [];
+    if (profile) {
+      profiles.push(["provisioning", await profile.stop(`${args.profile}-provisioning.cpuprofile`)]);
+      profile = await startCpuProfile();
+    }
     progress("waiting for tenantry's controllers to go quiet");
-    const settledMs = await settle(client, 10_000, 5 * 60_000);
+    const settled = await settle(client, 10_000, 5 * 60_000);
+    if (profile) profiles.push(["waiting for quiet", await profile.stop(`${args.profile}-quiet.cpuprofile`)]);
+    profile = undefined;
     const ca = await clusterCa(harness.dir, state.name);
     progress("a new tenant's owner creates a first namespace");
     const newcomer = "newcomer";
@@ -239,16 +288,20 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
       tenant: newcomer,
       timeoutMs: 120_000,
     });
-    printProvisioning(p, settledMs, first);
+    printProvisioning(p, settled, first);
+    for (const [phase, recorded] of profiles) printProfile(phase, recorded);
+    if (!PARTS.has("contention") && !PARTS.has("admission")) return;
 
     // 3. Quota under contention (printed after admission)
     // Measured before the admission load, whose quota writes would keep the controllers busy.
     const contentionRows: Cell[][] = [];
     const contentionNotes: string[] = [];
-    for (const [creates, limit] of [
-      [200, 100],
-      [1000, 500],
-    ] as const) {
+    for (const [creates, limit] of PARTS.has("contention")
+      ? ([
+          [200, 100],
+          [1000, 500],
+        ] as const)
+      : []) {
       progress(`quota: ${creates} concurrent pod creates against a limit of ${limit}`);
       try {
         const r = await contention({ client, ca, cluster: state.name, dir, creates, limit });
@@ -260,6 +313,7 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
       }
     }
     try {
+      if (!PARTS.has("admission")) throw new Error("left out (--parts)");
       // 2. Admission latency
       const ready = Array.from({ length: p.ready || TENANTS }, (_, i) => tenantName(i));
       const targets = NAMESPACES.flatMap((ns) =>
@@ -369,6 +423,8 @@ async function tenantryOnOneCluster(harness: ClusterHarness, dir: string): Promi
       ],
     );
   } finally {
+    // A profile left running (a step failed) would keep this process from exiting.
+    await profile?.stop(`${args.profile}-unfinished.cpuprofile`).catch(() => {});
     await tenantry?.stop().catch((err) => progress(`stopping tenantry failed: ${err}`));
     await harness.reset(["bench"]).catch((err) => progress(`reset failed: ${err}`));
   }
@@ -678,9 +734,10 @@ async function main(): Promise<void> {
     await tenantryOnOneCluster(harness, dir).catch((err) =>
       process.stdout.write(`\ntenantry measurements stopped: ${(err as Error).stack ?? err}\n`),
     );
-    await compareWithCapsule(harness, dir).catch((err) =>
-      process.stdout.write(`\nSide by side stopped: ${(err as Error).stack ?? err}\n`),
-    );
+    if (PARTS.has("side-by-side"))
+      await compareWithCapsule(harness, dir).catch((err) =>
+        process.stdout.write(`\nSide by side stopped: ${(err as Error).stack ?? err}\n`),
+      );
   } finally {
     await harness.reset().catch(() => {});
     if (args.keep) progress(`kept ${dir}`);

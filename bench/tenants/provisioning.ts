@@ -2,9 +2,23 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api } from "@kubernetes/client-node";
 import type { ClusterClient } from "../../src/kube/index.js";
-import { boundedAll, cpuSecondsOfPid, errorText, MemorySampler, percentile } from "../support/report.js";
+import {
+  boundedAll,
+  cpuSecondsOfPid,
+  errorText,
+  loadAverage,
+  MemorySampler,
+  percentile,
+} from "../support/report.js";
 import type { BenchUser } from "./users.js";
-import { customObjects, NAMESPACES, ReadinessWatch, tenantObject, tenantsResource } from "./workload.js";
+import {
+  customObjects,
+  IsolationWatch,
+  NAMESPACES,
+  ReadinessWatch,
+  tenantObject,
+  tenantsResource,
+} from "./workload.js";
 
 export interface ProvisioningResult {
   tenants: number;
@@ -14,6 +28,13 @@ export interface ProvisioningResult {
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
+  /**
+   * First create until the last tenant namespace has its isolation NetworkPolicy (NaN: not all
+   * within the deadline). A tenant's Ready may come before its namespaces' contents.
+   */
+  isolatedMs: number;
+  /** Load average (1, 5, 15 min) when provisioning ended. */
+  loadAverage: string;
   rssBeforeMiB: number;
   rssPeakMiB: number;
   apiserverPeakMiB: number;
@@ -40,6 +61,8 @@ export async function provision(options: {
   const names = Array.from({ length: count }, (_, i) => tenantName(i));
   const watch = new ReadinessWatch(client, NAMESPACES.length);
   await watch.start();
+  const isolation = new IsolationWatch(client);
+  await isolation.start();
   const api = customObjects(client);
   const sampler = new MemorySampler({ apiserver: options.apiserverPid, etcd: options.etcdPid });
   const rssBeforeMiB = process.memoryUsage().rss / 1024 / 1024;
@@ -58,10 +81,15 @@ export async function provision(options: {
         createdAt.delete(name);
       }
     });
-    const remaining = Math.max(0, options.timeoutMs - (performance.now() - started));
-    await watch.waitFor([...createdAt.keys()], remaining);
+    const remaining = () => Math.max(0, options.timeoutMs - (performance.now() - started));
+    await watch.waitFor([...createdAt.keys()], remaining());
+    await isolation.waitFor(
+      [...createdAt.keys()].flatMap((t) => NAMESPACES.map((n) => `${t}-${n}`)),
+      remaining(),
+    );
   } finally {
     await watch.stop();
+    await isolation.stop();
   }
   const memory = sampler.stop();
   const cpuAfter = cpuNow(options);
@@ -69,6 +97,10 @@ export async function provision(options: {
     .filter(([name]) => watch.readyAt.has(name))
     .map(([name, t0]) => watch.readyAt.get(name)! - t0);
   const lastReady = Math.max(...watch.readyAt.values());
+  const expected = [...createdAt.keys()].flatMap((t) => NAMESPACES.map((n) => `${t}-${n}`));
+  const isolatedMs = expected.every((n) => isolation.isolatedAt.has(n))
+    ? Math.max(...expected.map((n) => isolation.isolatedAt.get(n)!)) - started
+    : Number.NaN;
   return {
     tenants: count,
     ready: latencies.length,
@@ -77,6 +109,8 @@ export async function provision(options: {
     p50Ms: percentile(latencies, 50),
     p99Ms: percentile(latencies, 99),
     maxMs: percentile(latencies, 100),
+    isolatedMs,
+    loadAverage: loadAverage(),
     rssBeforeMiB,
     rssPeakMiB: memory.peak.self ?? Number.NaN,
     apiserverPeakMiB: memory.peak.apiserver ?? Number.NaN,

@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CustomObjectsApi } from "@kubernetes/client-node";
+import { isDeepStrictEqual } from "node:util";
+import { CustomObjectsApi, type KubernetesObject } from "@kubernetes/client-node";
 import { type ClusterClient, Informer } from "../../src/kube/index.js";
 import {
   TENANTRY_GROUP,
@@ -152,40 +153,110 @@ export class ReadinessWatch {
   }
 }
 
+/**
+ * Watches the isolation NetworkPolicy tenantry writes into every tenant namespace and records, per
+ * namespace, when it was first seen: a tenant is isolated once all its namespaces have it.
+ */
+export class IsolationWatch {
+  readonly isolatedAt = new Map<string, number>();
+  private readonly informer: Informer<KubernetesObject>;
+
+  constructor(client: ClusterClient) {
+    this.informer = Informer.forResource<KubernetesObject>(client, {
+      apiVersion: "networking.k8s.io/v1",
+      kind: "NetworkPolicy",
+      labelSelector: "app.kubernetes.io/managed-by=tenantry",
+    });
+    const seen = (policy: KubernetesObject) => {
+      const namespace = policy.metadata?.namespace;
+      if (policy.metadata?.name !== "tenantry-isolation" || !namespace || this.isolatedAt.has(namespace))
+        return;
+      this.isolatedAt.set(namespace, performance.now());
+    };
+    this.informer.addHandler({ onAdd: seen, onUpdate: (_, p) => seen(p) });
+  }
+
+  async start(): Promise<void> {
+    this.informer.start();
+    await this.informer.waitForSync({ timeoutMs: 60_000 });
+  }
+
+  /** Waits until every named namespace has its policy, or the deadline; true if they all do. */
+  async waitFor(namespaces: string[], timeoutMs: number): Promise<boolean> {
+    const deadline = performance.now() + timeoutMs;
+    while (namespaces.some((n) => !this.isolatedAt.has(n))) {
+      if (performance.now() > deadline) return false;
+      await sleep(250);
+    }
+    return true;
+  }
+
+  async stop(): Promise<void> {
+    await this.informer.stop();
+  }
+}
+
 export function customObjects(client: ClusterClient): CustomObjectsApi {
   return client.kubeConfig.makeApiClient(CustomObjectsApi);
+}
+
+/** What an update changed, for telling who keeps writing: the status fields and metadata parts that differ. */
+function changedParts(before: Tenant, after: Tenant): string {
+  const parts: string[] = [];
+  const b = (before.status ?? {}) as Record<string, unknown>;
+  const a = (after.status ?? {}) as Record<string, unknown>;
+  for (const field of new Set([...Object.keys(b), ...Object.keys(a)])) {
+    if (!isDeepStrictEqual(b[field], a[field])) parts.push(`status.${field}`);
+  }
+  if (before.metadata?.generation !== after.metadata?.generation) parts.push("spec");
+  for (const field of ["labels", "annotations", "finalizers"] as const) {
+    if (!isDeepStrictEqual(before.metadata?.[field], after.metadata?.[field]))
+      parts.push(`metadata.${field}`);
+  }
+  return parts.join(",") || "nothing (resourceVersion only)";
+}
+
+export interface Settled {
+  /** From the start of the wait until the last change, in ms (NaN: still busy at the limit). */
+  ms: number;
+  /** Changes seen while waiting, per kind and changed parts, most first. */
+  writes: [string, number][];
 }
 
 /**
  * Waits until neither Tenants nor TenantResourceQuotas have changed for `quietMs`: the controllers
  * have worked off what provisioning queued (status updates re-queue tenants). Returns the wait in
- * ms, or NaN if they were still busy after `limitMs`.
+ * ms, or NaN if they were still busy after `limitMs`, and what the changes in that time were.
  */
-export async function settle(client: ClusterClient, quietMs: number, limitMs: number): Promise<number> {
+export async function settle(client: ClusterClient, quietMs: number, limitMs: number): Promise<Settled> {
   const informers = [
     Informer.forResource<Tenant>(client, { apiVersion: TENANTS_API_VERSION, kind: "Tenant" }),
     Informer.forResource<Tenant>(client, { apiVersion: TENANTS_API_VERSION, kind: "TenantResourceQuota" }),
   ];
   let last = performance.now();
+  let counting = false;
+  const writes = new Map<string, number>();
+  const count = (what: string) => {
+    last = performance.now();
+    if (counting) writes.set(what, (writes.get(what) ?? 0) + 1);
+  };
   for (const informer of informers) {
     informer.addHandler({
-      onUpdate: () => {
-        last = performance.now();
-      },
-      onAdd: () => {
-        last = performance.now();
-      },
+      onUpdate: (before, after) => count(`${after.kind} ${changedParts(before, after)}`),
+      onAdd: (obj) => count(`${obj.kind} added`),
     });
     informer.start();
   }
   await Promise.all(informers.map((i) => i.waitForSync({ timeoutMs: 60_000 })));
   const started = performance.now();
   last = started;
+  counting = true;
+  const result = (ms: number): Settled => ({ ms, writes: [...writes].sort((a, b) => b[1] - a[1]) });
   try {
     for (;;) {
       const now = performance.now();
-      if (now - last >= quietMs) return last - started;
-      if (now - started > limitMs) return Number.NaN;
+      if (now - last >= quietMs) return result(last - started);
+      if (now - started > limitMs) return result(Number.NaN);
       await new Promise((r) => setTimeout(r, 250));
     }
   } finally {

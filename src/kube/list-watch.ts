@@ -54,8 +54,6 @@ export class WatchAbortedError extends Error {
   }
 }
 
-const LIST_PAGE_SIZE = 500;
-
 interface RawList<T> {
   metadata?: { resourceVersion?: string; continue?: string };
   items?: T[];
@@ -84,10 +82,14 @@ export class KubeListWatch<T extends KubernetesObject> implements ListWatchSourc
     let continueToken: string | undefined;
     let resourceVersion = "";
     do {
+      // No limit: kube-apiserver serves a consistent list without one from its watch cache (once
+      // that has caught up with etcd), while every page after the first of a paginated list is
+      // read from etcd. Under a burst of writes, paging 10,000 objects out of etcd took over a
+      // minute; the whole list from the cache is one response. Continue tokens are still followed
+      // should a server page anyway.
       const page = (await this.client.objects.getJson(
         path,
         {
-          limit: String(LIST_PAGE_SIZE),
           continue: continueToken,
           labelSelector: this.selector.labelSelector,
           fieldSelector: this.selector.fieldSelector,

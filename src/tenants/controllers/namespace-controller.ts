@@ -40,12 +40,18 @@ export interface NamespaceFailure {
 /** The namespaces whose last reconcile failed; tells the tenant's controller when that changes. */
 export class NamespaceFailures {
   private readonly byNamespace = new Map<string, NamespaceFailure>();
+  /** The same failures per tenant, so that a tenant's status costs its own namespaces, not every failure. */
+  private readonly byTenant = new Map<string, Map<string, NamespaceFailure>>();
 
   constructor(private readonly onChange: (tenant: string) => void) {}
 
   set(failure: NamespaceFailure): void {
     const previous = this.byNamespace.get(failure.namespace);
+    if (previous) this.forgetOfTenant(previous);
     this.byNamespace.set(failure.namespace, failure);
+    const ofTenant = this.byTenant.get(failure.tenant) ?? new Map<string, NamespaceFailure>();
+    ofTenant.set(failure.namespace, failure);
+    this.byTenant.set(failure.tenant, ofTenant);
     if (previous?.message !== failure.message || previous.tenant !== failure.tenant) {
       if (previous && previous.tenant !== failure.tenant) this.onChange(previous.tenant);
       this.onChange(failure.tenant);
@@ -56,14 +62,21 @@ export class NamespaceFailures {
     const previous = this.byNamespace.get(namespace);
     if (!previous) return;
     this.byNamespace.delete(namespace);
+    this.forgetOfTenant(previous);
     this.onChange(previous.tenant);
   }
 
   /** The tenant's failing namespace that sorts first, so the status message is stable. */
   firstOf(tenant: string): NamespaceFailure | undefined {
-    return [...this.byNamespace.values()]
-      .filter((f) => f.tenant === tenant)
-      .sort((a, b) => a.namespace.localeCompare(b.namespace))[0];
+    return [...(this.byTenant.get(tenant)?.values() ?? [])].sort((a, b) =>
+      a.namespace.localeCompare(b.namespace),
+    )[0];
+  }
+
+  private forgetOfTenant(failure: NamespaceFailure): void {
+    const ofTenant = this.byTenant.get(failure.tenant);
+    ofTenant?.delete(failure.namespace);
+    if (ofTenant?.size === 0) this.byTenant.delete(failure.tenant);
   }
 }
 
@@ -157,6 +170,35 @@ export class TenantNamespaceController {
     return this.controller.stats();
   }
 
+  /** The caches of what this controller writes into namespaces: their events tell when contents appear. */
+  contentInformers(): Informer<KubernetesObject>[] {
+    return [...this.managed.values()];
+  }
+
+  /**
+   * Whether the namespace exists with every object its plan holds, as far as the kinds cached here
+   * tell (from the cache alone, so it holds across restarts). A template that cannot be rendered is
+   * a failure, reported as such rather than as pending; a namespace being deleted is not waited for.
+   */
+  contentsInPlace(tenant: Tenant, namespace: string): boolean {
+    const current = this.namespaces.get(undefined, namespace);
+    if (!current) return false;
+    // Being deleted: its contents go with it, and nothing is waited for.
+    if (current.metadata?.deletionTimestamp) return true;
+    const templates = new Map(this.templates.list().map((t) => [t.metadata!.name!, t]));
+    let plan: ReturnType<typeof planNamespace>;
+    try {
+      plan = planNamespace(tenant, namespace, current, templates);
+    } catch (err) {
+      if (err instanceof TemplateError) return true;
+      throw err;
+    }
+    return (plan?.contents ?? []).every(
+      (object) =>
+        !this.managed.has(`${object.apiVersion}/${object.kind}`) || this.cached(object) !== undefined,
+    );
+  }
+
   /** The cached copy of an object the controller writes, when its kind is one it watches. */
   private cached(object: KubernetesObject): KubernetesObject | undefined {
     return this.managed
@@ -194,6 +236,8 @@ export class TenantNamespaceController {
       } else {
         await applyManaged(this.options.client, plan.namespace, current);
       }
+      // One at a time: kube-apiserver is what limits provisioning, and more of tenantry's writes in
+      // flight only lengthen every request's wait there, its Lease renewals' too.
       for (const object of plan.contents)
         await applyManaged(this.options.client, object, this.cached(object));
       const previousTemplateIds: string[] = JSON.parse(

@@ -85,6 +85,9 @@ export class TenantController {
     this.controller.watch(this.namespaces, byTenantLabel);
     this.controller.watch(this.quotas, (q) => [this.keyOf(q.spec.tenant)]);
     this.controller.watch(this.clusterBindings, byTenantLabel);
+    // Ready waits for its namespaces' contents: their appearing is what re-queues it.
+    for (const informer of this.namespaceController.contentInformers())
+      this.controller.watch(informer, byTenantLabel);
     // A declared namespace whose template appears can now be created.
     this.controller.watch(this.templates, (template) =>
       this.tenants
@@ -158,6 +161,10 @@ export class TenantController {
     const failed = failure
       ? { message: failure.message, template: failure instanceof TemplateError }
       : namespaceFailure;
+    // Ready means usable and isolated: not before every namespace holds its bindings and policies.
+    const pending = failed
+      ? []
+      : status.namespaces.filter((ns) => !this.namespaceController.contentsInPlace(tenant, ns));
     const ready: Omit<Condition, "lastTransitionTime"> = failed
       ? {
           type: "Ready",
@@ -166,13 +173,22 @@ export class TenantController {
           message: failed.message.slice(0, 1000),
           observedGeneration: tenant.metadata!.generation,
         }
-      : {
-          type: "Ready",
-          status: "True",
-          reason: "Reconciled",
-          message: `${status.namespaceCount} namespaces in place`,
-          observedGeneration: tenant.metadata!.generation,
-        };
+      : pending.length > 0
+        ? {
+            type: "Ready",
+            status: "False",
+            reason: "NamespacesPending",
+            // The same text however many are left: each change would be one more status write.
+            message: "namespaces and their contents are being put in place",
+            observedGeneration: tenant.metadata!.generation,
+          }
+        : {
+            type: "Ready",
+            status: "True",
+            reason: "Reconciled",
+            message: `${status.namespaceCount} namespaces in place`,
+            observedGeneration: tenant.metadata!.generation,
+          };
     status.conditions = setCondition(tenant.status?.conditions as Condition[] | undefined, ready, new Date());
     if (sameStoredJson(tenant.status ?? {}, status)) return;
     await applyStatus(this.options.client, {

@@ -25,6 +25,9 @@ import { type Reservation, reservedTotal, settle } from "./reservations.js";
 import type { QuotaStore } from "./store.js";
 import { matchesScopes, objectUsage, tracked } from "./usage.js";
 
+/** How long a quota's recount waits for more of its objects' events to come in. */
+const COUNT_COALESCE_MS = 1000;
+
 export interface QuotaControllerOptions {
   client: ClusterClient;
   /** The process's shared cache (the counted kinds are watched there); without it, informers of its own. */
@@ -66,7 +69,9 @@ export class QuotaController {
     this.resolver = new KindResolver(options.client);
     this.controller = new Controller({
       name: "tenant-quotas",
-      workers: 2,
+      // Each reconcile waits on a status write; a thousand new tenants' quotas are counted as fast
+      // as their namespaces appear only with several in flight (one key is never run twice at once).
+      workers: 8,
       logger: options.logger,
       reconcile: (_key, ctx) => this.reconcile(ctx),
     });
@@ -135,9 +140,14 @@ export class QuotaController {
     this.objectInformers.set(key, entry);
     this.controller.watch(informer, (o) => {
       const ns = o.metadata?.namespace;
-      return this.quotasOfTenant(
+      const keys = this.quotasOfTenant(
         ns ? this.options.namespaces.get(undefined, ns)?.metadata?.labels?.[TENANT_LABEL] : undefined,
       );
+      // Counted objects come in bursts (a thousand pods created at once): one recount a second per
+      // quota covers them all, where one per object would be a status write each, every one
+      // racing admission's reservations on the same quota (a conflict costs both a read and a retry).
+      for (const key of keys) this.controller.enqueueAfter(key, COUNT_COALESCE_MS);
+      return [];
     });
     if (this.started) {
       informer.start();
@@ -213,7 +223,9 @@ export class QuotaController {
         type: "Ready",
         status: "True",
         reason: "UsageCounted",
-        message: `usage counted over ${namespaces.size} namespaces`,
+        // Nothing that changes as namespaces come and go: each change would be a status write (and
+        // the Tenant's after it) while a new tenant's namespaces are created one by one.
+        message: "usage counted from the objects in the tenant's namespaces",
         observedGeneration: base.metadata?.generation,
       };
       return {
@@ -233,7 +245,9 @@ export class QuotaController {
     // When the cached copy already says what this would write, there is nothing to do (a newer
     // copy brings the quota back here anyway).
     const unchanged = sameStoredJson(statusFor(quota), quota.status ?? {});
-    const written = unchanged ? quota : await this.options.store.updateStatus(name, statusFor);
+    // Decided on the cached copy, as unchanged was: its resourceVersion makes the write a
+    // compare-and-swap, so no read comes first (a conflict reads and decides again).
+    const written = unchanged ? quota : await this.options.store.updateStatus(name, statusFor, quota);
     this.lastOutcome.set(name, controllerOwned(written?.status));
     // Reservations whose objects never appear must be released when they expire.
     const pending = written?.status?.reservations ?? [];

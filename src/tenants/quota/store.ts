@@ -42,13 +42,17 @@ export class QuotaStore {
     this.latest.delete(name);
   }
 
-  /** Lets `change` compute the new status and writes it back; on conflict, reads and decides again. */
+  /**
+   * Lets `change` compute the new status and writes it back; on conflict, reads and decides again.
+   * `cached` (an informer's copy) is the starting point when this store has written none yet.
+   */
   async updateStatus(
     name: string,
     change: StatusChange,
+    cached?: TenantResourceQuota,
     attempts = 50,
   ): Promise<TenantResourceQuota | undefined> {
-    let quota = this.latest.get(name);
+    let quota = this.latest.get(name) ?? cached;
     let fresh = false;
     for (let attempt = 1; ; attempt++) {
       if (!quota) {
