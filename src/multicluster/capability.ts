@@ -29,6 +29,7 @@ import {
   MCS_CLUSTER_ROLES,
   MCS_VIEW_RESOURCES,
   MulticlusterServicesController,
+  type MulticlusterServicesOptions,
   multiclusterServicesChecks,
   type ViewInformers,
 } from "./services/index.js";
@@ -151,9 +152,22 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
         informers,
         home: services,
         clusterName: async () => (await readClusterIdentity(client, namespace, "this cluster")).clusterName,
+        ...this.addressMapping(),
       }),
       ...this.networkControllers(),
     ];
+  }
+
+  /**
+   * With a gateway, imported endpoints carry the addresses the importing cluster dials through it;
+   * clusters no gateway joins (two providers of this one) keep the source's own addresses.
+   */
+  private addressMapping(): Pick<MulticlusterServicesOptions, "mapAddress" | "onAddressesChanged"> {
+    if (!this.options.network) return {};
+    return {
+      mapAddress: (address, clusters) => this.addresses.dialAddress(address, clusters),
+      onAddressesChanged: (listener) => this.addresses.onChange(listener),
+    };
   }
 
   private networkControllers() {

@@ -80,7 +80,7 @@ export {
   GATEWAY_TABLE,
   type GatewayPlacement,
   PeerAddresses,
-  type PeerMapping,
+  type PeerLink,
   PUBLIC_GATEWAY_CONFIGMAP,
   REMAPS_CONFIGMAP,
   remapAddress,

@@ -13,12 +13,7 @@ import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
 import pino from "pino";
 import { startEmbeddedTenantry } from "../../src/app/embedded.js";
 import { type ClusterClient, loadClusterClient } from "../../src/kube/index.js";
-import {
-  ClusterHarness,
-  type ClusterState,
-  LOCAL_IMAGES,
-  PROCESS_NODE_NAME,
-} from "../../src/localcluster/index.js";
+import { ClusterHarness, type ClusterState, PROCESS_NODE_NAME } from "../../src/localcluster/index.js";
 import { readRecordedNetwork } from "../../src/localcluster/process-node/network/claims.js";
 import { run } from "../../src/localcluster/process-node/network/commands.js";
 import {
@@ -32,8 +27,8 @@ import {
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { testEnvironment, testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
-import { podReady, processNodePod, runInPod } from "../support/process-node.js";
-import { adminClient, tenantryOn } from "./support.js";
+import { podReady, runInPod } from "../support/process-node.js";
+import { adminClient, echoPod, tenantryOn } from "./support.js";
 
 const NAMESPACE = "tenantry-system";
 const api = {
@@ -42,21 +37,6 @@ const api = {
 };
 const home = adminClient("home");
 const edge1 = adminClient("edge-1");
-
-const echoPod = (name: string) =>
-  processNodePod(
-    name,
-    [
-      {
-        name: "echo",
-        image: LOCAL_IMAGES.echo,
-        ports: [{ containerPort: 8080 }],
-        readinessProbe: { tcpSocket: { port: 8080 as never }, periodSeconds: 1 },
-      },
-    ],
-    {},
-    { app: name },
-  );
 
 async function readyPod(cluster: CoreV1Api, namespace: string, name: string): Promise<V1Pod> {
   return eventually(

@@ -44,7 +44,7 @@ import {
   gatewayStores,
   POD_ROUTES_ANNOTATION,
 } from "./manifests.js";
-import type { PeerAddresses } from "./peer-addresses.js";
+import type { ClusterRef, PeerAddresses, PeerLink } from "./peer-addresses.js";
 
 /** Where this cluster keeps the ranges it gave its peers' pods (cluster id → range). */
 export const REMAPS_CONFIGMAP = "tenantry-network-remaps";
@@ -82,6 +82,17 @@ function emptyEntry(namespace: string) {
   return { namespace, local: new Set<string>(), remote: new Set<string>(), peerRanges: new Set<string>() };
 }
 
+/** Both directions of each peer: where this cluster sees the peer's pods, and where the peer sees this one's. */
+function peerLinks(own: ClusterRef, podCidr: string, peers: readonly GatewayPeerConfig[]): PeerLink[] {
+  return peers.flatMap((peer) => {
+    const other = { name: peer.name, id: peer.cluster };
+    return [
+      { source: other, importer: own, podCidr: peer.podCidr, remappedCidr: peer.remappedCidr },
+      { source: own, importer: other, podCidr, remappedCidr: peer.seenAs },
+    ];
+  });
+}
+
 const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /**
@@ -94,7 +105,7 @@ const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 export class NetworkController {
   private timer?: NodeJS.Timeout;
   private stopped = false;
-  private clusterName?: string;
+  private identity?: ClusterRef;
   private podCidr?: string;
   /** What was last written, so unchanged objects cost no request. */
   private readonly written = new Map<string, string>();
@@ -121,7 +132,10 @@ export class NetworkController {
 
   async reconcile(): Promise<void> {
     const { client, namespace } = this.options;
-    this.clusterName ??= (await readClusterIdentity(client, namespace, "this cluster")).clusterName;
+    if (!this.identity) {
+      const { clusterName, clusterId } = await readClusterIdentity(client, namespace, "this cluster");
+      this.identity = { name: clusterName, id: clusterId };
+    }
     await this.ensureGateway();
     const own = await this.ownGateway();
     if (!own) return;
@@ -273,7 +287,7 @@ export class NetworkController {
   ): Promise<void> {
     const { namespace, informers } = this.options;
     const { client: peer, remoteClusterId } = informers.peerClients.clientFor(peering.metadata!.name!);
-    const name = exchangeConfigMapName(this.clusterName!);
+    const name = exchangeConfigMapName(this.identity!.name);
     let provider: PublicGateway | undefined;
     let exchange: V1ConfigMap;
     try {
@@ -315,6 +329,7 @@ export class NetworkController {
     if (!theirs?.consumerRemappedCidr) return;
     peers.push({
       cluster: remoteClusterId,
+      name: peering.metadata!.name!,
       podCidr: provider.podCidr,
       publicKey: provider.publicKey,
       ...(provider.endpoint ? { endpoint: provider.endpoint } : {}),
@@ -347,6 +362,7 @@ export class NetworkController {
       );
     peers.push({
       cluster: consumerId,
+      name: consumerName,
       podCidr: consumer.podCidr,
       publicKey: consumer.publicKey,
       ...(consumer.endpoint ? { endpoint: consumer.endpoint } : {}),
@@ -455,9 +471,7 @@ export class NetworkController {
         remote: [...pods.remote].sort(),
       })),
     };
-    this.options.addresses.update(
-      config.peers.map((p) => ({ cluster: p.cluster, podCidr: p.podCidr, remappedCidr: p.remappedCidr })),
-    );
+    this.options.addresses.update(this.identity!, peerLinks(this.identity!, podCidr, config.peers));
     await this.write(gatewayConfigMap(namespace, JSON.stringify(config)));
     const routes = config.peers.map((p) => p.remappedCidr).join(",");
     for (const pod of this.gatewayPods()) {
