@@ -1,4 +1,10 @@
-import type { KubernetesObject, V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
+import type {
+  KubernetesObject,
+  V1ConfigMap,
+  V1NetworkPolicy,
+  V1Pod,
+  V1Service,
+} from "@kubernetes/client-node";
 import {
   applyObject,
   type Capability,
@@ -67,7 +73,12 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
   private controllerUsername?: Promise<string>;
 
   private readonly addresses = new PeerAddresses();
-  private networkInformers?: { pods: Informer<V1Pod>; networkPolicies: Informer<V1NetworkPolicy> };
+  private networkInformers?: {
+    pods: Informer<V1Pod>;
+    networkPolicies: Informer<V1NetworkPolicy>;
+    configMaps: Informer<V1ConfigMap>;
+    services: Informer<V1Service>;
+  };
 
   constructor(private readonly options: MulticlusterOptions = {}) {}
 
@@ -96,6 +107,13 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
           apiVersion: "networking.k8s.io/v1",
           kind: "NetworkPolicy",
         }),
+        // The gateway's status, the ranges and the peerings' exchanges live in tenantry's namespace.
+        configMaps: context.cache.informer({
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          namespace: context.namespace,
+        }),
+        services: services.services as Informer<V1Service>,
       };
       await startInformers(Object.values(this.networkInformers) as Informer<KubernetesObject>[]);
     }

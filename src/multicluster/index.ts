@@ -77,6 +77,7 @@ export {
   exchangeConfigMapName,
   GATEWAY_NAME,
   GATEWAY_OBJECTS,
+  GATEWAY_PORT,
   GATEWAY_TABLE,
   type GatewayPlacement,
   PeerAddresses,
