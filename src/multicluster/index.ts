@@ -80,6 +80,7 @@ export {
   GATEWAY_PORT,
   GATEWAY_TABLE,
   type GatewayPlacement,
+  gatewayFromFlags,
   PeerAddresses,
   type PeerLink,
   PUBLIC_GATEWAY_CONFIGMAP,
