@@ -191,4 +191,36 @@ describe("tenantry run options", () => {
     assert.deepEqual(all.controllers, [...LEADING_CAPABILITIES]);
     assert.ok(CAPABILITY_NAMES.every((n) => all.serves(n)));
   });
+
+  test("--network-gateway runs the gateway with that image; its other flags need it and say what is wrong", () => {
+    const base = { ...defaults, kubeconfig: "/tmp/kc" };
+    assert.equal(tenantryOptions(base, logger, new Registry()).multicluster, undefined);
+    const options = tenantryOptions(
+      {
+        ...base,
+        networkGateway: "registry.example/gateway:1",
+        networkGatewayNode: "kubernetes.io/hostname=gw-1,tun=yes",
+        networkPodCidr: "10.244.0.0/16",
+      },
+      logger,
+      new Registry(),
+    );
+    assert.deepEqual(options.multicluster?.network, {
+      gateway: {
+        image: "registry.example/gateway:1",
+        nodeSelector: { "kubernetes.io/hostname": "gw-1", tun: "yes" },
+      },
+      podCidr: "10.244.0.0/16",
+    });
+    for (const [flags, message] of [
+      [{ networkPodCidr: "10.244.0.0/16" }, /need --network-gateway <image>/],
+      [
+        { networkGateway: "g:1", networkGatewayNode: "hostname" },
+        /--network-gateway-node: "hostname" is not key=value/,
+      ],
+      [{ networkGateway: "g:1", networkPodCidr: "10.244.0.1/16" }, /--network-pod-cidr: .*host bits set/],
+    ] as const) {
+      assert.throws(() => tenantryOptions({ ...base, ...flags }, logger, new Registry()), message);
+    }
+  });
 });

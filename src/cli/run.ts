@@ -16,6 +16,7 @@ import {
 } from "../app/index.js";
 import { errorMessage, UserError } from "../common/index.js";
 import { inClusterNamespace } from "../kube/index.js";
+import { gatewayFromFlags } from "../multicluster/index.js";
 import { endWhenStopped } from "./shutdown.js";
 
 /**
@@ -94,6 +95,9 @@ interface RunOptions {
   healthAddress?: string;
   apiAudiences?: string;
   shutdownDelay?: number;
+  networkGateway?: string;
+  networkGatewayNode?: string;
+  networkPodCidr?: string;
   logLevel: string;
 }
 
@@ -140,6 +144,7 @@ export function tenantryOptions(opts: RunOptions, logger: pino.Logger, registry:
     );
   }
   const clientCa = webhookClientCa(opts, components.serves("webhooks"));
+  const network = networkGateway(opts);
   // In a pod every server listens on the pod's addresses; Services choose which ports are reached.
   const host = opts.webhookHost ?? (opts.inCluster ? "0.0.0.0" : "127.0.0.1");
   const listen = (p: number | undefined) => ({ host, ...(p !== undefined ? { port: p } : {}) });
@@ -167,7 +172,21 @@ export function tenantryOptions(opts: RunOptions, logger: pino.Logger, registry:
       ? { runtimesProxy: listen(opts.runtimesPort) }
       : { runtimesAdmin: false as const, runtimesProxy: false as const }),
     ...(opts.apiAudiences ? { apiAudiences: opts.apiAudiences.split(",").filter(Boolean) } : {}),
+    ...(network ? { multicluster: { network } } : {}),
   };
+}
+
+/** The network gateway joining peers' pod networks, when `--network-gateway <image>` asks for it. */
+function networkGateway(opts: RunOptions) {
+  try {
+    return gatewayFromFlags({
+      ...(opts.networkGateway ? { image: opts.networkGateway } : {}),
+      ...(opts.networkGatewayNode ? { nodeSelector: opts.networkGatewayNode } : {}),
+      ...(opts.networkPodCidr ? { podCidr: opts.networkPodCidr } : {}),
+    });
+  } catch (err) {
+    throw new UserError((err as Error).message, 2);
+  }
 }
 
 /** `tenantry run`: serves health and metrics at once, starts tenantry, and on SIGINT or SIGTERM drains and stops it. */
@@ -295,6 +314,18 @@ export function registerRunCommand(program: Command): void {
       "--shutdown-delay <seconds>",
       "on SIGTERM, keep serving (not ready, connections closed after each answer) this long before stopping, while the pod leaves its Services' endpoints (default: 0, in a pod 5)",
       seconds("--shutdown-delay"),
+    )
+    .option(
+      "--network-gateway <image>",
+      "run the network gateway joining peered clusters' pod networks (WireGuard) with this image, so offloaded namespaces' pods and multi-cluster services reach each other across clusters (default: off)",
+    )
+    .option(
+      "--network-gateway-node <key=value,...>",
+      "node labels the gateway's pod must match (a node with /dev/net/tun whose pods have routable addresses)",
+    )
+    .option(
+      "--network-pod-cidr <cidr>",
+      "the cluster's pod range, when the gateway node's spec.podCIDR does not give it (e.g. 10.244.0.0/16)",
     )
     .option("--log-level <level>", "trace, debug, info, warn or error", "info")
     .action(runAction);

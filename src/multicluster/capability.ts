@@ -1,4 +1,10 @@
-import type { KubernetesObject, V1NetworkPolicy, V1Pod } from "@kubernetes/client-node";
+import type {
+  KubernetesObject,
+  V1ConfigMap,
+  V1NetworkPolicy,
+  V1Pod,
+  V1Service,
+} from "@kubernetes/client-node";
 import {
   applyObject,
   type Capability,
@@ -29,6 +35,7 @@ import {
   MCS_CLUSTER_ROLES,
   MCS_VIEW_RESOURCES,
   MulticlusterServicesController,
+  type MulticlusterServicesOptions,
   multiclusterServicesChecks,
   type ViewInformers,
 } from "./services/index.js";
@@ -66,7 +73,12 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
   private controllerUsername?: Promise<string>;
 
   private readonly addresses = new PeerAddresses();
-  private networkInformers?: { pods: Informer<V1Pod>; networkPolicies: Informer<V1NetworkPolicy> };
+  private networkInformers?: {
+    pods: Informer<V1Pod>;
+    networkPolicies: Informer<V1NetworkPolicy>;
+    configMaps: Informer<V1ConfigMap>;
+    services: Informer<V1Service>;
+  };
 
   constructor(private readonly options: MulticlusterOptions = {}) {}
 
@@ -95,6 +107,13 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
           apiVersion: "networking.k8s.io/v1",
           kind: "NetworkPolicy",
         }),
+        // The gateway's status, the ranges and the peerings' exchanges live in tenantry's namespace.
+        configMaps: context.cache.informer({
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          namespace: context.namespace,
+        }),
+        services: services.services as Informer<V1Service>,
       };
       await startInformers(Object.values(this.networkInformers) as Informer<KubernetesObject>[]);
     }
@@ -151,9 +170,22 @@ export class MulticlusterCapability implements Capability, AdmissionSource {
         informers,
         home: services,
         clusterName: async () => (await readClusterIdentity(client, namespace, "this cluster")).clusterName,
+        ...this.addressMapping(),
       }),
       ...this.networkControllers(),
     ];
+  }
+
+  /**
+   * With a gateway, imported endpoints carry the addresses the importing cluster dials through it;
+   * clusters no gateway joins (two providers of this one) keep the source's own addresses.
+   */
+  private addressMapping(): Pick<MulticlusterServicesOptions, "mapAddress" | "onAddressesChanged"> {
+    if (!this.options.network) return {};
+    return {
+      mapAddress: (address, clusters) => this.addresses.dialAddress(address, clusters),
+      onAddressesChanged: (listener) => this.addresses.onChange(listener),
+    };
   }
 
   private networkControllers() {

@@ -9,21 +9,17 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
+import { CoreV1Api, DiscoveryV1Api, type V1Pod } from "@kubernetes/client-node";
 import pino from "pino";
 import { startEmbeddedTenantry } from "../../src/app/embedded.js";
 import { type ClusterClient, loadClusterClient } from "../../src/kube/index.js";
-import {
-  ClusterHarness,
-  type ClusterState,
-  LOCAL_IMAGES,
-  PROCESS_NODE_NAME,
-} from "../../src/localcluster/index.js";
+import { ClusterHarness, type ClusterState, PROCESS_NODE_NAME } from "../../src/localcluster/index.js";
 import { readRecordedNetwork } from "../../src/localcluster/process-node/network/claims.js";
 import { run } from "../../src/localcluster/process-node/network/commands.js";
 import {
   GATEWAY_NAME,
   GATEWAY_OBJECTS,
+  GATEWAY_PORT,
   peerClusters,
   REMAPS_CONFIGMAP,
   remapAddress,
@@ -32,31 +28,17 @@ import {
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { testEnvironment, testKubeConfig, uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
-import { podReady, processNodePod, runInPod } from "../support/process-node.js";
-import { adminClient, tenantryOn } from "./support.js";
+import { podReady, runInPod } from "../support/process-node.js";
+import { adminClient, echoPod, tenantryOn } from "./support.js";
 
 const NAMESPACE = "tenantry-system";
+const MCS = "multicluster.x-k8s.io/v1alpha1";
 const api = {
   home: testKubeConfig("home").makeApiClient(CoreV1Api),
   edge: testKubeConfig("edge-1").makeApiClient(CoreV1Api),
 };
 const home = adminClient("home");
 const edge1 = adminClient("edge-1");
-
-const echoPod = (name: string) =>
-  processNodePod(
-    name,
-    [
-      {
-        name: "echo",
-        image: LOCAL_IMAGES.echo,
-        ports: [{ containerPort: 8080 }],
-        readinessProbe: { tcpSocket: { port: 8080 as never }, periodSeconds: 1 },
-      },
-    ],
-    {},
-    { app: name },
-  );
 
 async function readyPod(cluster: CoreV1Api, namespace: string, name: string): Promise<V1Pod> {
   return eventually(
@@ -126,6 +108,27 @@ async function machineNamespaces(): Promise<string[]> {
     .filter(Boolean)
     .sort();
 }
+
+/** The network namespace of `cluster`'s gateway pod on this machine (where its UDP socket lives). */
+async function gatewayNetns(cluster: CoreV1Api, clusterDir: string): Promise<string> {
+  const network = (await readRecordedNetwork(clusterDir))!;
+  const [gateway] = (
+    await cluster.listNamespacedPod({
+      namespace: NAMESPACE,
+      labelSelector: `app.kubernetes.io/name=${GATEWAY_NAME}`,
+    })
+  ).items.filter((p) => !p.metadata?.deletionTimestamp);
+  assert.ok(gateway, "the cluster runs a gateway pod");
+  return `tnr${network.index}-${gateway.metadata!.uid!.replace(/-/g, "").slice(0, 8)}`;
+}
+
+/** A table of the test's own in the gateway's namespace dropping the tunnel's UDP both ways. */
+const CUT_TABLE = "tenantry-test-cut";
+const cutRules = `table ip ${CUT_TABLE} {
+\tchain output { type filter hook output priority filter; policy accept; udp dport ${GATEWAY_PORT} drop; udp sport ${GATEWAY_PORT} drop; }
+\tchain input { type filter hook input priority filter; policy accept; udp dport ${GATEWAY_PORT} drop; udp sport ${GATEWAY_PORT} drop; }
+}
+`;
 
 describe("pods of peered clusters across the gateways", () => {
   const offloaded = uniqueName("net-a");
@@ -256,6 +259,31 @@ describe("pods of peered clusters across the gateways", () => {
     assert.match(toOther.log, /^blocked$/m, toOther.log);
   });
 
+  test("the gateways' UDP path cut and restored: traffic stops, then resumes without a hand", async () => {
+    const netns = await gatewayNetns(api.home, join(testEnvironment().dir, "home"));
+    const url = `http://${addresses["web-edge"]}:8080/`;
+    const before = await runInPod(api.home, offloaded, "cut-control", fetchUntilAnswered(url));
+    assert.equal(before.phase, "Succeeded", before.log);
+    await run("ip", ["netns", "exec", netns, "nft", "-f", "-"], cutRules);
+    try {
+      // The flow seen before may live on in conntrack; a new connection has no tunnel.
+      const during = await runInPod(
+        api.home,
+        offloaded,
+        "cut-probe",
+        `sleep 2; if curl -sS --max-time 5 -o /dev/null ${url}; then echo REACHED; else echo blocked; fi`,
+      );
+      assert.match(during.log, /^blocked$/m, during.log);
+    } finally {
+      await run("ip", ["netns", "exec", netns, "nft", "delete", "table", "ip", CUT_TABLE]);
+    }
+    const after = await runInPod(api.home, offloaded, "cut-after", fetchUntilAnswered(`${url}after-cut`), {
+      timeoutMs: 180_000,
+    });
+    assert.equal(after.phase, "Succeeded", after.log);
+    assert.match(after.log, /Request served by web-edge\n\nGET \/after-cut HTTP\/1\.1/);
+  });
+
   test("the gateway's pod killed: a new one takes its key and traffic resumes without a hand", async () => {
     const [gateway] = (
       await api.home.listNamespacedPod({
@@ -380,8 +408,48 @@ describe("two clusters with the same podCIDR, peered and unpeered", () => {
     assert.match(log, /Request served by web-b\n\nGET \/overlap HTTP\/1\.1/);
   });
 
-  test("unpeering removes the peer from both gateways: key, route, remapping rules and range", async () => {
+  test("a Service exported in the provider's replica answers by its clusterset name in the consumer", async () => {
+    await b.core.createNamespacedService({
+      namespace: ns,
+      body: {
+        metadata: { name: "web-b" },
+        spec: { selector: { app: "web-b" }, ports: [{ name: "http", port: 80, targetPort: 8080 as never }] },
+      },
+    });
+    await b.objects.create({
+      apiVersion: MCS,
+      kind: "ServiceExport",
+      metadata: { name: "web-b", namespace: ns },
+    });
+    const { log, phase } = await runInPod(
+      a.core,
+      ns,
+      "client-mcs",
+      fetchUntilAnswered(`http://web-b.${ns}.svc.clusterset.local/by-name`),
+      { timeoutMs: 180_000 },
+    );
+    assert.equal(phase, "Succeeded", log);
+    assert.match(log, /Request served by web-b\n\nGET \/by-name HTTP\/1\.1/);
+  });
+
+  test("unpeering removes the peer from both gateways: key, route, remapping rules and range; and its imports", async () => {
     await unpeerClusters({ consumer: a, provider: b });
+    await eventually(
+      async () => {
+        const imports = await a.objects.list(MCS, "ServiceImport", ns);
+        assert.deepEqual(
+          imports.items.map((i) => i.metadata?.name),
+          [],
+          "the provider's export is no longer imported",
+        );
+        const slices = await a.kubeConfig.makeApiClient(DiscoveryV1Api).listNamespacedEndpointSlice({
+          namespace: ns,
+          labelSelector: "multicluster.kubernetes.io/service-name",
+        });
+        assert.deepEqual(slices.items, [], "nor are its endpoints");
+      },
+      { timeoutMs: 120_000 },
+    );
     for (const [client, state] of [
       [a, states[0]!],
       [b, states[1]!],
@@ -414,17 +482,11 @@ describe("two clusters with the same podCIDR, peered and unpeered", () => {
           assert.deepEqual(remaps.data ?? {}, {}, `${state.name}: ranges`);
           const routes = await run("ip", ["netns", "exec", `tnr${network.index}-node`, "ip", "route"]);
           assert.doesNotMatch(routes, /^10\.24\d\./m, `${state.name}: node routes`);
-          const [gateway] = (
-            await client.core.listNamespacedPod({
-              namespace: NAMESPACE,
-              labelSelector: `app.kubernetes.io/name=${GATEWAY_NAME}`,
-            })
-          ).items;
-          const gatewayNetns = `tnr${network.index}-${gateway!.metadata!.uid!.replace(/-/g, "").slice(0, 8)}`;
+          const netns = await gatewayNetns(client.core, join(dir, state.name));
           const rules = await run("ip", [
             "netns",
             "exec",
-            gatewayNetns,
+            netns,
             "nft",
             "list",
             "table",
@@ -432,7 +494,7 @@ describe("two clusters with the same podCIDR, peered and unpeered", () => {
             "tenantry-gateway",
           ]);
           assert.doesNotMatch(rules, /prefix to/, `${state.name}: remapping rules`);
-          const gatewayRoutes = await run("ip", ["netns", "exec", gatewayNetns, "ip", "route"]);
+          const gatewayRoutes = await run("ip", ["netns", "exec", netns, "ip", "route"]);
           assert.doesNotMatch(gatewayRoutes, /dev wg0/, `${state.name}: tunnel routes`);
         },
         { timeoutMs: 120_000 },

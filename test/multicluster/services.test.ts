@@ -17,12 +17,14 @@ import {
   type V1Service,
 } from "@kubernetes/client-node";
 import { ClusterClient, type Condition, isNotFound } from "../../src/kube/index.js";
-import type { NamespaceOffloading } from "../../src/multicluster/index.js";
+import { PROCESS_NODE_NAME } from "../../src/localcluster/index.js";
+import { type NamespaceOffloading, REMAPS_CONFIGMAP, remapAddress } from "../../src/multicluster/index.js";
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { uniqueName } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
+import { podReady, runInPod } from "../support/process-node.js";
 import { testUser } from "../support/users.js";
-import { adminClient, kubeconfigPath } from "./support.js";
+import { adminClient, echoPod, kubeconfigPath, tenantryOn } from "./support.js";
 
 const MCS = "multicluster.x-k8s.io/v1alpha1";
 const SERVICE_NAME = "multicluster.kubernetes.io/service-name";
@@ -140,7 +142,37 @@ function resolverOf(cluster: string): Resolver {
   return resolver;
 }
 
+/** Addresses of cluster `source`'s pods as `importer` dials them: through the gateways that join them. */
+type SeenFrom = (address: string) => string;
+
+/** Where `importer` sees `source`'s pods (the range its network controller chose for them). */
+async function seenFrom(source: string, importer: string): Promise<SeenFrom> {
+  const podCidr = (await clients[source]!.core.readNode({ name: PROCESS_NODE_NAME })).spec!.podCIDR!;
+  const range = await eventually(
+    async () => {
+      const map = await clients[importer]!.core.readNamespacedConfigMap({
+        name: REMAPS_CONFIGMAP,
+        namespace: "tenantry-system",
+      });
+      const found = map.data?.[tenantryOn(source).clusterId];
+      assert.ok(found, `${importer} has no range for ${source} yet: ${JSON.stringify(map.data)}`);
+      return found;
+    },
+    { timeoutMs: 120_000 },
+  );
+  return (address) => remapAddress(address, podCidr, range)!;
+}
+
+/** Endpoint addresses in home's pod range (no pod needs to answer at them). */
+let homeAddress: (host: number) => string;
+/** Per cluster, how it dials home's pods: home itself as they are, each provider through its gateway. */
+const fromHome: Record<string, SeenFrom> = {};
+
 before(async () => {
+  const homeCidr = (await home.core.readNode({ name: PROCESS_NODE_NAME })).spec!.podCIDR!;
+  homeAddress = (host) => remapAddress(`10.0.0.${host}`, "10.0.0.0/24", homeCidr)!;
+  fromHome.home = (address) => address;
+  for (const edge of ["edge-1", "edge-2"]) fromHome[edge] = await seenFrom("home", edge);
   await home.core.createNamespace({ body: { metadata: { name: ns } } });
   await home.objects.create({
     apiVersion: TENANTS_API_VERSION,
@@ -169,7 +201,7 @@ after(async () => {
 
 describe("exporting a Service of an offloaded namespace", () => {
   test("home exports: a ClusterSetIP import with home's endpoints in home, edge-1 and edge-2; the export is Valid and Ready", async () => {
-    await serviceWithEndpoints(home, "web", ["10.244.7.10", "10.244.7.11"]);
+    await serviceWithEndpoints(home, "web", [homeAddress(210), homeAddress(211)]);
     await exportService(home, "web");
     for (const [cluster, client] of Object.entries(clients)) {
       const imported = await eventually(
@@ -190,9 +222,14 @@ describe("exporting a Service of an offloaded namespace", () => {
       assert.ok(derived, `${cluster}: the derived Service holds the clusterset IP`);
       assert.equal(derived.spec?.selector, undefined);
       assert.equal(derived.metadata?.ownerReferences?.[0]?.kind, "ServiceImport");
+      // Each cluster gets the addresses it dials: home's own, the providers' through their gateways.
       const slices = await eventually(async () => {
         const found = await importedSlices(client, "web");
-        assert.deepEqual(addressesOf(found), ["10.244.7.10", "10.244.7.11"], cluster);
+        assert.deepEqual(
+          addressesOf(found),
+          [210, 211].map(homeAddress).map(fromHome[cluster]!).sort(),
+          cluster,
+        );
         return found;
       });
       for (const slice of slices) {
@@ -219,11 +256,13 @@ describe("exporting a Service of an offloaded namespace", () => {
       },
       { timeoutMs: 60_000 },
     );
-    await serviceWithEndpoints(home, "db", ["10.244.7.20"], true);
+    await serviceWithEndpoints(home, "db", [homeAddress(220)], true);
     await exportService(home, "db");
     await eventually(
       async () => {
-        assert.deepEqual(await resolver.resolve4(`db.${ns}.svc.clusterset.local`), ["10.244.7.20"]);
+        assert.deepEqual(await resolver.resolve4(`db.${ns}.svc.clusterset.local`), [
+          fromHome["edge-1"]!(homeAddress(220)),
+        ]);
       },
       { timeoutMs: 60_000 },
     );
@@ -232,22 +271,42 @@ describe("exporting a Service of an offloaded namespace", () => {
   });
 
   test("endpoints added and removed in home follow in edge-1 and edge-2", async () => {
-    await setEndpoints(home, "web", ["10.244.7.10", "10.244.7.11", "10.244.7.12"]);
-    for (const client of [edge1, clients["edge-2"]!]) {
+    const hosts = [210, 211, 212];
+    await setEndpoints(home, "web", hosts.map(homeAddress));
+    for (const edge of ["edge-1", "edge-2"]) {
       await eventually(async () => {
-        assert.deepEqual(addressesOf(await importedSlices(client, "web")), [
-          "10.244.7.10",
-          "10.244.7.11",
-          "10.244.7.12",
+        assert.deepEqual(
+          addressesOf(await importedSlices(clients[edge]!, "web")),
+          hosts.map(homeAddress).map(fromHome[edge]!).sort(),
+        );
+      });
+    }
+    await setEndpoints(home, "web", [homeAddress(212)]);
+    for (const edge of ["edge-1", "edge-2"]) {
+      await eventually(async () => {
+        assert.deepEqual(addressesOf(await importedSlices(clients[edge]!, "web")), [
+          fromHome[edge]!(homeAddress(212)),
         ]);
       });
     }
-    await setEndpoints(home, "web", ["10.244.7.12"]);
-    for (const client of [edge1, clients["edge-2"]!]) {
+  });
+
+  test("an endpoint that is not one of home's pods is not imported where a gateway joins the clusters", async () => {
+    // Dialled unchanged in edge-1 the address would reach a pod of edge-1's own.
+    await setEndpoints(home, "web", [homeAddress(212), homeAddress(213), "10.244.7.13"]);
+    for (const edge of ["edge-1", "edge-2"]) {
+      // The update arrived (213 is there), without the address that is not a pod of home's.
       await eventually(async () => {
-        assert.deepEqual(addressesOf(await importedSlices(client, "web")), ["10.244.7.12"]);
+        assert.deepEqual(
+          addressesOf(await importedSlices(clients[edge]!, "web")),
+          [212, 213].map(homeAddress).map(fromHome[edge]!).sort(),
+        );
       });
     }
+    assert.deepEqual(
+      addressesOf(await importedSlices(home, "web")),
+      [homeAddress(212), homeAddress(213), "10.244.7.13"].sort(),
+    );
   });
 
   test("an export in edge-1's replica of a Service whose port drifted: PortConflict on it, the oldest (home's) port kept", async () => {
@@ -340,6 +399,91 @@ describe("exporting a Service of an offloaded namespace", () => {
     await eventually(() =>
       assert.rejects(resolverOf("edge-1").resolve4(`web.${ns}.svc.clusterset.local`), { code: "ENOTFOUND" }),
     );
+  });
+});
+
+/** An echo server on the process node and its Service (port 80 → 8080), in `ns` of `cluster`. */
+async function echoService(client: ClusterClient, name: string): Promise<void> {
+  await client.core.createNamespacedPod({ namespace: ns, body: echoPod(name) });
+  await client.core.createNamespacedService({
+    namespace: ns,
+    body: {
+      metadata: { name },
+      spec: { selector: { app: name }, ports: [{ name: "http", port: 80, targetPort: 8080 as never }] },
+    },
+  });
+  await eventually(
+    async () => assert.ok(podReady(await client.core.readNamespacedPod({ namespace: ns, name })), name),
+    { timeoutMs: 120_000 },
+  );
+}
+
+/** Fetches `url` until it answers: DNS, the import and the gateways' filter follow within seconds. */
+const fetchUntilAnswered = (url: string) =>
+  `for i in $(seq 1 90); do curl -sS --max-time 3 ${url} && exit 0; sleep 1; done; exit 1`;
+/** One try, once the name is known to answer its own namespace: REACHED or blocked. */
+const fetchOnce = (url: string) =>
+  `if curl -sS --max-time 5 ${url}; then echo REACHED; else echo blocked; fi`;
+
+describe("reaching an exported Service by its clusterset name across the gateways", () => {
+  const stranger = uniqueName("mcs-stranger");
+
+  before(async () => {
+    await Promise.all([echoService(home, "hello-home"), echoService(edge1, "hello-edge")]);
+    await Promise.all([exportService(home, "hello-home"), exportService(edge1, "hello-edge")]);
+    await Promise.all([
+      home.core.createNamespace({ body: { metadata: { name: stranger } } }),
+      edge1.core.createNamespace({ body: { metadata: { name: stranger } } }),
+    ]);
+  });
+
+  after(async () => {
+    await Promise.all([
+      home.core.deleteNamespace({ name: stranger }).catch(() => {}),
+      edge1.core.deleteNamespace({ name: stranger }).catch(() => {}),
+    ]);
+  });
+
+  test("a pod of the replica in edge-1 reaches home's Service at hello-home.<ns>.svc.clusterset.local", async () => {
+    const { log, phase } = await runInPod(
+      edge1.core,
+      ns,
+      "curl-home",
+      fetchUntilAnswered(`http://hello-home.${ns}.svc.clusterset.local/from-edge-1`),
+      { timeoutMs: 180_000 },
+    );
+    assert.equal(phase, "Succeeded", log);
+    assert.match(log, /Request served by hello-home\n\nGET \/from-edge-1 HTTP\/1\.1/);
+  });
+
+  test("a pod of home's namespace reaches the Service exported in edge-1's replica", async () => {
+    const { log, phase } = await runInPod(
+      home.core,
+      ns,
+      "curl-edge",
+      fetchUntilAnswered(`http://hello-edge.${ns}.svc.clusterset.local/from-home`),
+      { timeoutMs: 180_000 },
+    );
+    assert.equal(phase, "Succeeded", log);
+    assert.match(log, /Request served by hello-edge\n\nGET \/from-home HTTP\/1\.1/);
+  });
+
+  test("a namespace not offloaded resolves the names but reaches neither Service", async () => {
+    // The names are in every namespace's DNS; the gateways let only the namespace and its replica across.
+    for (const [client, name, target] of [
+      [edge1, "probe-home", "hello-home"],
+      [home, "probe-edge", "hello-edge"],
+    ] as const) {
+      const { log } = await runInPod(
+        client.core,
+        stranger,
+        name,
+        `getent hosts ${target}.${ns}.svc.clusterset.local || echo unresolved
+         ${fetchOnce(`http://${target}.${ns}.svc.clusterset.local/`)}`,
+      );
+      assert.doesNotMatch(log, /unresolved/, log);
+      assert.match(log, /^blocked$/m, log);
+    }
   });
 });
 

@@ -2,16 +2,17 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { V1Node, V1NodeCondition } from "@kubernetes/client-node";
+import type { V1Node, V1NodeCondition, V1Pod } from "@kubernetes/client-node";
 import { parse, stringify } from "yaml";
 import { type ClusterClient, isNotFound, loadClusterClient } from "../../src/kube/index.js";
-import { freePort } from "../../src/localcluster/index.js";
+import { freePort, LOCAL_IMAGES } from "../../src/localcluster/index.js";
 import type { Peering } from "../../src/multicluster/index.js";
 import { TENANTS_API_VERSION } from "../../src/tenants/index.js";
 import { testEnvironment } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { type CommandResult, tenantryCli } from "../support/kubectl.js";
 import { Relay } from "../support/partition.js";
+import { processNodePod } from "../support/process-node.js";
 
 /** What scripts/test.ts adds to the test environment: tenantry on every cluster. */
 interface TenantryOnCluster {
@@ -129,4 +130,21 @@ export async function relayedKubeconfig(
   await relay.open();
   for (const entry of admin.clusters) entry.cluster.server = `https://127.0.0.1:${relay.port}`;
   return { relay, kubeconfig: writeTemp(dir, name, stringify(admin)) };
+}
+
+/** An HTTP echo server on the process node (port 8080, Ready once it listens), labelled `app: <name>`. */
+export function echoPod(name: string): V1Pod {
+  return processNodePod(
+    name,
+    [
+      {
+        name: "echo",
+        image: LOCAL_IMAGES.echo,
+        ports: [{ containerPort: 8080 }],
+        readinessProbe: { tcpSocket: { port: 8080 as never }, periodSeconds: 1 },
+      },
+    ],
+    {},
+    { app: name },
+  );
 }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { allocateRemapRange, importedAddress, parsePrefix, remapAddress } from "./addresses.js";
+import { allocateRemapRange, parsePrefix, remapAddress } from "./addresses.js";
+import { PeerAddresses } from "./peer-addresses.js";
 
 describe("remapping", () => {
   test("translates the host part 1:1 between prefixes of one size", () => {
@@ -18,14 +19,26 @@ describe("remapping", () => {
     const second = allocateRemapRange({ bits: 24, taken: [own, first] });
     assert.equal(second, "10.240.2.0/24");
     // Both peers use 10.200.1.0/24, as this cluster does: each pod still has its own address here.
-    const mappings = [
-      { cluster: "edge-1", podCidr: "10.200.1.0/24", remappedCidr: first },
-      { cluster: "edge-2", podCidr: "10.200.1.0/24", remappedCidr: second },
-    ];
-    assert.equal(importedAddress(mappings, "edge-1", "10.200.1.5"), "10.240.1.5");
-    assert.equal(importedAddress(mappings, "edge-2", "10.200.1.5"), "10.240.2.5");
-    assert.equal(importedAddress(mappings, "edge-3", "10.200.1.5"), undefined);
-    assert.equal(importedAddress(mappings, "edge-1", "10.9.9.9"), undefined);
+    const home = { name: "home", id: "id-home" };
+    const addresses = new PeerAddresses();
+    addresses.update(home, [
+      {
+        source: { name: "edge-1", id: "id-1" },
+        importer: home,
+        podCidr: "10.200.1.0/24",
+        remappedCidr: first,
+      },
+      {
+        source: { name: "edge-2", id: "id-2" },
+        importer: home,
+        podCidr: "10.200.1.0/24",
+        remappedCidr: second,
+      },
+    ]);
+    assert.equal(addresses.importedAddress("id-1", "10.200.1.5"), "10.240.1.5");
+    assert.equal(addresses.importedAddress("id-2", "10.200.1.5"), "10.240.2.5");
+    assert.equal(addresses.importedAddress("id-3", "10.200.1.5"), undefined);
+    assert.equal(addresses.importedAddress("id-1", "10.9.9.9"), undefined);
   });
 
   test("a /16 skips ranges taken inside it; a full pool says so", () => {

@@ -90,26 +90,3 @@ export function allocateRemapRange(options: {
   }
   throw new Error(`the pool ${formatPrefix(pool)} has no free /${options.bits} left for another peer`);
 }
-
-/** How a cluster sees each peer's pods: the peer's podCIDR and the range chosen for it here. */
-export interface PeerMapping {
-  /** The peer's cluster id. */
-  cluster: string;
-  podCidr: string;
-  /** Where this cluster reaches the peer's pods. */
-  remappedCidr: string;
-}
-
-/**
- * The address the importing cluster must dial to reach `podIP` of cluster `sourceCluster` (what
- * the multi-cluster services' EndpointSlices carry): undefined when that cluster is not a peer or
- * the address is not one of its pods.
- */
-export function importedAddress(
-  mappings: readonly PeerMapping[],
-  sourceCluster: string,
-  podIP: string,
-): string | undefined {
-  const mapping = mappings.find((m) => m.cluster === sourceCluster);
-  return mapping ? remapAddress(podIP, mapping.podCidr, mapping.remappedCidr) : undefined;
-}

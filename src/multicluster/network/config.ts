@@ -10,6 +10,8 @@ export const KEEPALIVE_SECONDS = 10;
 export interface GatewayPeerConfig {
   /** The peer's cluster id. */
   cluster: string;
+  /** The peer's cluster name (the Peering's name on the consumer, the consumer's cluster name on the provider). */
+  name: string;
   /** The peer's own pod range. */
   podCidr: string;
   publicKey: string;

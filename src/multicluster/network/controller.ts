@@ -6,14 +6,19 @@ import {
   type V1Namespace,
   type V1NetworkPolicy,
   type V1Pod,
+  type V1Service,
 } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
   applyObject,
   type ClusterClient,
+  Controller,
   describeError,
   type Informer,
   isNotFound,
+  objectKey,
+  type ReconcileResult,
+  requeueAfter,
 } from "../../kube/index.js";
 import { TENANT_LABEL } from "../../tenants/index.js";
 import type { Peering } from "../api/peering.js";
@@ -44,7 +49,8 @@ import {
   gatewayStores,
   POD_ROUTES_ANNOTATION,
 } from "./manifests.js";
-import type { PeerAddresses } from "./peer-addresses.js";
+import type { ClusterRef, PeerAddresses, PeerLink } from "./peer-addresses.js";
+import { type PeerWatch, PeerWatches } from "./peer-watches.js";
 
 /** Where this cluster keeps the ranges it gave its peers' pods (cluster id → range). */
 export const REMAPS_CONFIGMAP = "tenantry-network-remaps";
@@ -59,13 +65,18 @@ export interface NetworkControllerOptions {
   networkPolicies: Informer<V1NetworkPolicy>;
   /** Tenant namespaces (the shared cache's): a replica must be the peer's tenant's. */
   tenantNamespaces: Informer<V1Namespace>;
+  /** ConfigMaps of tenantry's namespace (the shared cache's): the gateway's status, the ranges, the exchanges. */
+  configMaps: Informer<V1ConfigMap>;
+  /** Services (the shared cache's): the gateway's load balancer address. */
+  services: Informer<V1Service>;
   placement: GatewayPlacement;
   /** Where the mappings to peers' pods are published (the multi-cluster services read them). */
   addresses: PeerAddresses;
   /** The cluster's pod range; default: the gateway node's podCIDR. */
   podCidr?: string;
   logger: Logger;
-  intervalMs?: number;
+  /** A full pass this often besides the events (peerings made before their exchange could be watched). */
+  resyncMs?: number;
 }
 
 /** Both sides' offloaded namespaces being gathered: key → this cluster's pods and the peers'. */
@@ -82,56 +93,93 @@ function emptyEntry(namespace: string) {
   return { namespace, local: new Set<string>(), remote: new Set<string>(), peerRanges: new Set<string>() };
 }
 
+/** Both directions of each peer: where this cluster sees the peer's pods, and where the peer sees this one's. */
+function peerLinks(own: ClusterRef, podCidr: string, peers: readonly GatewayPeerConfig[]): PeerLink[] {
+  return peers.flatMap((peer) => {
+    const other = { name: peer.name, id: peer.cluster };
+    return [
+      { source: other, importer: own, podCidr: peer.podCidr, remappedCidr: peer.remappedCidr },
+      { source: own, importer: other, podCidr, remappedCidr: peer.seenAs },
+    ];
+  });
+}
+
 const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /**
  * The cluster's gateway and its tunnels to every peer, either side of the peering (Liqo thesis,
  * ch. 5): runs the gateway, publishes its public key and endpoint, exchanges them and the remapped
  * ranges through each peering's exchange ConfigMap, and writes the gateway's configuration — its
- * peers, and the pods of each offloaded namespace and of its replica that may talk across — from
- * the informers, level-based, every couple of seconds.
+ * peers, and the pods of each offloaded namespace and of its replica that may talk across. Level-
+ * based on one key, reconciled whenever an informer it reads changes: this cluster's (the shared
+ * cache's) and, in each provider, the replicas' pods and the two ConfigMaps of the peering.
  */
 export class NetworkController {
-  private timer?: NodeJS.Timeout;
-  private stopped = false;
-  private clusterName?: string;
+  private readonly controller: Controller;
+  private readonly key: string;
+  private readonly peers: PeerWatches;
+  private identity?: ClusterRef;
   private podCidr?: string;
   /** What was last written, so unchanged objects cost no request. */
   private readonly written = new Map<string, string>();
 
-  constructor(private readonly options: NetworkControllerOptions) {}
+  constructor(private readonly options: NetworkControllerOptions) {
+    const { client, namespace, informers } = options;
+    this.key = objectKey(client.name, undefined, "network");
+    this.controller = new Controller({
+      name: "network",
+      logger: options.logger,
+      reconcile: () => this.reconcile(),
+    });
+    this.peers = new PeerWatches({
+      namespace,
+      logger: options.logger.child({ component: "network" }),
+      onChange: () => this.controller.enqueue(this.key),
+    });
+    const all = () => [this.key];
+    const ownNamespace = (o: KubernetesObject) => (o.metadata?.namespace === namespace ? [this.key] : []);
+    for (const informer of [
+      options.pods,
+      options.networkPolicies,
+      options.tenantNamespaces,
+      informers.peerings,
+      informers.maps,
+      informers.virtualNodes,
+    ] as Informer<KubernetesObject>[])
+      this.controller.watch(informer, all);
+    this.controller.watch(options.configMaps, ownNamespace);
+    this.controller.watch(options.services, ownNamespace);
+  }
 
   async start(): Promise<void> {
-    await Promise.all([this.options.pods.waitForSync(), this.options.networkPolicies.waitForSync()]);
-    const tick = async () => {
-      try {
-        await this.reconcile();
-      } catch (err) {
-        this.options.logger.warn({ error: describeError(err) }, "network: reconcile failed");
-      }
-      if (!this.stopped) this.timer = setTimeout(tick, this.options.intervalMs ?? 2000);
-    };
-    this.timer = setTimeout(tick, 0);
+    const { pods, networkPolicies, configMaps, services } = this.options;
+    await Promise.all([pods, networkPolicies, configMaps, services].map((i) => i.waitForSync()));
+    await this.controller.start();
+    this.controller.enqueue(this.key);
   }
 
-  stop(): void {
-    this.stopped = true;
-    clearTimeout(this.timer);
+  async stop(): Promise<void> {
+    await this.controller.stop();
+    await this.peers.stop();
   }
 
-  async reconcile(): Promise<void> {
+  async reconcile(): Promise<ReconcileResult> {
     const { client, namespace } = this.options;
-    this.clusterName ??= (await readClusterIdentity(client, namespace, "this cluster")).clusterName;
+    if (!this.identity) {
+      const { clusterName, clusterId } = await readClusterIdentity(client, namespace, "this cluster");
+      this.identity = { name: clusterName, id: clusterId };
+    }
+    await this.followPeers();
     await this.ensureGateway();
     const own = await this.ownGateway();
-    if (!own) return;
+    if (!own) return requeueAfter(this.options.resyncMs ?? 30_000);
     await this.write({
       apiVersion: "v1",
       kind: "ConfigMap",
       metadata: { name: PUBLIC_GATEWAY_CONFIGMAP, namespace },
       data: { [PUBLIC_KEY]: JSON.stringify(own) },
     } as V1ConfigMap);
-    const remaps = await this.readRemaps();
+    const remaps = new Map(Object.entries(this.ownConfigMap(REMAPS_CONFIGMAP)?.data ?? {}));
     const peers: GatewayPeerConfig[] = [];
     const namespaces: NamespacePods = new Map();
     for (const peering of this.options.informers.peerings.list()) {
@@ -142,8 +190,10 @@ export class NetworkController {
         ),
       );
     }
-    const exchanges = await client.core.listNamespacedConfigMap({ namespace, labelSelector: EXCHANGE_LABEL });
-    for (const exchange of exchanges.items) {
+    const exchanges = this.options.configMaps
+      .inNamespace(namespace)
+      .filter((map) => map.metadata?.labels?.[EXCHANGE_LABEL] !== undefined);
+    for (const exchange of exchanges) {
       await this.asProvider(exchange, own, remaps, peers, namespaces).catch((err) =>
         this.options.logger.warn(
           { exchange: exchange.metadata?.name, error: describeError(err) },
@@ -154,6 +204,51 @@ export class NetworkController {
     await this.saveRemaps(remaps, peers);
     await this.configure(own.podCidr, peers, namespaces);
     await this.admitPeers(namespaces);
+    return requeueAfter(this.options.resyncMs ?? 30_000);
+  }
+
+  /** Watches, in each provider, the peering's two ConfigMaps and the pods of its accepted replicas. */
+  private async followPeers(): Promise<void> {
+    const { informers, namespace } = this.options;
+    const wanted: PeerWatch[] = [];
+    for (const peering of informers.peerings.list()) {
+      const name = peering.metadata!.name!;
+      let client: ClusterClient;
+      try {
+        client = informers.peerClients.clientFor(name).client;
+      } catch {
+        continue; // its credentials are not read yet: a later event brings them
+      }
+      const map = informers.maps.get(namespace, name);
+      const replicas = Object.values(map?.status?.currentMapping ?? {})
+        .filter((current) => current.phase === "Accepted")
+        .map((current) => current.remoteNamespace);
+      const configMaps = [PUBLIC_GATEWAY_CONFIGMAP, exchangeConfigMapName(this.identity!.name)];
+      wanted.push({ peering: name, client, configMaps, replicas });
+    }
+    await this.peers.follow(wanted);
+  }
+
+  private ownConfigMap(name: string): V1ConfigMap | undefined {
+    return this.options.configMaps.get(this.options.namespace, name);
+  }
+
+  /** A ConfigMap of the provider's: from its informer once listed, else asked for (undefined when missing). */
+  private async peerConfigMap(peering: string, peer: ClusterClient, name: string) {
+    const cached = this.peers.configMap(peering, name);
+    if (cached.synced) return cached.value;
+    try {
+      return await peer.core.readNamespacedConfigMap({ name, namespace: this.options.namespace });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  private async peerPods(peering: string, peer: ClusterClient, namespace: string): Promise<V1Pod[]> {
+    const cached = this.peers.pods(peering, namespace);
+    if (cached.synced) return cached.value;
+    return (await peer.core.listNamespacedPod({ namespace })).items;
   }
 
   private async ensureGateway(): Promise<void> {
@@ -179,16 +274,12 @@ export class NetworkController {
 
   /** The gateway as peers must know it: its key and status from the agent, its load balancer's address. */
   private async ownGateway(): Promise<PublicGateway | undefined> {
-    const { client, namespace } = this.options;
-    const status = readJson<GatewayStatus>(
-      await client.core.readNamespacedConfigMap({ name: GATEWAY_OBJECTS.status, namespace }),
-      STATUS_KEY,
-    );
+    const status = readJson<GatewayStatus>(this.ownConfigMap(GATEWAY_OBJECTS.status), STATUS_KEY);
     if (!status?.publicKey) return undefined;
     const podCidr = await this.clusterPodCidr();
     if (!podCidr) return undefined;
-    const service = await client.core.readNamespacedService({ name: GATEWAY_NAME, namespace });
-    const address = service.status?.loadBalancer?.ingress?.[0]?.ip;
+    const service = this.options.services.get(this.options.namespace, GATEWAY_NAME);
+    const address = service?.status?.loadBalancer?.ingress?.[0]?.ip;
     return {
       publicKey: status.publicKey,
       podCidr,
@@ -212,17 +303,6 @@ export class NetworkController {
     const node = await this.options.client.core.readNode({ name: nodeName });
     this.podCidr = node.spec?.podCIDR;
     return this.podCidr;
-  }
-
-  private async readRemaps(): Promise<Map<string, string>> {
-    const { client, namespace } = this.options;
-    try {
-      const map = await client.core.readNamespacedConfigMap({ name: REMAPS_CONFIGMAP, namespace });
-      return new Map(Object.entries(map.data ?? {}));
-    } catch (err) {
-      if (isNotFound(err)) return new Map();
-      throw err;
-    }
   }
 
   /** Keeps the ranges of current peers only: a removed peering's range is free again. */
@@ -272,20 +352,16 @@ export class NetworkController {
     namespaces: NamespacePods,
   ): Promise<void> {
     const { namespace, informers } = this.options;
-    const { client: peer, remoteClusterId } = informers.peerClients.clientFor(peering.metadata!.name!);
-    const name = exchangeConfigMapName(this.clusterName!);
-    let provider: PublicGateway | undefined;
-    let exchange: V1ConfigMap;
-    try {
-      provider = readJson(
-        await peer.core.readNamespacedConfigMap({ name: PUBLIC_GATEWAY_CONFIGMAP, namespace }),
-        PUBLIC_KEY,
-      );
-      exchange = await peer.core.readNamespacedConfigMap({ name, namespace });
-    } catch (err) {
-      if (isNotFound(err)) return; // the provider runs no gateway, or the peering predates the network
-      throw err;
-    }
+    const peeringName = peering.metadata!.name!;
+    const { client: peer, remoteClusterId } = informers.peerClients.clientFor(peeringName);
+    const name = exchangeConfigMapName(this.identity!.name);
+    const provider = readJson<PublicGateway>(
+      await this.peerConfigMap(peeringName, peer, PUBLIC_GATEWAY_CONFIGMAP),
+      PUBLIC_KEY,
+    );
+    const exchange = await this.peerConfigMap(peeringName, peer, name);
+    // The provider runs no gateway, or the peering predates the network.
+    if (!exchange) return;
     if (!provider?.podCidr || !provider.publicKey) return;
     const remapped = this.remapFor(remoteClusterId, provider.podCidr, own, remaps);
     const replicas: Record<string, string[]> = {};
@@ -294,11 +370,11 @@ export class NetworkController {
       if (current.phase !== "Accepted") continue;
       const localPods = this.localPods(local, own.podCidr);
       replicas[current.remoteNamespace] = localPods;
-      const remotePods = await peer.core.listNamespacedPod({ namespace: current.remoteNamespace });
+      const remotePods = await this.peerPods(peeringName, peer, current.remoteNamespace);
       const entry = namespaces.get(`local/${local}`) ?? emptyEntry(local);
       entry.peerRanges.add(remapped);
       for (const ip of localPods) entry.local.add(ip);
-      for (const pod of remotePods.items) {
+      for (const pod of remotePods) {
         const address = pod.status?.phase === "Running" && pod.status.podIP;
         const seen = address ? remapAddress(address, provider.podCidr, remapped) : undefined;
         if (seen) entry.remote.add(seen);
@@ -306,15 +382,25 @@ export class NetworkController {
       namespaces.set(`local/${local}`, entry);
     }
     const half: ConsumerHalf = { ...own, providerRemappedCidr: remapped, namespaces: replicas };
-    if (exchange.data?.[CONSUMER_KEY] !== JSON.stringify(half))
-      await peer.core.patchNamespacedConfigMap(
-        { name, namespace, body: { data: { [CONSUMER_KEY]: JSON.stringify(half) } } },
-        merge,
-      );
+    if (exchange.data?.[CONSUMER_KEY] !== JSON.stringify(half)) {
+      // An unreachable provider keeps its tunnel: what it last answered still holds.
+      await peer.core
+        .patchNamespacedConfigMap(
+          { name, namespace, body: { data: { [CONSUMER_KEY]: JSON.stringify(half) } } },
+          merge,
+        )
+        .catch((err: unknown) =>
+          this.options.logger.warn(
+            { peering: peeringName, error: describeError(err) },
+            "network: the exchange not written",
+          ),
+        );
+    }
     const theirs = readJson<ProviderHalf>(exchange, PROVIDER_KEY);
     if (!theirs?.consumerRemappedCidr) return;
     peers.push({
       cluster: remoteClusterId,
+      name: peering.metadata!.name!,
       podCidr: provider.podCidr,
       publicKey: provider.publicKey,
       ...(provider.endpoint ? { endpoint: provider.endpoint } : {}),
@@ -347,6 +433,7 @@ export class NetworkController {
       );
     peers.push({
       cluster: consumerId,
+      name: consumerName,
       podCidr: consumer.podCidr,
       publicKey: consumer.publicKey,
       ...(consumer.endpoint ? { endpoint: consumer.endpoint } : {}),
@@ -402,17 +489,10 @@ export class NetworkController {
       } as KubernetesObject);
     }
     const policy = { apiVersion: "networking.k8s.io/v1", kind: "NetworkPolicy" };
-    const existing = await client.objects.list(
-      policy.apiVersion,
-      policy.kind,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      PEER_POLICY_LABEL,
-    );
-    for (const item of existing.items) {
+    const existing = this.options.networkPolicies
+      .list()
+      .filter((p) => p.metadata?.name === PEER_POLICY && p.metadata.labels?.[PEER_POLICY_LABEL]);
+    for (const item of existing) {
       const namespace = item.metadata!.namespace!;
       if (wanted.has(namespace)) continue;
       await client.objects
@@ -455,9 +535,7 @@ export class NetworkController {
         remote: [...pods.remote].sort(),
       })),
     };
-    this.options.addresses.update(
-      config.peers.map((p) => ({ cluster: p.cluster, podCidr: p.podCidr, remappedCidr: p.remappedCidr })),
-    );
+    this.options.addresses.update(this.identity!, peerLinks(this.identity!, podCidr, config.peers));
     await this.write(gatewayConfigMap(namespace, JSON.stringify(config)));
     const routes = config.peers.map((p) => p.remappedCidr).join(",");
     for (const pod of this.gatewayPods()) {

@@ -38,14 +38,23 @@ export interface ProviderHalf {
   consumerRemappedCidr: string;
 }
 
-/** The peer user's rights in the provider's namespace for the network (added to its Role). */
+/**
+ * The peer user's rights in the provider's namespace for the network (added to its Role). It may
+ * list and watch those two ConfigMaps by name alone (a `metadata.name` field selector), so the
+ * consumer's controller follows them instead of polling.
+ */
 export function peerNetworkRules(consumerName: string): V1PolicyRule[] {
   return [
-    { apiGroups: [""], resources: ["configmaps"], verbs: ["get"], resourceNames: [PUBLIC_GATEWAY_CONFIGMAP] },
     {
       apiGroups: [""],
       resources: ["configmaps"],
-      verbs: ["get", "patch"],
+      verbs: ["get", "list", "watch"],
+      resourceNames: [PUBLIC_GATEWAY_CONFIGMAP],
+    },
+    {
+      apiGroups: [""],
+      resources: ["configmaps"],
+      verbs: ["get", "list", "watch", "patch"],
       resourceNames: [exchangeConfigMapName(consumerName)],
     },
   ];

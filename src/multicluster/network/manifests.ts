@@ -9,6 +9,7 @@ import type {
   V1ServiceAccount,
   V1Toleration,
 } from "@kubernetes/client-node";
+import { parsePrefix } from "./addresses.js";
 import { GATEWAY_PORT } from "./config.js";
 import { GATEWAY_OBJECTS } from "./gateway/agent.js";
 
@@ -149,4 +150,35 @@ export function gatewayDeployment(namespace: string, placement: GatewayPlacement
 
 export function gatewayObjects(namespace: string, placement: GatewayPlacement): KubernetesObject[] {
   return [...gatewayAccess(namespace), gatewayService(namespace), gatewayDeployment(namespace, placement)];
+}
+
+/**
+ * The gateway as `tenantry run`'s flags give it: its image (which turns the network on), the
+ * nodes it may run on (`key=value,…`) and the cluster's pod range when its nodes do not say it.
+ * A bad value is an error naming its flag.
+ */
+export function gatewayFromFlags(flags: {
+  image?: string;
+  nodeSelector?: string;
+  podCidr?: string;
+}): { gateway: GatewayPlacement; podCidr?: string } | undefined {
+  if (!flags.image) {
+    if (flags.nodeSelector || flags.podCidr)
+      throw new Error("--network-gateway-node and --network-pod-cidr need --network-gateway <image>");
+    return undefined;
+  }
+  const nodeSelector: Record<string, string> = {};
+  for (const pair of (flags.nodeSelector ?? "").split(",").filter(Boolean)) {
+    const [key, value, extra] = pair.split("=");
+    if (!key || value === undefined || extra !== undefined)
+      throw new Error(
+        `--network-gateway-node: "${pair}" is not key=value (e.g. kubernetes.io/hostname=gw-1)`,
+      );
+    nodeSelector[key] = value;
+  }
+  if (flags.podCidr) parsePrefix(flags.podCidr, "--network-pod-cidr");
+  return {
+    gateway: { image: flags.image, ...(Object.keys(nodeSelector).length ? { nodeSelector } : {}) },
+    ...(flags.podCidr ? { podCidr: flags.podCidr } : {}),
+  };
 }

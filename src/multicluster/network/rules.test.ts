@@ -10,6 +10,7 @@ describe("the gateway's rules", () => {
     peers: [
       {
         cluster: "edge-1",
+        name: "edge-1",
         podCidr: "10.200.1.0/24",
         publicKey: generateGatewayKeys().publicKey,
         remappedCidr: "10.240.1.0/24",

@@ -50,6 +50,8 @@ export interface MulticlusterServicesOptions {
   clusterName: () => Promise<string>;
   /** How each importing cluster reaches another's endpoints: the gateway's seam. Default: unchanged. */
   mapAddress?: AddressMapper;
+  /** Subscribes to changes of `mapAddress` (a peer's gateway joined or left); returns the unsubscription. */
+  onAddressesChanged?: (listener: () => void) => () => void;
   workers?: number;
 }
 
@@ -97,6 +99,12 @@ export class MulticlusterServicesController {
 
   async start(): Promise<void> {
     this.homeCluster = await this.options.clusterName();
+    // Imported slices carry mapped addresses: every multi-cluster service is written again.
+    const unsubscribe = this.options.onAddressesChanged?.(() => {
+      for (const offloading of this.options.informers.offloadings.list())
+        for (const key of this.namespaceKeys(offloading.metadata?.namespace)) this.controller.enqueue(key);
+    });
+    if (unsubscribe) this.unsubscribe.push(unsubscribe);
     await this.controller.start();
   }
 
